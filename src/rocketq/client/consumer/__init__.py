@@ -1,0 +1,1 @@
+"""rocketq.client.consumer."""

@@ -1,0 +1,362 @@
+"""RemotingCommand frames: encoding, decoding and incremental framing (sans-IO).
+
+Mirrors ``RemotingCommand``, ``RocketMQSerializable`` and ``NettyDecoder`` of
+``org.apache.rocketmq.remoting``. A frame is::
+
+    int totalLength          = 4 + headerLength + bodyLength (not counting itself)
+    int headerMark           = serializeType << 24 | headerLength
+    headerLength bytes       JSON text or the ROCKETMQ binary header
+    body                     the rest
+
+Invariants:
+
+* Decoding accepts both header serializations on every frame (the broker answers
+  long-poll wake-ups in JSON even to ROCKETMQ clients; golden/binary_header.jsonl).
+* JSON headers are written in Java's canonical key order (fastjson SortField:
+  ``code, extFields, flag, language, opaque, remark, serializeTypeCurrentRPC, version``),
+  ``extFields`` entries keep insertion order (Java HashMap order on the way in), nulls
+  are omitted and control characters are escaped as ``\\u00XX``. A decoded golden frame
+  therefore re-encodes to the same bytes.
+* ``ext_fields is None`` means "no custom header" (the key is omitted); an empty dict is
+  written as ``"extFields":{}``, as Java does for a header object whose fields are null.
+* :class:`FrameDecoder` enforces the 16 MiB frame limit and raises typed
+  :class:`~rocketq.errors.ProtocolError` subclasses; it never blocks.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+
+from rocketq.errors import FrameTooLargeError, MalformedFrameError
+from rocketq.protocol.codes import CURRENT_VERSION, LanguageCode, SerializeType
+
+__all__ = [
+    "FLAG_ONEWAY",
+    "FLAG_RESPONSE",
+    "MAX_FRAME_LENGTH",
+    "FrameDecoder",
+    "RemotingCommand",
+    "decode_frame",
+]
+
+#: ``com.rocketmq.remoting.frameMaxLength``: the whole frame, including the length prefix.
+MAX_FRAME_LENGTH = 16 * 1024 * 1024
+#: Flag bit 0: the command is a response (``RemotingCommand.RPC_TYPE``).
+FLAG_RESPONSE = 0x1
+#: Flag bit 1: a oneway request, never answered (``RemotingCommand.RPC_ONEWAY``).
+FLAG_ONEWAY = 0x2
+
+_INT = struct.Struct(">i")
+_PREFIX = struct.Struct(">iI")
+_BIN_FIXED = struct.Struct(">hbhiii")  # code, language, version, opaque, flag, remarkLength
+_SHORT = struct.Struct(">h")
+_MAX_HEADER_LENGTH = 0xFFFFFF
+
+_LANG_BY_NAME = {lang.name: lang for lang in LanguageCode}
+_LANG_NAME = {int(lang): lang.name for lang in LanguageCode}
+
+# fastjson escapes every control character below 0x20 (short forms for \b \t \n \f \r)
+# and leaves non-ASCII characters alone; ``json.dumps(ensure_ascii=False)`` does the same.
+_json_str = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+@dataclass(slots=True)
+class RemotingCommand:
+    """One request or response (``org.apache.rocketmq.remoting.protocol.RemotingCommand``)."""
+
+    code: int
+    flag: int = 0
+    opaque: int = 0
+    language: int = LanguageCode.PYTHON
+    version: int = CURRENT_VERSION
+    remark: str | None = None
+    ext_fields: dict[str, str] | None = None
+    body: bytes = b""
+    serialize_type: int = SerializeType.JSON
+
+    # ------------------------------------------------------------------ factories
+    @classmethod
+    def request(
+        cls,
+        code: int,
+        ext_fields: dict[str, str] | None = None,
+        body: bytes = b"",
+        *,
+        oneway: bool = False,
+        serialize_type: int = SerializeType.JSON,
+    ) -> RemotingCommand:
+        """A request; the opaque is assigned by the connection that sends it."""
+        return cls(
+            code=code,
+            flag=FLAG_ONEWAY if oneway else 0,
+            ext_fields=ext_fields,
+            body=body,
+            serialize_type=serialize_type,
+        )
+
+    def make_response(
+        self,
+        code: int = 0,
+        remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
+        body: bytes = b"",
+    ) -> RemotingCommand:
+        """The response to this request: same opaque and, normally, same serialize type."""
+        return RemotingCommand(
+            code=code,
+            flag=FLAG_RESPONSE,
+            opaque=self.opaque,
+            remark=remark,
+            ext_fields=ext_fields,
+            body=body,
+            serialize_type=self.serialize_type,
+        )
+
+    # ------------------------------------------------------------------ flags
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & FLAG_RESPONSE)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & FLAG_ONEWAY)
+
+    def ext(self, name: str, default: str | None = None) -> str | None:
+        """One extFields value, or ``default``."""
+        ext = self.ext_fields
+        if ext is None:
+            return default
+        return ext.get(name, default)
+
+    # ------------------------------------------------------------------ encoding
+    def encode_header(self) -> bytes:
+        """The header bytes in this command's serialize type."""
+        if self.serialize_type == SerializeType.ROCKETMQ:
+            return self._encode_binary_header()
+        return self._encode_json_header()
+
+    def _encode_json_header(self) -> bytes:
+        lang = _LANG_NAME.get(self.language, "OTHER")
+        parts = [f'{{"code":{self.code},']
+        if self.ext_fields is not None:
+            parts.append(f'"extFields":{_json_str(self.ext_fields)},')
+        parts.append(f'"flag":{self.flag},"language":"{lang}","opaque":{self.opaque},')
+        if self.remark is not None:
+            parts.append(f'"remark":{_json_str(self.remark)},')
+        parts.append(f'"serializeTypeCurrentRPC":"JSON","version":{self.version}}}')
+        return "".join(parts).encode()
+
+    def _encode_binary_header(self) -> bytes:
+        remark = self.remark.encode() if self.remark else b""
+        out = bytearray(
+            _BIN_FIXED.pack(self.code, self.language, self.version, self.opaque, self.flag, len(remark))
+        )
+        out += remark
+        ext = bytearray()
+        if self.ext_fields:
+            for key, value in self.ext_fields.items():
+                k = key.encode()
+                v = value.encode()
+                ext += _SHORT.pack(len(k))
+                ext += k
+                ext += _INT.pack(len(v))
+                ext += v
+        out += _INT.pack(len(ext))
+        out += ext
+        return bytes(out)
+
+    def encode(self) -> bytes:
+        """The whole frame, length prefix included."""
+        header = self.encode_header()
+        hlen = len(header)
+        if hlen > _MAX_HEADER_LENGTH:
+            raise MalformedFrameError(f"header of {hlen} bytes does not fit in 24 bits")
+        total = 4 + hlen + len(self.body)
+        if total + 4 > MAX_FRAME_LENGTH:
+            raise FrameTooLargeError(f"frame of {total + 4} bytes exceeds {MAX_FRAME_LENGTH}")
+        return b"".join((_PREFIX.pack(total, (self.serialize_type << 24) | hlen), header, self.body))
+
+
+# ---------------------------------------------------------------------- decoding
+def _decode_json_header(data: bytes | memoryview) -> RemotingCommand:
+    try:
+        obj = json.loads(bytes(data).decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise MalformedFrameError(f"header is not valid UTF-8: {exc}") from exc
+    except ValueError as exc:
+        raise MalformedFrameError(f"header is not valid JSON: {exc}") from exc
+    if not isinstance(obj, dict):
+        raise MalformedFrameError("JSON header is not an object")
+    try:
+        code = int(obj["code"])
+        flag = int(obj.get("flag", 0))
+        opaque = int(obj.get("opaque", 0))
+        version = int(obj.get("version", 0))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise MalformedFrameError(f"JSON header has a missing or invalid field: {exc}") from exc
+    lang_raw = obj.get("language", "JAVA")
+    if isinstance(lang_raw, int):
+        language = lang_raw
+    else:
+        lang = _LANG_BY_NAME.get(str(lang_raw))
+        language = int(lang) if lang is not None else int(LanguageCode.OTHER)
+    remark = obj.get("remark")
+    ext_raw = obj.get("extFields")
+    ext: dict[str, str] | None = None
+    if isinstance(ext_raw, dict):
+        # fastjson is lenient: non-string values are accepted and stringified.
+        ext = {
+            str(k): (v if isinstance(v, str) else _java_string(v))
+            for k, v in ext_raw.items()
+            if v is not None
+        }
+    elif ext_raw is not None:
+        raise MalformedFrameError("extFields is not an object")
+    return RemotingCommand(
+        code=code,
+        flag=flag,
+        opaque=opaque,
+        language=language,
+        version=version,
+        remark=None if remark is None else str(remark),
+        ext_fields=ext,
+        serialize_type=SerializeType.JSON,
+    )
+
+
+def _java_string(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _decode_binary_header(data: bytes | memoryview) -> RemotingCommand:
+    mv = memoryview(data)
+    end = len(mv)
+    if end < _BIN_FIXED.size + 4:
+        raise MalformedFrameError(f"binary header of {end} bytes is shorter than 25")
+    code, language, version, opaque, flag, remark_len = _BIN_FIXED.unpack_from(mv, 0)
+    pos = _BIN_FIXED.size
+    if remark_len < 0 or pos + remark_len + 4 > end:
+        raise MalformedFrameError("binary header remark length runs past the header")
+    try:
+        remark = bytes(mv[pos : pos + remark_len]).decode() if remark_len else None
+        pos += remark_len
+        (ext_len,) = _INT.unpack_from(mv, pos)
+        pos += 4
+        if ext_len < 0 or pos + ext_len != end:
+            raise MalformedFrameError("binary header extFields length does not match the header")
+        ext: dict[str, str] | None = None
+        if ext_len:
+            ext = {}
+            while pos < end:
+                if pos + 2 > end:
+                    raise MalformedFrameError("truncated extFields key length")
+                (klen,) = _SHORT.unpack_from(mv, pos)
+                pos += 2
+                if klen < 0 or pos + klen + 4 > end:
+                    raise MalformedFrameError("extFields key runs past the header")
+                key = bytes(mv[pos : pos + klen]).decode()
+                pos += klen
+                (vlen,) = _INT.unpack_from(mv, pos)
+                pos += 4
+                if vlen < 0 or pos + vlen > end:
+                    raise MalformedFrameError("extFields value runs past the header")
+                ext[key] = bytes(mv[pos : pos + vlen]).decode()
+                pos += vlen
+    except UnicodeDecodeError as exc:
+        raise MalformedFrameError(f"binary header string is not valid UTF-8: {exc}") from exc
+    return RemotingCommand(
+        code=code,
+        flag=flag,
+        opaque=opaque,
+        language=language,
+        version=version,
+        remark=remark,
+        ext_fields=ext,
+        serialize_type=SerializeType.ROCKETMQ,
+    )
+
+
+def _decode_after_length(mv: memoryview) -> RemotingCommand:
+    """Decode ``headerMark + header + body`` (the frame without its length prefix)."""
+    if len(mv) < 4:
+        raise MalformedFrameError(f"frame of {len(mv)} bytes has no header mark")
+    (mark,) = struct.unpack_from(">I", mv, 0)
+    stype = mark >> 24
+    hlen = mark & 0xFFFFFF
+    if 4 + hlen > len(mv):
+        raise MalformedFrameError(f"header length {hlen} runs past the frame of {len(mv)} bytes")
+    header = mv[4 : 4 + hlen]
+    if stype == SerializeType.JSON:
+        cmd = _decode_json_header(header)
+    elif stype == SerializeType.ROCKETMQ:
+        cmd = _decode_binary_header(header)
+    else:
+        raise MalformedFrameError(f"unknown serialize type {stype}")
+    cmd.body = bytes(mv[4 + hlen :])
+    return cmd
+
+
+def decode_frame(frame: bytes | bytearray | memoryview) -> RemotingCommand:
+    """Decode one complete frame, length prefix included."""
+    mv = memoryview(frame)
+    if len(mv) < 4:
+        raise MalformedFrameError("frame shorter than its length prefix")
+    (total,) = _INT.unpack_from(mv, 0)
+    if total + 4 != len(mv):
+        raise MalformedFrameError(f"length prefix {total} does not match a frame of {len(mv)} bytes")
+    return _decode_after_length(mv[4:])
+
+
+class FrameDecoder:
+    """Incremental framing: ``feed(bytes)`` returns every frame completed so far.
+
+    Accepts any chunking. Raises :class:`FrameTooLargeError` as soon as a length prefix
+    announces a frame over :data:`MAX_FRAME_LENGTH`, and :class:`MalformedFrameError`
+    for negative lengths or inconsistent headers; after an error the stream is unusable
+    (the connection must be closed, as Netty does).
+    """
+
+    __slots__ = ("_buf", "_max", "_pos")
+
+    def __init__(self, max_frame_length: int = MAX_FRAME_LENGTH) -> None:
+        self._buf = bytearray()
+        self._pos = 0
+        self._max = max_frame_length
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet part of a complete frame."""
+        return len(self._buf) - self._pos
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
+        buf = self._buf
+        if self._pos and self._pos == len(buf):
+            buf.clear()
+            self._pos = 0
+        buf += data
+        out: list[RemotingCommand] = []
+        pos = self._pos
+        end = len(buf)
+        while end - pos >= 4:
+            (total,) = _INT.unpack_from(buf, pos)
+            if total < 4:
+                raise MalformedFrameError(f"frame length {total} is smaller than the header mark")
+            if total + 4 > self._max:
+                raise FrameTooLargeError(f"frame of {total + 4} bytes exceeds {self._max}")
+            if end - pos - 4 < total:
+                break
+            with memoryview(buf) as mv:
+                out.append(_decode_after_length(mv[pos + 4 : pos + 4 + total]))
+            pos += 4 + total
+        if pos == end:
+            buf.clear()
+            pos = 0
+        elif pos > 65536:
+            del buf[:pos]
+            pos = 0
+        self._pos = pos
+        return out

@@ -1,0 +1,77 @@
+"""Shared fixtures: the golden captures of a real Apache RocketMQ 4.9.7 in ../shared/golden."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+_REPO = Path(__file__).resolve().parent.parent
+
+
+def golden_dir() -> Path:
+    """``$ROCKETQ_GOLDEN`` or ``../shared/golden``; a missing folder fails loudly, never skips."""
+    env = os.environ.get("ROCKETQ_GOLDEN")
+    path = Path(env) if env else _REPO.parent / "shared" / "golden"
+    if not (path / "README.md").is_file():
+        raise RuntimeError(
+            f"golden captures not found at {path}: clone rocketq next to shared/ or set ROCKETQ_GOLDEN"
+        )
+    return path
+
+
+@dataclass(frozen=True)
+class GoldenFrame:
+    file: str
+    seq: int
+    dir: str
+    server: str
+    code: int
+    flag: int
+    opaque: int
+    serialize_type: str
+    header: str
+    body: bytes | None
+    frame: bytes
+    conn: int
+    client: str
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & 1)
+
+
+def load_golden_frames(name: str | None = None) -> list[GoldenFrame]:
+    files = [golden_dir() / name] if name else sorted(golden_dir().glob("*.jsonl"))
+    out: list[GoldenFrame] = []
+    for path in files:
+        with path.open() as fh:
+            for line in fh:
+                r = json.loads(line)
+                out.append(
+                    GoldenFrame(
+                        file=path.name,
+                        seq=r["seq"],
+                        dir=r["dir"],
+                        server=r["server"],
+                        code=r["code"],
+                        flag=r["flag"],
+                        opaque=r["opaque"],
+                        serialize_type=r["serialize_type"],
+                        header=r["header"],
+                        body=base64.b64decode(r["body_b64"]) if r["body_b64"] else None,
+                        frame=base64.b64decode(r["frame_b64"]),
+                        conn=r["conn"],
+                        client=r.get("client", ""),
+                    )
+                )
+    return out
+
+
+@pytest.fixture(scope="session")
+def golden() -> Path:
+    return golden_dir()
