@@ -1,0 +1,286 @@
+"""``ConsumeMessageConcurrentlyService``: listeners on a thread pool, results into offsets.
+
+Mirrors ``org.apache.rocketmq.client.impl.consumer.ConsumeMessageConcurrentlyService``
+(reference 5.4, 6.4, 7.2). Invariants:
+
+* Pulled messages are cut into ConsumeRequests of ``consume_message_batch_max_size`` and
+  run on a pool of ``consume_thread_max`` named threads; a rejected submit is retried 5 s
+  later.
+* A listener that raises or returns ``None`` counts as RECONSUME_LATER; nothing it does
+  can kill a consume thread. Hooks run before and after every call.
+* CONSUME_SUCCESS acknowledges messages ``0..ack_index``; the rest, and every message of a
+  RECONSUME_LATER batch, is sent back to the broker (CLUSTERING) or dropped with a
+  warning (BROADCASTING). A message whose send-back fails is consumed again locally 5 s
+  later and keeps its place in the ProcessQueue, so the committed offset cannot pass it.
+* After the result is processed the messages leave the ProcessQueue and the offset store
+  gets ``remove_messages``' answer (the smallest offset still cached), increase-only.
+* A dropped ProcessQueue (rebalanced away) skips result processing entirely.
+* Every ``consume_timeout`` the oldest cached messages whose listener started longer ago
+  than ``consume_timeout`` are sent back (delay level 3) and removed (``cleanExpiredMsg``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
+
+from rocketq.client.consumer.listener import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeMessageContext,
+    ConsumeMessageHook,
+    ConsumeReturnType,
+    MessageListenerConcurrently,
+)
+from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.consumer.stats import ConsumerStatsManager
+from rocketq.protocol.heartbeat import MessageModel
+from rocketq.protocol.message import MessageConst, MessageExt
+from rocketq.protocol.message_queue import MessageQueue
+
+__all__ = ["ConsumeMessageConcurrentlyService", "ConsumeServiceHost"]
+
+log = logging.getLogger(__name__)
+
+#: ``submitConsumeRequestLater`` / local re-consumption after a failed send-back.
+RESUBMIT_DELAY_MS = 5000
+#: delay level used when an expired (timed-out) message is sent back
+_EXPIRED_DELAY_LEVEL = 3
+
+
+def _wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class ConsumeServiceHost(Protocol):
+    """What the consume services need from the push consumer (``DefaultMQPushConsumerImpl``)."""
+
+    consumer_group: str
+    message_model: MessageModel
+    stats: ConsumerStatsManager
+    hooks: list[ConsumeMessageHook]
+
+    def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str | None) -> None:
+        """CONSUMER_SEND_MSG_BACK (with the producer fallback); raises when both fail."""
+
+    def update_offset(self, mq: MessageQueue, offset: int, *, increase_only: bool) -> None: ...
+
+    def reset_retry_and_namespace(self, msgs: Sequence[MessageExt]) -> None: ...
+
+    def schedule(self, task: Callable[[], None], delay_ms: int) -> None:
+        """Run ``task`` later on the consumer's scheduler thread."""
+
+    def process_queues(self) -> list[tuple[MessageQueue, ProcessQueue]]: ...
+
+
+class ConsumeMessageConcurrentlyService:
+    """Runs a concurrent listener over pulled messages."""
+
+    def __init__(
+        self,
+        host: ConsumeServiceHost,
+        listener: MessageListenerConcurrently,
+        *,
+        consume_thread_max: int = 20,
+        consume_message_batch_max_size: int = 1,
+        consume_timeout_ms: int = 15 * 60_000,
+        clock_ms: Callable[[], int] = _wall_ms,
+    ) -> None:
+        if consume_thread_max < 1:
+            raise ValueError("consume_thread_max must be >= 1")
+        if consume_message_batch_max_size < 1:
+            raise ValueError("consume_message_batch_max_size must be >= 1")
+        self.host = host
+        self.listener = listener
+        self.consume_thread_max = consume_thread_max
+        self.batch_size = consume_message_batch_max_size
+        self.consume_timeout_ms = consume_timeout_ms
+        self._clock_ms = clock_ms
+        self._executor = ThreadPoolExecutor(
+            max_workers=consume_thread_max, thread_name_prefix=f"ConsumeMessageThread_{host.consumer_group}"
+        )
+        self._stopped = False
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        self.host.schedule(self._clean_expired_messages, self.consume_timeout_ms)
+
+    def shutdown(self, await_termination_ms: int = 0) -> None:
+        """Stop accepting work; wait up to ``await_termination_ms`` for running listeners."""
+        self._stopped = True
+        if await_termination_ms > 0:
+            deadline = time.monotonic() + await_termination_ms / 1000.0
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            for thread in list(getattr(self._executor, "_threads", ())):
+                thread.join(max(0.0, deadline - time.monotonic()))
+        else:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+
+    @property
+    def core_pool_size(self) -> int:
+        return self.consume_thread_max
+
+    # ------------------------------------------------------------------ submit
+    def submit_consume_request(
+        self,
+        msgs: Sequence[MessageExt],
+        process_queue: ProcessQueue,
+        message_queue: MessageQueue,
+        dispatch_to_consume: bool = True,
+    ) -> None:
+        """Cut ``msgs`` into batches and queue each on the pool."""
+        for start in range(0, len(msgs), self.batch_size):
+            batch = list(msgs[start : start + self.batch_size])
+            self._submit(batch, process_queue, message_queue)
+
+    def _submit(self, batch: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        if self._stopped:
+            return
+        try:
+            self._executor.submit(self._consume, batch, pq, mq)
+        except RuntimeError:
+            # pool shut down or rejecting: try again later, as Java does on RejectedExecution
+            self._submit_later(batch, pq, mq)
+
+    def _submit_later(self, batch: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        if not self._stopped:
+            self.host.schedule(lambda: self._submit(batch, pq, mq), RESUBMIT_DELAY_MS)
+
+    # ------------------------------------------------------------------ run
+    def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        host = self.host
+        if pq.dropped:
+            log.info("the message queue was dropped, stop consuming: group=%s %s", host.consumer_group, mq)
+            return
+        context = ConsumeConcurrentlyContext(message_queue=mq)
+        host.reset_retry_and_namespace(msgs)
+        hook_ctx: ConsumeMessageContext | None = None
+        if host.hooks:
+            hook_ctx = ConsumeMessageContext(host.consumer_group, mq, msgs)
+            self._run_hooks(hook_ctx, before=True)
+        begin = time.monotonic()
+        status: ConsumeConcurrentlyStatus | None = None
+        has_exception = False
+        try:
+            start_ms = str(self._clock_ms())
+            for msg in msgs:
+                msg.properties[MessageConst.CONSUME_START_TIME] = start_ms
+            result = self.listener(list(msgs), context)
+            status = result if isinstance(result, ConsumeConcurrentlyStatus) else None
+            if result is not None and status is None:
+                log.warning("listener returned %r, which is not a ConsumeConcurrentlyStatus", result)
+        except Exception:
+            has_exception = True
+            log.exception("consume message exception: group=%s %s", host.consumer_group, mq)
+        consume_rt_ms = int((time.monotonic() - begin) * 1000)
+        if status is None:
+            return_type = ConsumeReturnType.EXCEPTION if has_exception else ConsumeReturnType.RETURNNULL
+            status = ConsumeConcurrentlyStatus.RECONSUME_LATER
+        elif consume_rt_ms >= self.consume_timeout_ms:
+            return_type = ConsumeReturnType.TIME_OUT
+        elif status == ConsumeConcurrentlyStatus.RECONSUME_LATER:
+            return_type = ConsumeReturnType.FAILED
+        else:
+            return_type = ConsumeReturnType.SUCCESS
+        if hook_ctx is not None:
+            hook_ctx.props["ConsumeContextType"] = return_type.name
+            hook_ctx.status = status.value
+            hook_ctx.success = status == ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+            self._run_hooks(hook_ctx, before=False)
+        host.stats.inc_consume_rt(host.consumer_group, mq.topic, consume_rt_ms)
+        if pq.dropped:
+            log.warning("the message queue was dropped while consuming: group=%s %s", host.consumer_group, mq)
+            return
+        self.process_consume_result(status, context, msgs, pq, mq)
+
+    def _run_hooks(self, ctx: ConsumeMessageContext, *, before: bool) -> None:
+        for hook in self.host.hooks:
+            try:
+                if before:
+                    hook.consume_message_before(ctx)
+                else:
+                    hook.consume_message_after(ctx)
+            except Exception:
+                log.exception("consume hook %s failed", hook.hook_name())
+
+    # ------------------------------------------------------------------ results
+    def process_consume_result(
+        self,
+        status: ConsumeConcurrentlyStatus,
+        context: ConsumeConcurrentlyContext,
+        msgs: list[MessageExt],
+        pq: ProcessQueue,
+        mq: MessageQueue,
+    ) -> None:
+        """``processConsumeResult``: stats, send-back of the failed part, offset update."""
+        host = self.host
+        if not msgs:
+            return
+        if status == ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
+            ack_index = min(context.ack_index, len(msgs) - 1)
+            ok = ack_index + 1
+            host.stats.inc_consume_ok_tps(host.consumer_group, mq.topic, ok)
+            host.stats.inc_consume_failed_tps(host.consumer_group, mq.topic, len(msgs) - ok)
+        else:
+            ack_index = -1
+            host.stats.inc_consume_failed_tps(host.consumer_group, mq.topic, len(msgs))
+        failed = msgs[ack_index + 1 :]
+        done = msgs
+        if failed and host.message_model == MessageModel.BROADCASTING:
+            for msg in failed:
+                log.warning("BROADCASTING, the message consume failed, drop it: %s", msg.msg_id)
+        elif failed:
+            back_failed = []
+            for msg in failed:
+                try:
+                    host.send_message_back(msg, context.delay_level_when_next_consume, mq.broker_name)
+                except Exception:
+                    log.exception("sending a failed message back failed; consuming it again locally later")
+                    msg.reconsume_times += 1
+                    back_failed.append(msg)
+            if back_failed:
+                done = [m for m in msgs if all(m is not f for f in back_failed)]
+                self._submit_later(back_failed, pq, mq)
+        offset = pq.remove_messages(done)
+        if offset >= 0 and not pq.dropped:
+            host.update_offset(mq, offset, increase_only=True)
+
+    # ------------------------------------------------------------------ expiry
+    def _clean_expired_messages(self) -> None:
+        """``cleanExpireMsg``: send back messages whose listener has run past consume_timeout."""
+        if self._stopped:
+            return
+        try:
+            for mq, pq in self.host.process_queues():
+                for msg in pq.expired_messages(self.consume_timeout_ms, self._clock_ms()):
+                    try:
+                        self.host.send_message_back(msg, _EXPIRED_DELAY_LEVEL, mq.broker_name)
+                    except Exception:
+                        log.exception("sending back an expired message failed")
+                        continue
+                    offset = pq.remove_if_first(msg)
+                    if offset >= 0 and not pq.dropped:
+                        self.host.update_offset(mq, offset, increase_only=True)
+        finally:
+            self.host.schedule(self._clean_expired_messages, self.consume_timeout_ms)
+
+    # ------------------------------------------------------------------ admin
+    def consume_message_directly(self, msg: MessageExt, broker_name: str) -> tuple[str, int, str | None]:
+        """CONSUME_MESSAGE_DIRECTLY: run the listener once; (CMResult name, spent ms, remark)."""
+        mq = MessageQueue(msg.topic, broker_name, msg.queue_id)
+        context = ConsumeConcurrentlyContext(message_queue=mq)
+        self.host.reset_retry_and_namespace([msg])
+        begin = time.monotonic()
+        try:
+            status = self.listener([msg], context)
+        except Exception as exc:
+            return "CR_THROW_EXCEPTION", int((time.monotonic() - begin) * 1000), repr(exc)
+        spent = int((time.monotonic() - begin) * 1000)
+        if status == ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
+            return "CR_SUCCESS", spent, None
+        if status == ConsumeConcurrentlyStatus.RECONSUME_LATER:
+            return "CR_LATER", spent, None
+        return "CR_RETURN_NULL", spent, None

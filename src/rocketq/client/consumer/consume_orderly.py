@@ -1,0 +1,349 @@
+"""``ConsumeMessageOrderlyService``: one thread per queue at a time, in offset order, under lock.
+
+Mirrors ``org.apache.rocketmq.client.impl.consumer.ConsumeMessageOrderlyService`` (reference
+5.4, 6.5). Invariants:
+
+* A ConsumeRequest is submitted only when putting messages into the ProcessQueue returned
+  ``dispatch_to_consume`` (no task was running for it); it carries no messages and takes
+  them from the ProcessQueue itself, smallest offsets first.
+* A task first takes the per-MessageQueue lock (so at most one thread per queue in this
+  process), then in CLUSTERING mode requires the broker-side lock to be held and not
+  expired; otherwise it schedules a lock attempt and re-consumes later.
+* The listener runs under the ProcessQueue's ``consume_lock``: a rebalance that takes a
+  queue away waits for that lock before persisting the offset and unlocking on the broker,
+  so two consumers never work on one queue at once.
+* SUCCESS commits (offset = largest consumed + 1, overwriting); SUSPEND (or an exception or
+  ``None``) puts the same messages back and retries them after the suspend time without
+  moving the offset. A message that failed ``max_reconsume_times`` times is sent to the
+  retry topic with RECONSUME_TIME = max (the broker routes it to the DLQ) and consumption
+  moves on — which breaks the order for that key, so it is logged loudly and counted.
+* One task consumes continuously for at most 60 s, then yields and resubmits itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
+
+from rocketq.client.consumer.listener import (
+    ConsumeMessageContext,
+    ConsumeMessageHook,
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
+    ConsumeReturnType,
+    MessageListenerOrderly,
+)
+from rocketq.client.consumer.process_queue import REBALANCE_LOCK_INTERVAL_MS, ProcessQueue
+from rocketq.client.consumer.stats import ConsumerStatsManager
+from rocketq.protocol.heartbeat import MessageModel
+from rocketq.protocol.message import MessageExt
+from rocketq.protocol.message_queue import MessageQueue
+
+__all__ = ["MAX_TIME_CONSUME_CONTINUOUSLY_MS", "ConsumeMessageOrderlyService", "OrderlyServiceHost"]
+
+log = logging.getLogger(__name__)
+
+#: ``rocketmq.client.maxTimeConsumeContinuously``
+MAX_TIME_CONSUME_CONTINUOUSLY_MS = 60_000
+_SUSPEND_MIN_MS = 10
+_SUSPEND_MAX_MS = 30_000
+
+
+class OrderlyServiceHost(Protocol):
+    """What the orderly service needs from the push consumer."""
+
+    consumer_group: str
+    message_model: MessageModel
+    stats: ConsumerStatsManager
+    hooks: list[ConsumeMessageHook]
+    suspend_current_queue_time_millis: int
+    #: -1 means unlimited for orderly consumption (Integer.MAX_VALUE)
+    max_reconsume_times: int
+
+    def update_offset(self, mq: MessageQueue, offset: int, *, increase_only: bool) -> None: ...
+
+    def reset_retry_and_namespace(self, msgs: Sequence[MessageExt]) -> None: ...
+
+    def schedule(self, task: Callable[[], None], delay_ms: int) -> None: ...
+
+    def lock_one(self, mq: MessageQueue) -> bool:
+        """LOCK_BATCH_MQ for one queue; True when this client holds it now."""
+
+    def lock_all(self) -> None: ...
+
+    def unlock_all(self, *, oneway: bool) -> None: ...
+
+    def send_to_retry_topic(self, msg: MessageExt, max_reconsume_times: int) -> None:
+        """Re-send through the producer to %RETRY%<group> (the broker routes it to the DLQ)."""
+
+
+class ConsumeMessageOrderlyService:
+    """Runs an orderly listener over locked queues."""
+
+    def __init__(
+        self,
+        host: OrderlyServiceHost,
+        listener: MessageListenerOrderly,
+        *,
+        consume_thread_max: int = 20,
+        consume_message_batch_max_size: int = 1,
+        consume_timeout_ms: int = 15 * 60_000,
+        max_time_consume_continuously_ms: int = MAX_TIME_CONSUME_CONTINUOUSLY_MS,
+        lock_interval_ms: int = REBALANCE_LOCK_INTERVAL_MS,
+    ) -> None:
+        if consume_thread_max < 1 or consume_message_batch_max_size < 1:
+            raise ValueError("consume_thread_max and consume_message_batch_max_size must be >= 1")
+        self.host = host
+        self.listener = listener
+        self.consume_thread_max = consume_thread_max
+        self.batch_size = consume_message_batch_max_size
+        self.consume_timeout_ms = consume_timeout_ms
+        self.max_time_consume_continuously_ms = max_time_consume_continuously_ms
+        self.lock_interval_ms = lock_interval_ms
+        self._executor = ThreadPoolExecutor(
+            max_workers=consume_thread_max,
+            thread_name_prefix=f"ConsumeMessageThread_{host.consumer_group}",
+        )
+        self._mq_locks: dict[MessageQueue, threading.Lock] = {}
+        self._mq_locks_guard = threading.Lock()
+        self._stopped = False
+        #: messages sent to the DLQ after max reconsume times (each one an order break for its key)
+        self.dlq_count = 0
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        if self.host.message_model == MessageModel.CLUSTERING:
+            self.host.schedule(self._lock_periodically, 1000)
+
+    def _lock_periodically(self) -> None:
+        if self._stopped:
+            return
+        try:
+            self.host.lock_all()
+        except Exception:
+            log.exception("renewing queue locks failed")
+        finally:
+            self.host.schedule(self._lock_periodically, self.lock_interval_ms)
+
+    def shutdown(self, await_termination_ms: int = 0) -> None:
+        self._stopped = True
+        if await_termination_ms > 0:
+            deadline = time.monotonic() + await_termination_ms / 1000.0
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            for thread in list(getattr(self._executor, "_threads", ())):
+                thread.join(max(0.0, deadline - time.monotonic()))
+        else:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+
+    @property
+    def core_pool_size(self) -> int:
+        return self.consume_thread_max
+
+    def _mq_lock(self, mq: MessageQueue) -> threading.Lock:
+        """``MessageQueueLock.fetchLockObject``."""
+        lock = self._mq_locks.get(mq)
+        if lock is None:
+            with self._mq_locks_guard:
+                lock = self._mq_locks.setdefault(mq, threading.Lock())
+        return lock
+
+    # ------------------------------------------------------------------ submit
+    def submit_consume_request(
+        self,
+        msgs: Sequence[MessageExt],
+        process_queue: ProcessQueue,
+        message_queue: MessageQueue,
+        dispatch_to_consume: bool = True,
+    ) -> None:
+        if dispatch_to_consume:
+            self._submit(process_queue, message_queue)
+
+    def _submit(self, pq: ProcessQueue, mq: MessageQueue) -> None:
+        if self._stopped:
+            return
+        try:
+            self._executor.submit(self._consume, pq, mq)
+        except RuntimeError:
+            self.submit_consume_request_later(pq, mq, 1000)
+
+    def submit_consume_request_later(self, pq: ProcessQueue, mq: MessageQueue, suspend_ms: int) -> None:
+        delay = self.host.suspend_current_queue_time_millis if suspend_ms == -1 else suspend_ms
+        delay = min(max(delay, _SUSPEND_MIN_MS), _SUSPEND_MAX_MS)
+        if not self._stopped:
+            self.host.schedule(lambda: self._submit(pq, mq), delay)
+
+    def try_lock_later_and_reconsume(self, mq: MessageQueue, pq: ProcessQueue, delay_ms: int) -> None:
+        def attempt() -> None:
+            if self._stopped:
+                return
+            locked = self.host.lock_one(mq)
+            self.submit_consume_request_later(pq, mq, 10 if locked else 3000)
+
+        self.host.schedule(attempt, delay_ms)
+
+    # ------------------------------------------------------------------ run
+    def _consume(self, pq: ProcessQueue, mq: MessageQueue) -> None:
+        host = self.host
+        if pq.dropped:
+            return
+        clustering = host.message_model == MessageModel.CLUSTERING
+        with self._mq_lock(mq):
+            if clustering and not (pq.locked and not pq.is_lock_expired()):
+                if not pq.dropped:
+                    self.try_lock_later_and_reconsume(mq, pq, 100)
+                return
+            begin = time.monotonic()
+            while True:
+                if pq.dropped or self._stopped:
+                    return
+                if clustering and (not pq.locked or pq.is_lock_expired()):
+                    self.try_lock_later_and_reconsume(mq, pq, 10)
+                    return
+                if (time.monotonic() - begin) * 1000 > self.max_time_consume_continuously_ms:
+                    self.submit_consume_request_later(pq, mq, 10)
+                    return
+                msgs = pq.take_messages(self.batch_size)
+                if not msgs:
+                    return
+                host.reset_retry_and_namespace(msgs)
+                if not self._consume_batch(msgs, pq, mq):
+                    return
+
+    def _consume_batch(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> bool:
+        """One listener call and its result; False stops the task's loop."""
+        host = self.host
+        context = ConsumeOrderlyContext(message_queue=mq)
+        hook_ctx: ConsumeMessageContext | None = None
+        if host.hooks:
+            hook_ctx = ConsumeMessageContext(host.consumer_group, mq, msgs)
+            self._run_hooks(hook_ctx, before=True)
+        status: ConsumeOrderlyStatus | None = None
+        has_exception = False
+        begin = time.monotonic()
+        with pq.consume_lock:
+            if pq.dropped:
+                log.warning("the message queue was dropped while consuming orderly: %s", mq)
+                pq.rollback()
+                return False
+            try:
+                result = self.listener(list(msgs), context)
+                status = result if isinstance(result, ConsumeOrderlyStatus) else None
+            except Exception:
+                has_exception = True
+                log.exception("orderly consume exception: group=%s %s", host.consumer_group, mq)
+        consume_rt_ms = int((time.monotonic() - begin) * 1000)
+        if status is None:
+            return_type = ConsumeReturnType.EXCEPTION if has_exception else ConsumeReturnType.RETURNNULL
+            status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        elif consume_rt_ms >= self.consume_timeout_ms:
+            return_type = ConsumeReturnType.TIME_OUT
+        elif status == ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT:
+            return_type = ConsumeReturnType.FAILED
+        else:
+            return_type = ConsumeReturnType.SUCCESS
+        if status in (ConsumeOrderlyStatus.ROLLBACK, ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT):
+            log.warning(
+                "consumeMessage orderly returned %s: group=%s %s", status.value, host.consumer_group, mq
+            )
+        if hook_ctx is not None:
+            hook_ctx.props["ConsumeContextType"] = return_type.name
+            hook_ctx.status = status.value
+            hook_ctx.success = status in (ConsumeOrderlyStatus.SUCCESS, ConsumeOrderlyStatus.COMMIT)
+            self._run_hooks(hook_ctx, before=False)
+        host.stats.inc_consume_rt(host.consumer_group, mq.topic, consume_rt_ms)
+        return self.process_consume_result(msgs, status, context, pq, mq)
+
+    def _run_hooks(self, ctx: ConsumeMessageContext, *, before: bool) -> None:
+        for hook in self.host.hooks:
+            try:
+                if before:
+                    hook.consume_message_before(ctx)
+                else:
+                    hook.consume_message_after(ctx)
+            except Exception:
+                log.exception("consume hook %s failed", hook.hook_name())
+
+    # ------------------------------------------------------------------ results
+    def process_consume_result(
+        self,
+        msgs: list[MessageExt],
+        status: ConsumeOrderlyStatus,
+        context: ConsumeOrderlyContext,
+        pq: ProcessQueue,
+        mq: MessageQueue,
+    ) -> bool:
+        """``processConsumeResult``: True to keep consuming this queue."""
+        host = self.host
+        group, topic = host.consumer_group, mq.topic
+        commit_offset = -1
+        keep_going = True
+        if context.auto_commit:
+            if status in (
+                ConsumeOrderlyStatus.SUCCESS,
+                ConsumeOrderlyStatus.COMMIT,
+                ConsumeOrderlyStatus.ROLLBACK,
+            ):
+                if status != ConsumeOrderlyStatus.SUCCESS:
+                    log.warning("COMMIT/ROLLBACK are for auto_commit=False only; treated as SUCCESS: %s", mq)
+                commit_offset = pq.commit()
+                host.stats.inc_consume_ok_tps(group, topic, len(msgs))
+            else:
+                host.stats.inc_consume_failed_tps(group, topic, len(msgs))
+                if self._check_reconsume_times(msgs):
+                    pq.make_message_to_consume_again(msgs)
+                    self.submit_consume_request_later(pq, mq, context.suspend_current_queue_time_millis)
+                    keep_going = False
+                else:
+                    commit_offset = pq.commit()
+        elif status == ConsumeOrderlyStatus.SUCCESS:
+            host.stats.inc_consume_ok_tps(group, topic, len(msgs))
+        elif status == ConsumeOrderlyStatus.COMMIT:
+            commit_offset = pq.commit()
+        elif status == ConsumeOrderlyStatus.ROLLBACK:
+            pq.rollback()
+            self.submit_consume_request_later(pq, mq, context.suspend_current_queue_time_millis)
+            keep_going = False
+        else:
+            host.stats.inc_consume_failed_tps(group, topic, len(msgs))
+            if self._check_reconsume_times(msgs):
+                pq.make_message_to_consume_again(msgs)
+                self.submit_consume_request_later(pq, mq, context.suspend_current_queue_time_millis)
+                keep_going = False
+        if commit_offset >= 0 and not pq.dropped:
+            host.update_offset(mq, commit_offset, increase_only=False)
+        return keep_going
+
+    def _max_reconsume_times(self) -> int:
+        value = self.host.max_reconsume_times
+        return 2**31 - 1 if value == -1 else value
+
+    def _check_reconsume_times(self, msgs: list[MessageExt]) -> bool:
+        """``checkReconsumeTimes``: True to suspend and retry; messages over the max go to the DLQ."""
+        suspend = False
+        max_times = self._max_reconsume_times()
+        for msg in msgs:
+            if msg.reconsume_times >= max_times:
+                try:
+                    self.host.send_to_retry_topic(msg, max_times)
+                except Exception:
+                    log.exception("sending an orderly message to the DLQ failed; retrying it")
+                    suspend = True
+                    msg.reconsume_times += 1
+                    continue
+                self.dlq_count += 1
+                log.error(
+                    "ORDER BROKEN: message %s of %s failed %d times and went to %%DLQ%%%s; "
+                    "its key's later messages are consumed without it",
+                    msg.msg_id,
+                    msg.topic,
+                    msg.reconsume_times,
+                    self.host.consumer_group,
+                )
+            else:
+                suspend = True
+                msg.reconsume_times += 1
+        return suspend

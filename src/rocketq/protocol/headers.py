@@ -1,0 +1,325 @@
+"""Declarative request/response headers and the request-code registries (sans-IO).
+
+The public face of the header package. Mirrors the ``CommandCustomHeader`` classes of
+Apache RocketMQ 4.9.7 (``org.apache.rocketmq.common.protocol.header`` and its
+``namesrv``/``filtersrv`` sub-packages) and the way ``RemotingCommand`` turns them into
+``extFields``.
+
+* The generic codec lives in :mod:`rocketq.protocol.headers_base`
+  (:class:`CommandHeader`: ``to_ext_fields``, ``from_ext_fields``, ``missing_required``).
+* Header classes live in :mod:`rocketq.protocol.headers_client` (send, pull, offsets,
+  consumers, transactions) and :mod:`rocketq.protocol.headers_admin` (name server,
+  admin, ACL, filter servers); everything is re-exported here.
+* :data:`REQUEST_HEADERS` maps a request code to the header class of that request and
+  :data:`RESPONSE_HEADERS` to the header class of its response, exactly where the Java
+  sender uses ``createRequestCommand(code, header)`` / ``createResponseCommand(cls)``.
+  Codes without a custom header (HEART_BEAT, LOCK_BATCH_MQ, GET_BROKER_CLUSTER_INFO…)
+  are absent. Both mappings are read-only.
+
+Usage::
+
+    hdr = PullMessageRequestHeader.from_ext_fields(cmd.ext_fields)
+    if hdr.missing_required(): ...          # answer SYSTEM_ERROR like the Java broker
+    resp = cmd.make_response(ext_fields=PullMessageResponseHeader(...).to_ext_fields())
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from rocketq.protocol.codes import RequestCode
+from rocketq.protocol.headers_admin import (
+    AddWritePermOfBrokerRequestHeader,
+    AddWritePermOfBrokerResponseHeader,
+    CloneGroupOffsetRequestHeader,
+    CreateAccessConfigRequestHeader,
+    CreateTopicRequestHeader,
+    DeleteAccessConfigRequestHeader,
+    DeleteKVConfigRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader,
+    DeleteTopicRequestHeader,
+    GetAllProducerInfoRequestHeader,
+    GetAllTopicConfigResponseHeader,
+    GetBrokerAclConfigResponseHeader,
+    GetBrokerConfigResponseHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumeStatsInBrokerHeader,
+    GetConsumeStatsRequestHeader,
+    GetKVConfigRequestHeader,
+    GetKVConfigResponseHeader,
+    GetKVListByNamespaceRequestHeader,
+    GetProducerConnectionListRequestHeader,
+    GetRouteInfoRequestHeader,
+    GetTopicsByClusterRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    PutKVConfigRequestHeader,
+    QueryConsumeQueueRequestHeader,
+    QueryConsumeTimeSpanRequestHeader,
+    QueryCorrectionOffsetHeader,
+    QueryDataVersionRequestHeader,
+    QueryDataVersionResponseHeader,
+    QueryTopicConsumeByWhoRequestHeader,
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+    RegisterFilterServerRequestHeader,
+    RegisterFilterServerResponseHeader,
+    RegisterMessageFilterClassRequestHeader,
+    ResumeCheckHalfMessageRequestHeader,
+    UnRegisterBrokerRequestHeader,
+    UpdateGlobalWhiteAddrsConfigRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
+    WipeWritePermOfBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
+)
+from rocketq.protocol.headers_base import (
+    NON_HEADER_EXT_FIELDS,
+    CommandHeader,
+    JavaType,
+    NonHeaderExtField,
+    RpcRequestHeader,
+    WireField,
+    jbool,
+    jenum,
+    jint,
+    jlong,
+    jstring,
+)
+from rocketq.protocol.headers_client import (
+    CheckTransactionStateRequestHeader,
+    ConsumeMessageDirectlyResultRequestHeader,
+    ConsumerSendMsgBackRequestHeader,
+    EndTransactionRequestHeader,
+    GetConsumerListByGroupRequestHeader,
+    GetConsumerListByGroupResponseHeader,
+    GetConsumerRunningInfoRequestHeader,
+    GetConsumerStatusRequestHeader,
+    GetEarliestMsgStoretimeRequestHeader,
+    GetEarliestMsgStoretimeResponseHeader,
+    GetMaxOffsetRequestHeader,
+    GetMaxOffsetResponseHeader,
+    GetMinOffsetRequestHeader,
+    GetMinOffsetResponseHeader,
+    NotifyConsumerIdsChangedRequestHeader,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    QueryConsumerOffsetRequestHeader,
+    QueryConsumerOffsetResponseHeader,
+    QueryMessageRequestHeader,
+    QueryMessageResponseHeader,
+    ReplyMessageRequestHeader,
+    ResetOffsetRequestHeader,
+    SearchOffsetRequestHeader,
+    SearchOffsetResponseHeader,
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+    UnregisterClientRequestHeader,
+    UnregisterClientResponseHeader,
+    UpdateConsumerOffsetRequestHeader,
+    UpdateConsumerOffsetResponseHeader,
+    ViewMessageRequestHeader,
+)
+
+__all__ = [
+    "NON_HEADER_EXT_FIELDS",
+    "REQUEST_HEADERS",
+    "RESPONSE_HEADERS",
+    "AddWritePermOfBrokerRequestHeader",
+    "AddWritePermOfBrokerResponseHeader",
+    "CheckTransactionStateRequestHeader",
+    "CloneGroupOffsetRequestHeader",
+    "CommandHeader",
+    "ConsumeMessageDirectlyResultRequestHeader",
+    "ConsumerSendMsgBackRequestHeader",
+    "CreateAccessConfigRequestHeader",
+    "CreateTopicRequestHeader",
+    "DeleteAccessConfigRequestHeader",
+    "DeleteKVConfigRequestHeader",
+    "DeleteSubscriptionGroupRequestHeader",
+    "DeleteTopicFromNamesrvRequestHeader",
+    "DeleteTopicRequestHeader",
+    "EndTransactionRequestHeader",
+    "GetAllProducerInfoRequestHeader",
+    "GetAllTopicConfigResponseHeader",
+    "GetBrokerAclConfigResponseHeader",
+    "GetBrokerConfigResponseHeader",
+    "GetConsumeStatsInBrokerHeader",
+    "GetConsumeStatsRequestHeader",
+    "GetConsumerConnectionListRequestHeader",
+    "GetConsumerListByGroupRequestHeader",
+    "GetConsumerListByGroupResponseHeader",
+    "GetConsumerRunningInfoRequestHeader",
+    "GetConsumerStatusRequestHeader",
+    "GetEarliestMsgStoretimeRequestHeader",
+    "GetEarliestMsgStoretimeResponseHeader",
+    "GetKVConfigRequestHeader",
+    "GetKVConfigResponseHeader",
+    "GetKVListByNamespaceRequestHeader",
+    "GetMaxOffsetRequestHeader",
+    "GetMaxOffsetResponseHeader",
+    "GetMinOffsetRequestHeader",
+    "GetMinOffsetResponseHeader",
+    "GetProducerConnectionListRequestHeader",
+    "GetRouteInfoRequestHeader",
+    "GetTopicStatsInfoRequestHeader",
+    "GetTopicsByClusterRequestHeader",
+    "JavaType",
+    "NonHeaderExtField",
+    "NotifyConsumerIdsChangedRequestHeader",
+    "PullMessageRequestHeader",
+    "PullMessageResponseHeader",
+    "PutKVConfigRequestHeader",
+    "QueryConsumeQueueRequestHeader",
+    "QueryConsumeTimeSpanRequestHeader",
+    "QueryConsumerOffsetRequestHeader",
+    "QueryConsumerOffsetResponseHeader",
+    "QueryCorrectionOffsetHeader",
+    "QueryDataVersionRequestHeader",
+    "QueryDataVersionResponseHeader",
+    "QueryMessageRequestHeader",
+    "QueryMessageResponseHeader",
+    "QueryTopicConsumeByWhoRequestHeader",
+    "RegisterBrokerRequestHeader",
+    "RegisterBrokerResponseHeader",
+    "RegisterFilterServerRequestHeader",
+    "RegisterFilterServerResponseHeader",
+    "RegisterMessageFilterClassRequestHeader",
+    "ReplyMessageRequestHeader",
+    "ResetOffsetRequestHeader",
+    "ResumeCheckHalfMessageRequestHeader",
+    "RpcRequestHeader",
+    "SearchOffsetRequestHeader",
+    "SearchOffsetResponseHeader",
+    "SendMessageRequestHeader",
+    "SendMessageRequestHeaderV2",
+    "SendMessageResponseHeader",
+    "UnRegisterBrokerRequestHeader",
+    "UnregisterClientRequestHeader",
+    "UnregisterClientResponseHeader",
+    "UpdateConsumerOffsetRequestHeader",
+    "UpdateConsumerOffsetResponseHeader",
+    "UpdateGlobalWhiteAddrsConfigRequestHeader",
+    "ViewBrokerStatsDataRequestHeader",
+    "ViewMessageRequestHeader",
+    "WipeWritePermOfBrokerRequestHeader",
+    "WipeWritePermOfBrokerResponseHeader",
+    "WireField",
+    "jbool",
+    "jenum",
+    "jint",
+    "jlong",
+    "jstring",
+]
+
+_R = RequestCode
+
+#: request code -> header class of the request (who decodes it: broker, name server or,
+#: for broker-initiated requests such as 39/40/220/221/307/309/326, the client).
+REQUEST_HEADERS: Mapping[int, type[CommandHeader]] = MappingProxyType(
+    {
+        # producer
+        _R.SEND_MESSAGE: SendMessageRequestHeader,
+        # The Java producer always sends V2 names for 310 and 320; the broker decodes V2
+        # for exactly those codes (AbstractSendMessageProcessor.parseRequestHeader).
+        _R.SEND_MESSAGE_V2: SendMessageRequestHeaderV2,
+        _R.SEND_BATCH_MESSAGE: SendMessageRequestHeaderV2,
+        _R.SEND_REPLY_MESSAGE: SendMessageRequestHeader,
+        _R.SEND_REPLY_MESSAGE_V2: SendMessageRequestHeaderV2,
+        _R.PUSH_REPLY_MESSAGE_TO_CLIENT: ReplyMessageRequestHeader,
+        _R.END_TRANSACTION: EndTransactionRequestHeader,
+        _R.CHECK_TRANSACTION_STATE: CheckTransactionStateRequestHeader,
+        _R.UNREGISTER_CLIENT: UnregisterClientRequestHeader,
+        # consumer
+        _R.PULL_MESSAGE: PullMessageRequestHeader,
+        _R.QUERY_CONSUMER_OFFSET: QueryConsumerOffsetRequestHeader,
+        _R.UPDATE_CONSUMER_OFFSET: UpdateConsumerOffsetRequestHeader,
+        _R.GET_CONSUMER_LIST_BY_GROUP: GetConsumerListByGroupRequestHeader,
+        _R.NOTIFY_CONSUMER_IDS_CHANGED: NotifyConsumerIdsChangedRequestHeader,
+        _R.CONSUMER_SEND_MSG_BACK: ConsumerSendMsgBackRequestHeader,
+        _R.GET_MAX_OFFSET: GetMaxOffsetRequestHeader,
+        _R.GET_MIN_OFFSET: GetMinOffsetRequestHeader,
+        _R.GET_EARLIEST_MSG_STORETIME: GetEarliestMsgStoretimeRequestHeader,
+        _R.SEARCH_OFFSET_BY_TIMESTAMP: SearchOffsetRequestHeader,
+        _R.VIEW_MESSAGE_BY_ID: ViewMessageRequestHeader,
+        _R.QUERY_MESSAGE: QueryMessageRequestHeader,
+        _R.GET_CONSUMER_RUNNING_INFO: GetConsumerRunningInfoRequestHeader,
+        _R.CONSUME_MESSAGE_DIRECTLY: ConsumeMessageDirectlyResultRequestHeader,
+        _R.INVOKE_BROKER_TO_RESET_OFFSET: ResetOffsetRequestHeader,
+        _R.RESET_CONSUMER_CLIENT_OFFSET: ResetOffsetRequestHeader,
+        _R.INVOKE_BROKER_TO_GET_CONSUMER_STATUS: GetConsumerStatusRequestHeader,
+        _R.GET_CONSUMER_STATUS_FROM_CLIENT: GetConsumerStatusRequestHeader,
+        # name server
+        _R.REGISTER_BROKER: RegisterBrokerRequestHeader,
+        _R.UNREGISTER_BROKER: UnRegisterBrokerRequestHeader,
+        _R.QUERY_DATA_VERSION: QueryDataVersionRequestHeader,
+        _R.GET_ROUTEINFO_BY_TOPIC: GetRouteInfoRequestHeader,
+        _R.GET_TOPICS_BY_CLUSTER: GetTopicsByClusterRequestHeader,
+        _R.DELETE_TOPIC_IN_NAMESRV: DeleteTopicFromNamesrvRequestHeader,
+        _R.PUT_KV_CONFIG: PutKVConfigRequestHeader,
+        _R.GET_KV_CONFIG: GetKVConfigRequestHeader,
+        _R.DELETE_KV_CONFIG: DeleteKVConfigRequestHeader,
+        _R.GET_KVLIST_BY_NAMESPACE: GetKVListByNamespaceRequestHeader,
+        _R.WIPE_WRITE_PERM_OF_BROKER: WipeWritePermOfBrokerRequestHeader,
+        _R.ADD_WRITE_PERM_OF_BROKER: AddWritePermOfBrokerRequestHeader,
+        # admin
+        _R.UPDATE_AND_CREATE_TOPIC: CreateTopicRequestHeader,
+        _R.DELETE_TOPIC_IN_BROKER: DeleteTopicRequestHeader,
+        _R.GET_TOPIC_STATS_INFO: GetTopicStatsInfoRequestHeader,
+        _R.GET_CONSUME_STATS: GetConsumeStatsRequestHeader,
+        _R.GET_CONSUMER_CONNECTION_LIST: GetConsumerConnectionListRequestHeader,
+        _R.GET_PRODUCER_CONNECTION_LIST: GetProducerConnectionListRequestHeader,
+        _R.GET_ALL_PRODUCER_INFO: GetAllProducerInfoRequestHeader,
+        _R.DELETE_SUBSCRIPTIONGROUP: DeleteSubscriptionGroupRequestHeader,
+        _R.QUERY_TOPIC_CONSUME_BY_WHO: QueryTopicConsumeByWhoRequestHeader,
+        _R.QUERY_CONSUME_TIME_SPAN: QueryConsumeTimeSpanRequestHeader,
+        _R.QUERY_CORRECTION_OFFSET: QueryCorrectionOffsetHeader,
+        _R.CLONE_GROUP_OFFSET: CloneGroupOffsetRequestHeader,
+        _R.VIEW_BROKER_STATS_DATA: ViewBrokerStatsDataRequestHeader,
+        _R.GET_BROKER_CONSUME_STATS: GetConsumeStatsInBrokerHeader,
+        _R.QUERY_CONSUME_QUEUE: QueryConsumeQueueRequestHeader,
+        _R.RESUME_CHECK_HALF_MESSAGE: ResumeCheckHalfMessageRequestHeader,
+        _R.UPDATE_AND_CREATE_ACL_CONFIG: CreateAccessConfigRequestHeader,
+        _R.DELETE_ACL_CONFIG: DeleteAccessConfigRequestHeader,
+        _R.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: UpdateGlobalWhiteAddrsConfigRequestHeader,
+        _R.REGISTER_FILTER_SERVER: RegisterFilterServerRequestHeader,
+        _R.REGISTER_MESSAGE_FILTER_CLASS: RegisterMessageFilterClassRequestHeader,
+    }
+)
+
+#: request code -> header class of the response. A response built from a header class
+#: carries ``extFields`` even when empty (``{}``), as Java's ``createResponseCommand``.
+RESPONSE_HEADERS: Mapping[int, type[CommandHeader]] = MappingProxyType(
+    {
+        _R.SEND_MESSAGE: SendMessageResponseHeader,
+        _R.SEND_MESSAGE_V2: SendMessageResponseHeader,
+        _R.SEND_BATCH_MESSAGE: SendMessageResponseHeader,
+        _R.SEND_REPLY_MESSAGE: SendMessageResponseHeader,
+        _R.SEND_REPLY_MESSAGE_V2: SendMessageResponseHeader,
+        _R.PULL_MESSAGE: PullMessageResponseHeader,
+        _R.QUERY_MESSAGE: QueryMessageResponseHeader,
+        _R.QUERY_CONSUMER_OFFSET: QueryConsumerOffsetResponseHeader,
+        _R.UPDATE_CONSUMER_OFFSET: UpdateConsumerOffsetResponseHeader,
+        _R.UNREGISTER_CLIENT: UnregisterClientResponseHeader,
+        _R.GET_CONSUMER_LIST_BY_GROUP: GetConsumerListByGroupResponseHeader,
+        _R.GET_MAX_OFFSET: GetMaxOffsetResponseHeader,
+        _R.GET_MIN_OFFSET: GetMinOffsetResponseHeader,
+        _R.GET_EARLIEST_MSG_STORETIME: GetEarliestMsgStoretimeResponseHeader,
+        _R.SEARCH_OFFSET_BY_TIMESTAMP: SearchOffsetResponseHeader,
+        _R.REGISTER_BROKER: RegisterBrokerResponseHeader,
+        _R.QUERY_DATA_VERSION: QueryDataVersionResponseHeader,
+        _R.GET_KV_CONFIG: GetKVConfigResponseHeader,
+        _R.WIPE_WRITE_PERM_OF_BROKER: WipeWritePermOfBrokerResponseHeader,
+        _R.ADD_WRITE_PERM_OF_BROKER: AddWritePermOfBrokerResponseHeader,
+        _R.GET_ALL_TOPIC_CONFIG: GetAllTopicConfigResponseHeader,
+        _R.GET_BROKER_CONFIG: GetBrokerConfigResponseHeader,
+        _R.GET_BROKER_CLUSTER_ACL_INFO: GetBrokerAclConfigResponseHeader,
+        _R.REGISTER_FILTER_SERVER: RegisterFilterServerResponseHeader,
+    }
+)
+
+# Build every field plan now, so a declaration mistake fails at import, not mid-request.
+for _cls in {*REQUEST_HEADERS.values(), *RESPONSE_HEADERS.values()}:
+    _cls.wire_fields()
+del _cls

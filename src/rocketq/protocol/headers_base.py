@@ -1,0 +1,496 @@
+"""The one generic mapping between header dataclasses and ``extFields`` (sans-IO).
+
+Mirrors ``org.apache.rocketmq.remoting.CommandCustomHeader`` and the reflective codec of
+``RemotingCommand`` (``makeCustomHeaderToNet`` / ``decodeCommandCustomHeader``), the
+``FastCodesHeader`` binary shortcut and ``org.apache.rocketmq.common.rpc.RpcRequestHeader``
+of Apache RocketMQ 4.9.7.
+
+A header class is a ``@dataclass(slots=True, kw_only=True)`` subclass of
+:class:`CommandHeader` whose fields are declared with :func:`jstring`, :func:`jint`,
+:func:`jlong`, :func:`jbool` or :func:`jenum`. Each declaration names the Java field (the
+wire key), its Java type and whether it is ``@CFNotNull``; nothing else is written per
+header. The first use of a class builds a :class:`_Plan` (field kinds, parsers, the
+Java insertion order and the resulting ``HashMap`` orders) once; encoding and decoding
+only walk that plan.
+
+Invariants:
+
+* ``to_ext_fields`` omits ``None``; ints are decimal, bools ``true``/``false``, enums
+  their name. Keys come out in the iteration order of the Java ``HashMap`` that
+  ``makeCustomHeaderToNet`` fills, so a JSON header re-encodes byte-identically. Keys
+  sharing a bucket keep Java's *insertion* order, which is the iteration order of the
+  ``HashSet<Field>`` built by ``RemotingCommand.getClazzFields`` (``Field.hashCode`` =
+  declaring class name hash ^ field name hash); hence every class names its Java class in
+  ``JAVA_CLASS``. Plain declaration order gets 57 of the 476 golden headers wrong.
+* ROCKETMQ (binary) serialization of a ``FastCodesHeader`` class (pull request/response,
+  V2 send, send response) writes its fields in ``encode()`` order, then the rest of the
+  map (``RocketMQSerializable.rocketMQProtocolEncode``).
+* ``from_ext_fields`` is lenient like Java: unknown keys are ignored, absent keys keep
+  the field default, an unparsable number keeps the default too (Java logs the
+  ``NumberFormatException`` and leaves the field untouched), and booleans follow
+  ``Boolean.parseBoolean`` (case-insensitive ``"true"``, anything else ``False``).
+* Java primitives (``int``/``long``/``boolean`` without a box) are non-optional here
+  with the Java default, so they are always sent, e.g. V2 send's ``k`` and ``m``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, NamedTuple, TypeVar
+
+from rocketq.protocol.codes import SerializeType
+from rocketq.protocol.java import hashmap_order, string_hash
+
+__all__ = [
+    "JAVA_HEADER_PACKAGE",
+    "NON_HEADER_EXT_FIELDS",
+    "CommandHeader",
+    "JavaType",
+    "NonHeaderExtField",
+    "RpcRequestHeader",
+    "WireField",
+    "jbool",
+    "jenum",
+    "jint",
+    "jlong",
+    "jstring",
+]
+
+_H = TypeVar("_H", bound="CommandHeader")
+_E = TypeVar("_E", bound=enum.Enum)
+
+#: Java package of the 4.9.7 header classes (``Field.hashCode`` uses the class name).
+JAVA_HEADER_PACKAGE = "org.apache.rocketmq.common.protocol.header."
+_RPC_REQUEST_HEADER = "org.apache.rocketmq.common.rpc.RpcRequestHeader"
+
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+class JavaType(enum.Enum):
+    """The Java field types ``RemotingCommand.decodeCommandCustomHeader`` understands."""
+
+    STRING = "String"
+    INT = "int"  # Integer or int: Integer.parseInt, 32-bit
+    LONG = "long"  # Long or long: Long.parseLong, 64-bit
+    BOOLEAN = "boolean"  # Boolean or boolean: Boolean.parseBoolean
+    ENUM = "enum"  # by name (4.9.7 headers have none; 5.x BoundaryType)
+
+
+@dataclass(frozen=True, slots=True)
+class WireField:
+    """One header field: Python attribute, Java field name on the wire, Java type."""
+
+    attr: str
+    wire: str
+    java_type: JavaType
+    required: bool
+    declaring_java_class: str
+    enum_type: type[enum.Enum] | None = None
+
+
+class NonHeaderExtField(NamedTuple):
+    """An ``extFields`` key that is not a header field, and where Java adds it."""
+
+    before_header: bool  # put into the map before makeCustomHeaderToNet runs
+    origin: str
+
+
+#: Keys seen in real 4.9.7 ``extFields`` that belong to no header class. ``before_header``
+#: tells where Java inserts them relative to the header fields, which decides their
+#: position within a ``HashMap`` bucket.
+NON_HEADER_EXT_FIELDS: Mapping[str, NonHeaderExtField] = {
+    # common/rpchook/StreamTypeRPCHook.doBeforeRequest (DefaultMQPullConsumer, lite pull)
+    "ReqT": NonHeaderExtField(True, "StreamTypeRPCHook: MixAll.REQ_T, RequestType.STREAM"),
+    # acl/common/AclClientRPCHook.doBeforeRequest: AccessKey, then makeCustomHeaderToNet,
+    # then Signature over the sorted map.
+    "AccessKey": NonHeaderExtField(True, "AclClientRPCHook: SessionCredentials.ACCESS_KEY"),
+    "SecurityToken": NonHeaderExtField(True, "AclClientRPCHook: SessionCredentials.SECURITY_TOKEN"),
+    "Signature": NonHeaderExtField(False, "AclClientRPCHook: SessionCredentials.SIGNATURE"),
+    # client/impl/MQClientAPIImpl.queryMessage: request.addExtField(UNIQUE_MSG_QUERY_FLAG)
+    "_UNIQUE_KEY_QUERY": NonHeaderExtField(
+        True, "MQClientAPIImpl.queryMessage: MixAll.UNIQUE_MSG_QUERY_FLAG"
+    ),
+    # broker/processor/SendMessageProcessor (preSend / sendMessage): response.addExtField
+    "MSG_REGION": NonHeaderExtField(True, "SendMessageProcessor: MessageConst.PROPERTY_MSG_REGION"),
+    "TRACE_ON": NonHeaderExtField(True, "SendMessageProcessor: MessageConst.PROPERTY_TRACE_SWITCH"),
+}
+
+
+# --------------------------------------------------------------------------- declaring fields
+def _field(wire: str, jtype: JavaType, required: bool, default: object, etype: object = None) -> Any:
+    meta = {"wire": wire, "java_type": jtype, "required": required, "enum_type": etype}
+    return dataclasses.field(default=default, metadata=meta)
+
+
+@typing.overload
+def jstring(wire: str, *, required: bool = ..., default: None = ...) -> str | None: ...
+@typing.overload
+def jstring(wire: str, *, required: bool = ..., default: str) -> str: ...
+def jstring(wire: str, *, required: bool = False, default: str | None = None) -> Any:
+    """A Java ``String`` field; ``required`` mirrors ``@CFNotNull``."""
+    return _field(wire, JavaType.STRING, required, default)
+
+
+@typing.overload
+def jint(wire: str, *, required: bool = ..., default: None = ...) -> int | None: ...
+@typing.overload
+def jint(wire: str, *, required: bool = ..., default: int) -> int: ...
+def jint(wire: str, *, required: bool = False, default: int | None = None) -> Any:
+    """A Java ``Integer`` (default ``None``) or ``int`` (pass ``default=0``) field."""
+    return _field(wire, JavaType.INT, required, default)
+
+
+@typing.overload
+def jlong(wire: str, *, required: bool = ..., default: None = ...) -> int | None: ...
+@typing.overload
+def jlong(wire: str, *, required: bool = ..., default: int) -> int: ...
+def jlong(wire: str, *, required: bool = False, default: int | None = None) -> Any:
+    """A Java ``Long`` (default ``None``) or ``long`` (pass ``default=0``) field."""
+    return _field(wire, JavaType.LONG, required, default)
+
+
+@typing.overload
+def jbool(wire: str, *, required: bool = ..., default: None = ...) -> bool | None: ...
+@typing.overload
+def jbool(wire: str, *, required: bool = ..., default: bool) -> bool: ...
+def jbool(wire: str, *, required: bool = False, default: bool | None = None) -> Any:
+    """A Java ``Boolean`` (default ``None``) or ``boolean`` (pass ``default=False``) field."""
+    return _field(wire, JavaType.BOOLEAN, required, default)
+
+
+@typing.overload
+def jenum(wire: str, enum_type: type[_E], *, required: bool = ..., default: None = ...) -> _E | None: ...
+@typing.overload
+def jenum(wire: str, enum_type: type[_E], *, required: bool = ..., default: _E) -> _E: ...
+def jenum(wire: str, enum_type: type[_E], *, required: bool = False, default: _E | None = None) -> Any:
+    """A Java enum field, written and read by constant name (``Enum.name()``)."""
+    return _field(wire, JavaType.ENUM, required, default, enum_type)
+
+
+# --------------------------------------------------------------------------- value codecs
+def _parse_java_integer(text: str, lo: int, hi: int) -> int | None:
+    """``Integer.parseInt`` / ``Long.parseLong``: optional sign, decimal digits, in range.
+
+    Python's ``int()`` also accepts surrounding whitespace and underscores, which Java
+    rejects; out-of-range values fail in Java too. Failure -> ``None`` (keep the default).
+    """
+    body = text[1:] if text[:1] in "+-" else text
+    if not body or not body.isdecimal():
+        return None
+    value = int(text)
+    return value if lo <= value <= hi else None
+
+
+def _parse_int(text: str) -> int | None:
+    return _parse_java_integer(text, _INT32_MIN, _INT32_MAX)
+
+
+def _parse_long(text: str) -> int | None:
+    return _parse_java_integer(text, _INT64_MIN, _INT64_MAX)
+
+
+def _parse_bool(text: str) -> bool:
+    # Boolean.parseBoolean: "true".equalsIgnoreCase(s); everything else is false.
+    return len(text) == 4 and text.lower() == "true"
+
+
+def _format_bool(value: object) -> str:
+    return "true" if value else "false"
+
+
+def _format_enum(value: object) -> str:
+    if not isinstance(value, enum.Enum):
+        raise TypeError(f"enum field holds {value!r}")
+    return value.name
+
+
+def _enum_parser(enum_type: type[enum.Enum]) -> Callable[[str], object]:
+    members = enum_type.__members__
+
+    def parse(text: str) -> object:
+        return members.get(text)
+
+    return parse
+
+
+def _format_str(value: object) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+_PARSERS: dict[JavaType, Callable[[str], object]] = {
+    JavaType.STRING: str,
+    JavaType.INT: _parse_int,
+    JavaType.LONG: _parse_long,
+    JavaType.BOOLEAN: _parse_bool,
+}
+#: strings of fewer ASCII digits than this always fit the Java type (hot-path shortcut)
+_FAST_DIGITS = {JavaType.STRING: 0, JavaType.INT: 10, JavaType.LONG: 19}
+_FORMATTERS: dict[JavaType, Callable[[object], str]] = {
+    JavaType.STRING: _format_str,
+    JavaType.INT: str,
+    JavaType.LONG: str,
+    JavaType.BOOLEAN: _format_bool,
+    JavaType.ENUM: _format_enum,
+}
+_ANNOTATION_TYPES: dict[JavaType, type] = {
+    JavaType.STRING: str,
+    JavaType.INT: int,
+    JavaType.LONG: int,
+    JavaType.BOOLEAN: bool,
+}
+
+
+# --------------------------------------------------------------------------- Java orders
+def _java_hash_order(items: list[tuple[str, int]]) -> list[str]:
+    """Iteration order of a default ``HashMap``/``HashSet`` filled with (name, hashCode)."""
+    capacity = 16
+    while len(items) > capacity * 3 // 4:
+        capacity *= 2
+    mask = capacity - 1
+
+    def bucket(item: tuple[str, int]) -> int:
+        h = item[1] & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & mask
+
+    return [name for name, _ in sorted(items, key=bucket)]  # stable: bucket chains keep order
+
+
+def _capacity(size: int) -> int:
+    capacity = 16
+    while size > capacity * 3 // 4:
+        capacity *= 2
+    return capacity
+
+
+@functools.lru_cache(maxsize=4096)
+def _spread(key: str) -> int:
+    """``HashMap.hash(key)``: the String hash with its high half folded in."""
+    h = string_hash(key) & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def _bucket_order(keys: list[str], capacity: int) -> list[str]:
+    """HashMap iteration order of ``keys`` (insertion order) in a table of ``capacity``."""
+    mask = capacity - 1
+    return sorted(keys, key=lambda key: _spread(key) & mask)  # stable: chains keep order
+
+
+_Slot = tuple[str, str, Callable[[object], str]]  # attr, wire, formatter
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """Everything derived once per header class."""
+
+    fields: tuple[WireField, ...]
+    #: attr, wire, fast (0: string as is; n > 0: ASCII digits shorter than n are an int
+    #: in range; -1: always the parser), parser
+    decoders: tuple[tuple[str, str, int, Callable[[str], object]], ...]
+    #: capacity of the full map -> slots in that HashMap's iteration order
+    orders: Mapping[int, tuple[_Slot, ...]]
+    full_capacity: int
+    #: FastCodesHeader.encode order (ROCKETMQ serialization), or None
+    fast_order: tuple[_Slot, ...] | None
+    required: tuple[tuple[str, str], ...]  # attr, wire
+    insertion: tuple[str, ...]  # wire names in makeCustomHeaderToNet insertion order
+    insertion_slots: tuple[_Slot, ...]  # the same, as slots
+
+
+def _build_plan(cls: type[CommandHeader]) -> _Plan:
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls.__name__} must be a dataclass")
+    hints = typing.get_type_hints(cls)
+    declaring: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        java = getattr(klass, "JAVA_CLASS", "")
+        for name in inspect.get_annotations(klass):
+            declaring[name] = java
+    fields: list[WireField] = []
+    for f in dataclasses.fields(cls):
+        meta = f.metadata
+        if "wire" not in meta:
+            raise TypeError(f"{cls.__name__}.{f.name} is not declared with jstring/jint/...")
+        jtype: JavaType = meta["java_type"]
+        etype = meta["enum_type"]
+        expected = etype if jtype is JavaType.ENUM else _ANNOTATION_TYPES[jtype]
+        allowed = typing.get_args(hints[f.name]) or (hints[f.name],)
+        if expected not in allowed or not set(allowed) <= {expected, type(None)}:
+            raise TypeError(f"{cls.__name__}.{f.name}: annotation does not match Java {jtype.value}")
+        fields.append(WireField(f.name, meta["wire"], jtype, meta["required"], declaring[f.name], etype))
+    # RemotingCommand.getClazzFields collects Field objects into a HashSet (concrete class
+    # first, then superclasses), so makeCustomHeaderToNet puts them into extFields in the
+    # HashSet's order; Field.hashCode = declaringClass.getName().hashCode() ^ name.hashCode().
+    by_class: dict[str, list[WireField]] = {}
+    for wf in fields:
+        by_class.setdefault(wf.declaring_java_class, []).append(wf)
+    collected = [wf for java in reversed(list(by_class)) for wf in by_class[java]]
+    insertion = _java_hash_order(
+        [(wf.wire, string_hash(wf.declaring_java_class) ^ string_hash(wf.wire)) for wf in collected]
+    )
+    slots = {wf.wire: (wf.attr, wf.wire, _FORMATTERS[wf.java_type]) for wf in fields}
+    full_capacity = _capacity(len(fields))
+    orders: dict[int, tuple[_Slot, ...]] = {}
+    capacity = 16
+    while capacity <= full_capacity:
+        # Any subset of the keys that lands in a table of this size iterates in this
+        # order filtered to the subset, so one precomputed order per size suffices.
+        orders[capacity] = tuple(slots[w] for w in _bucket_order(insertion, capacity))
+        capacity *= 2
+    fast_attrs = cls.FAST_CODES_ORDER
+    fast_order = None
+    if fast_attrs:
+        by_attr = {wf.attr: wf for wf in fields}
+        if set(fast_attrs) - set(by_attr):
+            raise TypeError(f"{cls.__name__}.FAST_CODES_ORDER names unknown attributes")
+        fast_order = tuple(slots[by_attr[a].wire] for a in fast_attrs)
+    decoders = tuple(
+        (
+            wf.attr,
+            wf.wire,
+            _FAST_DIGITS.get(wf.java_type, -1),
+            _enum_parser(wf.enum_type) if wf.enum_type is not None else _PARSERS[wf.java_type],
+        )
+        for wf in fields
+    )
+    return _Plan(
+        fields=tuple(fields),
+        decoders=decoders,
+        orders=orders,
+        full_capacity=full_capacity,
+        fast_order=fast_order,
+        required=tuple((wf.attr, wf.wire) for wf in fields if wf.required),
+        insertion=tuple(insertion),
+        insertion_slots=tuple(slots[w] for w in insertion),
+    )
+
+
+_PLANS: dict[type, _Plan] = {}  # memo of derived, immutable data; filled once per class
+
+
+def _plan(cls: type[CommandHeader]) -> _Plan:
+    try:
+        return _PLANS[cls]
+    except KeyError:
+        plan = _PLANS[cls] = _build_plan(cls)
+        return plan
+
+
+# --------------------------------------------------------------------------- base classes
+@dataclass(slots=True, kw_only=True)
+class CommandHeader:
+    """Base of every header (``org.apache.rocketmq.remoting.CommandCustomHeader``).
+
+    Subclasses set ``JAVA_CLASS`` (the fully qualified Java class name, which also feeds
+    the Java field-order emulation) and, for ``FastCodesHeader`` classes, the attribute
+    order of their ``encode(ByteBuf)`` in ``FAST_CODES_ORDER``.
+    """
+
+    JAVA_CLASS: ClassVar[str] = "org.apache.rocketmq.remoting.CommandCustomHeader"
+    FAST_CODES_ORDER: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def wire_fields(cls) -> tuple[WireField, ...]:
+        """The declared fields, base-class fields first."""
+        return _plan(cls).fields
+
+    @classmethod
+    def java_insertion_order(cls) -> tuple[str, ...]:
+        """Wire names in the order ``makeCustomHeaderToNet`` puts them into the map."""
+        return _plan(cls).insertion
+
+    def to_ext_fields(
+        self,
+        extra: Mapping[str, str] | None = None,
+        *,
+        serialize_type: int = SerializeType.JSON,
+    ) -> dict[str, str]:
+        """The ``extFields`` Java would send for this header.
+
+        ``extra`` holds keys already in the command's map before the header is merged
+        (RPC-hook keys, the broker's ``MSG_REGION``/``TRACE_ON``); header values win on a
+        clash, like ``HashMap.put``. For ``serialize_type=ROCKETMQ`` a ``FastCodesHeader``
+        class is written in its ``encode`` order followed by ``extra``
+        (``RocketMQSerializable.rocketMQProtocolEncode``); otherwise keys follow the Java
+        ``HashMap`` iteration order.
+        """
+        plan = _plan(type(self))
+        if serialize_type == SerializeType.ROCKETMQ and plan.fast_order is not None:
+            out = {}
+            for attr, wire, fmt in plan.fast_order:
+                value = getattr(self, attr)
+                if value is not None:
+                    out[wire] = fmt(value)
+            if extra:
+                for key in hashmap_order(extra):
+                    out.setdefault(key, extra[key])
+            return out
+        if extra:
+            return self._merge_with(plan, extra)
+        out = {}
+        for attr, wire, fmt in plan.orders[plan.full_capacity]:
+            value = getattr(self, attr)
+            if value is not None:
+                out[wire] = fmt(value)
+        if plan.full_capacity > 16 and _capacity(len(out)) != plan.full_capacity:
+            # fewer keys -> smaller HashMap table -> a different bucket order
+            out = {wire: out[wire] for _, wire, _ in plan.orders[_capacity(len(out))] if wire in out}
+        return out
+
+    def _merge_with(self, plan: _Plan, extra: Mapping[str, str]) -> dict[str, str]:
+        values = dict(extra)
+        keys = list(extra)  # Java insertion order: the extras first, then the header
+        for attr, wire, fmt in plan.insertion_slots:
+            value = getattr(self, attr)
+            if value is not None:
+                if wire not in values:
+                    keys.append(wire)
+                values[wire] = fmt(value)
+        mask = _capacity(len(keys)) - 1
+        keys.sort(key=lambda key: _spread(key) & mask)  # stable: bucket chains keep order
+        return {key: values[key] for key in keys}
+
+    @classmethod
+    def from_ext_fields(cls: type[_H], ext: Mapping[str, str] | None) -> _H:
+        """Decode leniently (``RemotingCommand.decodeCommandCustomHeader``).
+
+        Unknown keys are ignored; an absent or unparsable value keeps the field default
+        (``None`` for boxed Java types). Never raises for bad input.
+        """
+        if not ext:
+            return cls()
+        kwargs: dict[str, Any] = {}
+        for attr, wire, fast, parse in _plan(cls).decoders:
+            text = ext.get(wire)
+            if text is None:
+                continue
+            if fast == 0:
+                kwargs[attr] = text
+            elif 0 < len(text) < fast and text.isdigit() and text.isascii():
+                kwargs[attr] = int(text)
+            else:
+                value = parse(text)
+                if value is not None:
+                    kwargs[attr] = value
+        return cls(**kwargs)
+
+    def missing_required(self) -> list[str]:
+        """Wire names of ``@CFNotNull`` fields that are ``None`` (a server answers
+        SYSTEM_ERROR for those, as the Java broker does after its NullPointerException)."""
+        return [wire for attr, wire in _plan(type(self)).required if getattr(self, attr) is None]
+
+
+@dataclass(slots=True, kw_only=True)
+class RpcRequestHeader(CommandHeader):
+    """``org.apache.rocketmq.common.rpc.RpcRequestHeader`` (4.9.5+): adds ``bname``."""
+
+    JAVA_CLASS: ClassVar[str] = _RPC_REQUEST_HEADER
+
+    #: broker name the request is meant for (absent before 4.9.5; brokers ignore it)
+    bname: str | None = jstring("bname")

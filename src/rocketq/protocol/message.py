@@ -1,0 +1,771 @@
+"""Message records, properties, compression and batch bodies (sans-IO).
+
+Mirrors ``org.apache.rocketmq.common.message.{Message, MessageExt, MessageClientExt,
+MessageConst, MessageDecoder, MessageBatch}`` and the record layout written by
+``org.apache.rocketmq.store.CommitLog`` (``calMsgLength``, ``DefaultAppendMessageCallback``).
+
+One codec serves the commit log, pull/query/view bodies and the client: the stored record
+*is* the wire unit. A V1 record (all integers big-endian)::
+
+    0 TOTALSIZE int | 4 MAGICCODE int | 8 BODYCRC int | 12 QUEUEID int | 16 FLAG int
+    20 QUEUEOFFSET long | 28 PHYSICALOFFSET long | 36 SYSFLAG int | 40 BORNTIMESTAMP long
+    48 BORNHOST 4|16 + port int | STORETIMESTAMP long | STOREHOST 4|16 + port int
+    RECONSUMETIMES int | PREPAREDTRANSACTIONOFFSET long | BODYLENGTH int + body
+    TOPICLENGTH byte + topic | PROPERTIESLENGTH short + properties
+
+Invariants:
+
+* ``TOTALSIZE`` always equals the sum of the parts; the decoder checks it and every
+  length against the buffer and raises :class:`~rocketq.errors.MalformedFrameError`
+  (never ``IndexError``/``struct.error``) for bad magic, sizes or truncation.
+* The BORNHOST_V6 / STOREHOSTADDRESS_V6 sys-flag bits always agree with the host
+  address families (the encoder sets them, the decoder obeys them).
+* A decoded :class:`MessageExt` keeps the stored property string in
+  ``stored_properties``; ``properties`` is parsed from it on first access (a real dict).
+* Property strings are ``name\\x01value\\x02name\\x01value`` with no trailing ``\\x02``;
+  callers choose the order (``java_order=True`` gives Java ``HashMap`` order, which is
+  what a Java producer or broker writes).
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from rocketq.errors import IllegalArgumentError, MalformedFrameError, ProtocolError
+from rocketq.protocol.java import hashmap_order, string_hash
+from rocketq.protocol.message_id import HostAddr, create_offset_msg_id, host_to_bytes
+
+__all__ = [
+    "BLANK_MAGIC_CODE",
+    "MAGIC_CODE_V1",
+    "MAGIC_CODE_V2",
+    "MAX_PROPERTIES_LENGTH",
+    "MAX_TOPIC_LENGTH",
+    "NAME_VALUE_SEPARATOR",
+    "POS_BORN_TIMESTAMP",
+    "POS_FLAG",
+    "POS_MAGIC_CODE",
+    "POS_PHYSICAL_OFFSET",
+    "POS_QUEUE_OFFSET",
+    "POS_SYS_FLAG",
+    "PROPERTY_SEPARATOR",
+    "BatchEntry",
+    "HostAddr",
+    "Message",
+    "MessageConst",
+    "MessageExt",
+    "compress_body",
+    "decode_batch",
+    "decode_properties",
+    "decode_record",
+    "decode_records",
+    "decompress_body",
+    "encode_batch",
+    "encode_properties",
+    "encode_record",
+    "record_size",
+    "store_timestamp_pos",
+    "tags_code",
+]
+
+#: ``MessageDecoder.MESSAGE_MAGIC_CODE`` (0xDAA320A7): a message record, 1-byte topic length.
+MAGIC_CODE_V1 = -626843481
+#: 5.x ``MessageVersion.MESSAGE_VERSION_V2`` (0xDAA320AB): 2-byte topic length. Decoded only.
+MAGIC_CODE_V2 = -626843477
+#: ``CommitLog.BLANK_MAGIC_CODE`` (0xCBD43194): end-of-file filler, not a message.
+BLANK_MAGIC_CODE = -875286124
+
+#: Field positions used by a store that patches records in place (``MessageDecoder``
+#: ``MESSAGE_*_POSTION`` constants and ``CommitLog`` append callback).
+POS_MAGIC_CODE = 4
+POS_FLAG = 16
+POS_QUEUE_OFFSET = 20
+POS_PHYSICAL_OFFSET = 28
+POS_SYS_FLAG = 36
+POS_BORN_TIMESTAMP = 40
+
+#: The V1 topic length is a *signed* byte (``MessageDecoder.decode``: ``byte topicLen``).
+MAX_TOPIC_LENGTH = 127
+#: The properties length is a signed short (``Short.MAX_VALUE``).
+MAX_PROPERTIES_LENGTH = 32767
+
+NAME_VALUE_SEPARATOR = "\x01"
+PROPERTY_SEPARATOR = "\x02"
+
+_V6_BITS = 0x30  # MessageSysFlag.BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
+_BORN_V6 = 0x10
+_STORE_V6 = 0x20
+_COMPRESSED = 0x1
+_COMPRESSION_TYPE_MASK = 0x700
+
+
+def _layout(born_len: int, store_len: int) -> struct.Struct:
+    # fields 1..15 up to and including BODYLENGTH; hosts as raw "address + port" bytes
+    return struct.Struct(f">iiiiiqqiq{born_len}sq{store_len}siqi")
+
+
+# Indexed by sysFlag & 0x30 (BORNHOST_V6 = 0x10, STOREHOST_V6 = 0x20).
+_LAYOUTS = {0x00: _layout(8, 8), 0x10: _layout(20, 8), 0x20: _layout(8, 20), 0x30: _layout(20, 20)}
+_HEAD_V4 = _LAYOUTS[0]
+_SHORT = struct.Struct(">h")
+_INT = struct.Struct(">i")
+_BATCH_HEAD = struct.Struct(">iiiii")  # TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODYLENGTH
+
+
+class MessageConst:
+    """``org.apache.rocketmq.common.message.MessageConst``: property keys.
+
+    Every key is available under its Java constant name (``PROPERTY_KEYS``,
+    ``PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX``, ...) and, when the wire key is a valid
+    identifier, also under the wire key itself (``MessageConst.KEYS == "KEYS"``,
+    ``MessageConst.UNIQ_KEY == "UNIQ_KEY"``). :attr:`RESERVED` is Java's
+    ``STRING_HASH_SET`` of 4.9.x: names ``Message.putUserProperty`` refuses.
+    """
+
+    PROPERTY_KEYS = KEYS = "KEYS"
+    PROPERTY_TAGS = TAGS = "TAGS"
+    PROPERTY_WAIT_STORE_MSG_OK = WAIT = "WAIT"
+    PROPERTY_DELAY_TIME_LEVEL = DELAY = "DELAY"
+    PROPERTY_RETRY_TOPIC = RETRY_TOPIC = "RETRY_TOPIC"
+    PROPERTY_REAL_TOPIC = REAL_TOPIC = "REAL_TOPIC"
+    PROPERTY_REAL_QUEUE_ID = REAL_QID = "REAL_QID"
+    PROPERTY_TRANSACTION_PREPARED = TRAN_MSG = "TRAN_MSG"
+    PROPERTY_PRODUCER_GROUP = PGROUP = "PGROUP"
+    PROPERTY_MIN_OFFSET = MIN_OFFSET = "MIN_OFFSET"
+    PROPERTY_MAX_OFFSET = MAX_OFFSET = "MAX_OFFSET"
+    PROPERTY_BUYER_ID = BUYER_ID = "BUYER_ID"
+    PROPERTY_ORIGIN_MESSAGE_ID = ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
+    PROPERTY_TRANSFER_FLAG = TRANSFER_FLAG = "TRANSFER_FLAG"
+    PROPERTY_CORRECTION_FLAG = CORRECTION_FLAG = "CORRECTION_FLAG"
+    PROPERTY_MQ2_FLAG = MQ2_FLAG = "MQ2_FLAG"
+    PROPERTY_RECONSUME_TIME = RECONSUME_TIME = "RECONSUME_TIME"
+    PROPERTY_MSG_REGION = MSG_REGION = "MSG_REGION"
+    PROPERTY_TRACE_SWITCH = TRACE_ON = "TRACE_ON"
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX = UNIQ_KEY = "UNIQ_KEY"
+    PROPERTY_MAX_RECONSUME_TIMES = MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
+    PROPERTY_CONSUME_START_TIMESTAMP = CONSUME_START_TIME = "CONSUME_START_TIME"
+    PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET = TRAN_PREPARED_QUEUE_OFFSET = "TRAN_PREPARED_QUEUE_OFFSET"
+    PROPERTY_TRANSACTION_CHECK_TIMES = TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
+    PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS = CHECK_IMMUNITY_TIME_IN_SECONDS = (
+        "CHECK_IMMUNITY_TIME_IN_SECONDS"
+    )
+    PROPERTY_INSTANCE_ID = INSTANCE_ID = "INSTANCE_ID"
+    PROPERTY_CORRELATION_ID = CORRELATION_ID = "CORRELATION_ID"
+    PROPERTY_MESSAGE_REPLY_TO_CLIENT = REPLY_TO_CLIENT = "REPLY_TO_CLIENT"
+    PROPERTY_MESSAGE_TTL = TTL = "TTL"
+    PROPERTY_REPLY_MESSAGE_ARRIVE_TIME = ARRIVE_TIME = "ARRIVE_TIME"
+    PROPERTY_PUSH_REPLY_TIME = PUSH_REPLY_TIME = "PUSH_REPLY_TIME"
+    PROPERTY_CLUSTER = CLUSTER = "CLUSTER"
+    PROPERTY_MESSAGE_TYPE = MSG_TYPE = "MSG_TYPE"
+    PROPERTY_INNER_MULTI_DISPATCH = INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"
+    PROPERTY_INNER_MULTI_QUEUE_OFFSET = INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"
+    # 5.x additions (not reserved for a 4.9.x producer; listed for brokers and tools)
+    PROPERTY_TRANSACTION_ID = "__transactionId__"
+    PROPERTY_SHARDING_KEY = "__SHARDINGKEY"
+    PROPERTY_TIMER_DELAY_SEC = TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
+    PROPERTY_TIMER_DELIVER_MS = TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
+    PROPERTY_TIMER_DELAY_MS = TIMER_DELAY_MS = "TIMER_DELAY_MS"
+    PROPERTY_BORN_HOST = "__BORNHOST"
+    PROPERTY_BORN_TIMESTAMP = BORN_TIMESTAMP = "BORN_TIMESTAMP"
+    PROPERTY_DLQ_ORIGIN_TOPIC = DLQ_ORIGIN_TOPIC = "DLQ_ORIGIN_TOPIC"
+    PROPERTY_DLQ_ORIGIN_MESSAGE_ID = DLQ_ORIGIN_MESSAGE_ID = "DLQ_ORIGIN_MESSAGE_ID"
+
+    #: ``MessageConst.KEY_SEPARATOR``: between several keys in ``KEYS``.
+    KEY_SEPARATOR = " "
+
+    #: ``MessageConst.STRING_HASH_SET`` (4.9.x): refused by ``put_user_property``.
+    RESERVED: frozenset[str] = frozenset(
+        {
+            "TRACE_ON", "MSG_REGION", "KEYS", "TAGS", "WAIT", "DELAY", "RETRY_TOPIC", "REAL_TOPIC",
+            "REAL_QID", "TRAN_MSG", "PGROUP", "MIN_OFFSET", "MAX_OFFSET", "BUYER_ID", "ORIGIN_MESSAGE_ID",
+            "TRANSFER_FLAG", "CORRECTION_FLAG", "MQ2_FLAG", "RECONSUME_TIME", "UNIQ_KEY",
+            "MAX_RECONSUME_TIMES", "CONSUME_START_TIME", "TRAN_PREPARED_QUEUE_OFFSET",
+            "TRANSACTION_CHECK_TIMES", "CHECK_IMMUNITY_TIME_IN_SECONDS", "INSTANCE_ID", "CORRELATION_ID",
+            "REPLY_TO_CLIENT", "TTL", "ARRIVE_TIME", "PUSH_REPLY_TIME", "CLUSTER", "MSG_TYPE",
+            "INNER_MULTI_QUEUE_OFFSET",
+        }
+    )  # fmt: skip
+    #: The Java name of :attr:`RESERVED`.
+    STRING_HASH_SET = RESERVED
+
+
+def store_timestamp_pos(sys_flag: int) -> int:
+    """Offset of STORETIMESTAMP: 56 after an IPv4 born host, 68 after an IPv6 one."""
+    return 68 if sys_flag & _BORN_V6 else 56
+
+
+def record_size(
+    body_len: int, topic_len: int, properties_len: int, *, born_v6: bool = False, store_v6: bool = False
+) -> int:
+    """``CommitLog.calMsgLength``: 91 + body + topic + properties, + 12 per IPv6 host (byte lengths)."""
+    return 91 + body_len + topic_len + properties_len + (12 if born_v6 else 0) + (12 if store_v6 else 0)
+
+
+def tags_code(tags: str | None) -> int:
+    """``MessageExtBrokerInner.tagsString2tagsCode``: Java ``String.hashCode``, 0 if no tag."""
+    return string_hash(tags) if tags else 0
+
+
+# --------------------------------------------------------------------------- properties
+def encode_properties(props: Mapping[str, str], *, java_order: bool = False) -> str:
+    """``MessageDecoder.messageProperties2String``: ``n\\x01v\\x02...``, no trailing ``\\x02``.
+
+    Keeps the mapping's order, or Java ``HashMap`` order with ``java_order=True`` (what a
+    Java client sends in header ``i`` and in batch entries). Raises
+    :class:`IllegalArgumentError` when a name or value contains ``\\x01`` or ``\\x02``
+    (Java would silently corrupt the string).
+    """
+    keys: Iterable[str] = hashmap_order(props) if java_order else props
+    parts = []
+    for name in keys:
+        value = props[name]
+        if "\x01" in name or "\x02" in name or "\x01" in value or "\x02" in value:
+            raise IllegalArgumentError(f"property {name!r} contains a separator character")
+        parts.append(f"{name}\x01{value}")
+    return "\x02".join(parts)
+
+
+def decode_properties(s: str) -> dict[str, str]:
+    """``MessageDecoder.string2messageProperties`` (4.9.x): Java's lenient parsing.
+
+    Split on ``\\x02``; in each segment the name runs to the first ``\\x01`` and the value
+    is the rest (it may contain ``\\x01``). Segments without ``\\x01``, or whose first
+    ``\\x01`` is the first or last character (empty name or value; this also covers
+    segments shorter than 3 characters) are ignored. A later duplicate name wins.
+    """
+    out: dict[str, str] = {}
+    for seg in s.split("\x02"):
+        name, _, value = seg.partition("\x01")
+        if name and value:
+            out[name] = value
+    return out
+
+
+# --------------------------------------------------------------------------- compression
+def compress_body(body: bytes, level: int = 5) -> bytes:
+    """``ZlibCompressor.compress``/``UtilAll.compress``: a zlib (RFC 1950) stream, level 5."""
+    return zlib.compress(body, level)
+
+
+def decompress_body(body: bytes, sys_flag: int) -> bytes:
+    """Undo the producer's compression according to ``sys_flag``.
+
+    Without COMPRESSED_FLAG the body is returned unchanged. Compression type 0 (pre-4.9.4
+    clients) and 3 (ZLIB) are zlib (``CompressionType.findByValue``); LZ4 (1), ZSTD (2)
+    and unknown types raise :class:`ProtocolError`, a corrupt stream
+    :class:`MalformedFrameError`.
+    """
+    if not sys_flag & _COMPRESSED:
+        return body
+    ctype = (sys_flag & _COMPRESSION_TYPE_MASK) >> 8
+    if ctype not in (0, 3):
+        raise ProtocolError(f"unsupported compression type {ctype} (sysFlag {sys_flag:#x})")
+    try:
+        return zlib.decompress(body)
+    except zlib.error as exc:
+        raise MalformedFrameError(f"corrupt zlib body: {exc}") from exc
+
+
+# --------------------------------------------------------------------------- Message
+class Message:
+    """A user-facing message (``org.apache.rocketmq.common.message.Message``).
+
+    ``properties`` is a real dict; ``tags``, ``keys``, ``delay_time_level`` and
+    ``wait_store_msg_ok`` are views over it, like the Java getters. The constructor
+    copies ``properties`` as given (no reserved-name check: it is also how system
+    properties such as ``UNIQ_KEY`` are set), then applies the keyword arguments, which
+    win: non-empty ``tags``/``keys``, ``DELAY`` when ``delay_time_level > 0``, and
+    ``WAIT`` always (Java's constructors always set it; default ``true``).
+    """
+
+    __slots__ = ("_props", "_raw_props", "body", "flag", "topic")
+
+    def __init__(
+        self,
+        topic: str,
+        body: bytes = b"",
+        *,
+        tags: str | None = None,
+        keys: str | Iterable[str] | None = None,
+        flag: int = 0,
+        properties: Mapping[str, str] | None = None,
+        delay_time_level: int = 0,
+        wait_store_msg_ok: bool = True,
+    ) -> None:
+        self.topic = topic
+        self.body = body
+        self.flag = flag
+        self._raw_props = ""
+        self._props: dict[str, str] | None = dict(properties) if properties else {}
+        if tags:
+            self.tags = tags
+        if keys:
+            self.keys = keys
+        if delay_time_level > 0:
+            self.delay_time_level = delay_time_level
+        self.wait_store_msg_ok = wait_store_msg_ok
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def properties(self) -> dict[str, str]:
+        """All properties (system and user); parsed lazily for decoded records."""
+        props = self._props
+        if props is None:
+            props = self._props = decode_properties(self._raw_props)
+        return props
+
+    @properties.setter
+    def properties(self, value: Mapping[str, str]) -> None:
+        self._props = dict(value)
+
+    def get_property(self, name: str) -> str | None:
+        """``Message.getProperty``: the value or ``None``."""
+        return self.properties.get(name)
+
+    def put_property(self, name: str, value: str) -> None:
+        """``Message.putProperty``: set any property, system ones included (no checks)."""
+        self.properties[name] = value
+
+    def remove_property(self, name: str) -> None:
+        """``Message.clearProperty``."""
+        self.properties.pop(name, None)
+
+    def put_user_property(self, name: str, value: str) -> None:
+        """``Message.putUserProperty``: refuses reserved names and blank names or values.
+
+        Raises :class:`IllegalArgumentError` for a name in :attr:`MessageConst.RESERVED`,
+        a blank name or value, or either containing ``\\x01``/``\\x02``.
+        """
+        if name in MessageConst.RESERVED:
+            raise IllegalArgumentError(f"The Property<{name}> is used by system, input another please")
+        if not name or not name.strip() or not value or not value.strip():
+            raise IllegalArgumentError("The name or value of property can not be null or blank string!")
+        if "\x01" in name or "\x02" in name or "\x01" in value or "\x02" in value:
+            raise IllegalArgumentError(f"property {name!r} contains a separator character")
+        self.properties[name] = value
+
+    @property
+    def tags(self) -> str | None:
+        """Property ``TAGS``; setting ``None`` or ``""`` removes it."""
+        return self.properties.get(MessageConst.PROPERTY_TAGS)
+
+    @tags.setter
+    def tags(self, value: str | None) -> None:
+        if value:
+            self.properties[MessageConst.PROPERTY_TAGS] = value
+        else:
+            self.properties.pop(MessageConst.PROPERTY_TAGS, None)
+
+    @property
+    def keys(self) -> list[str]:
+        """Property ``KEYS`` split on the space ``KEY_SEPARATOR`` (empty parts dropped)."""
+        raw = self.properties.get(MessageConst.PROPERTY_KEYS)
+        return raw.split() if raw else []
+
+    @keys.setter
+    def keys(self, value: str | Iterable[str] | None) -> None:
+        # Message.setKeys(Collection): joined with MessageConst.KEY_SEPARATOR (" ")
+        joined = value if isinstance(value, str) or value is None else MessageConst.KEY_SEPARATOR.join(value)
+        if joined:
+            self.properties[MessageConst.PROPERTY_KEYS] = joined
+        else:
+            self.properties.pop(MessageConst.PROPERTY_KEYS, None)
+
+    @property
+    def delay_time_level(self) -> int:
+        """Property ``DELAY`` (1..18 on a 4.x broker); 0 when absent or not a number."""
+        raw = self.properties.get(MessageConst.PROPERTY_DELAY_TIME_LEVEL)
+        try:
+            return int(raw) if raw else 0
+        except ValueError:
+            return 0
+
+    @delay_time_level.setter
+    def delay_time_level(self, level: int) -> None:
+        self.properties[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = str(level)
+
+    @property
+    def wait_store_msg_ok(self) -> bool:
+        """Property ``WAIT``: absent means ``True``; else Java ``Boolean.parseBoolean``."""
+        raw = self.properties.get(MessageConst.PROPERTY_WAIT_STORE_MSG_OK)
+        return raw is None or raw.lower() == "true"
+
+    @wait_store_msg_ok.setter
+    def wait_store_msg_ok(self, value: bool) -> None:
+        self.properties[MessageConst.PROPERTY_WAIT_STORE_MSG_OK] = "true" if value else "false"
+
+    def _repr_fields(self) -> list[str]:
+        fields = [f"topic={self.topic!r}"]
+        tags = self.tags
+        if tags:
+            fields.append(f"tags={tags!r}")
+        keys = self.keys
+        if keys:
+            fields.append(f"keys={keys!r}")
+        if self.flag:
+            fields.append(f"flag={self.flag}")
+        preview = self.body[:32]
+        more = "..." if len(self.body) > 32 else ""
+        fields.append(f"body=<{len(self.body)} bytes {preview!r}{more}>")
+        return fields
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(self._repr_fields())})"
+
+
+class MessageExt(Message):
+    """A stored or received message (``MessageExt`` + ``MessageClientExt``).
+
+    ``stored_properties`` is the property string exactly as found in the record (``""``
+    for messages built in memory); ``properties`` is parsed from it on first access.
+    """
+
+    __slots__ = (
+        "body_crc",
+        "born_host",
+        "born_timestamp",
+        "broker_name",
+        "commit_log_offset",
+        "prepared_transaction_offset",
+        "queue_id",
+        "queue_offset",
+        "reconsume_times",
+        "store_host",
+        "store_size",
+        "store_timestamp",
+        "stored_properties",
+        "sys_flag",
+    )
+
+    queue_id: int
+    store_size: int
+    queue_offset: int
+    sys_flag: int
+    born_timestamp: int
+    born_host: HostAddr
+    store_timestamp: int
+    store_host: HostAddr
+    commit_log_offset: int
+    body_crc: int
+    reconsume_times: int
+    prepared_transaction_offset: int
+    broker_name: str
+    stored_properties: str
+
+    def __init__(
+        self,
+        topic: str,
+        body: bytes = b"",
+        *,
+        flag: int = 0,
+        properties: Mapping[str, str] | None = None,
+        queue_id: int = 0,
+        store_size: int = 0,
+        queue_offset: int = 0,
+        sys_flag: int = 0,
+        born_timestamp: int = 0,
+        born_host: HostAddr = ("0.0.0.0", 0),
+        store_timestamp: int = 0,
+        store_host: HostAddr = ("0.0.0.0", 0),
+        commit_log_offset: int = 0,
+        body_crc: int = 0,
+        reconsume_times: int = 0,
+        prepared_transaction_offset: int = 0,
+        broker_name: str = "",
+    ) -> None:
+        self.topic = topic
+        self.body = body
+        self.flag = flag
+        self._raw_props = ""
+        self._props = dict(properties) if properties else {}
+        self.stored_properties = ""
+        self.queue_id = queue_id
+        self.store_size = store_size
+        self.queue_offset = queue_offset
+        self.sys_flag = sys_flag
+        self.born_timestamp = born_timestamp
+        self.born_host = born_host
+        self.store_timestamp = store_timestamp
+        self.store_host = store_host
+        self.commit_log_offset = commit_log_offset
+        self.body_crc = body_crc
+        self.reconsume_times = reconsume_times
+        self.prepared_transaction_offset = prepared_transaction_offset
+        self.broker_name = broker_name
+
+    @property
+    def offset_msg_id(self) -> str:
+        """``MessageDecoder.createMessageId`` from store host + commit-log offset."""
+        return create_offset_msg_id(self.store_host, self.commit_log_offset)
+
+    @property
+    def msg_id(self) -> str:
+        """``MessageClientExt.getMsgId``: UNIQ_KEY when present, else the offsetMsgId."""
+        uniq = self.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        return uniq if uniq else self.offset_msg_id
+
+    def _repr_fields(self) -> list[str]:
+        fields = super()._repr_fields()
+        fields[1:1] = [f"queue_id={self.queue_id}", f"queue_offset={self.queue_offset}"]
+        fields.append(f"msg_id={self.msg_id!r}")
+        if self.reconsume_times:
+            fields.append(f"reconsume_times={self.reconsume_times}")
+        return fields
+
+
+# --------------------------------------------------------------------------- records
+def encode_record(
+    *,
+    topic: str,
+    queue_id: int,
+    flag: int,
+    queue_offset: int,
+    physical_offset: int,
+    sys_flag: int,
+    born_timestamp: int,
+    born_host: HostAddr,
+    store_timestamp: int,
+    store_host: HostAddr,
+    reconsume_times: int,
+    prepared_transaction_offset: int,
+    body: bytes,
+    properties: str,
+    body_crc: int | None = None,
+) -> bytes:
+    """One V1 record exactly as ``CommitLog`` stores it (and a pull body carries it).
+
+    ``body`` is written as given (compress it first and set COMPRESSED_FLAG yourself).
+    The V6 host bits of ``sys_flag`` are set or cleared from the host families.
+    ``body_crc`` defaults to ``crc32(body) & 0x7FFFFFFF`` (``UtilAll.crc32``). Raises
+    :class:`IllegalArgumentError` for a topic over 127 bytes, properties over 32767
+    bytes, a bad host or an integer out of its Java range.
+    """
+    topic_b = topic.encode()
+    if len(topic_b) > MAX_TOPIC_LENGTH:
+        raise IllegalArgumentError(f"topic longer than {MAX_TOPIC_LENGTH} bytes: {len(topic_b)}")
+    props_b = properties.encode()
+    if len(props_b) > MAX_PROPERTIES_LENGTH:
+        raise IllegalArgumentError(f"properties longer than {MAX_PROPERTIES_LENGTH} bytes: {len(props_b)}")
+    born = host_to_bytes(born_host)
+    store = host_to_bytes(store_host)
+    sys_flag = (
+        (sys_flag & ~_V6_BITS) | (_BORN_V6 if len(born) == 20 else 0) | (_STORE_V6 if len(store) == 20 else 0)
+    )
+    if body_crc is None:
+        body_crc = zlib.crc32(body) & 0x7FFFFFFF
+    layout = _LAYOUTS[sys_flag & _V6_BITS]
+    total = layout.size + len(body) + 1 + len(topic_b) + 2 + len(props_b)
+    try:
+        head = layout.pack(
+            total, MAGIC_CODE_V1, body_crc, queue_id, flag, queue_offset, physical_offset, sys_flag,
+            born_timestamp, born, store_timestamp, store, reconsume_times, prepared_transaction_offset,
+            len(body),
+        )  # fmt: skip
+    except struct.error as exc:
+        raise IllegalArgumentError(f"record field out of range: {exc}") from exc
+    return b"".join((head, body, bytes((len(topic_b),)), topic_b, len(props_b).to_bytes(2, "big"), props_b))
+
+
+def _host(raw: bytes, cache: dict[bytes, HostAddr]) -> HostAddr:
+    host = cache.get(raw)
+    if host is None:
+        family = socket.AF_INET if len(raw) == 8 else socket.AF_INET6
+        host = cache[raw] = (socket.inet_ntop(family, raw[:-4]), int.from_bytes(raw[-4:], "big", signed=True))
+    return host
+
+
+_new = object.__new__
+
+
+def _decode_at(
+    b: bytes, pos: int, end: int, read_body: bool, decompress: bool, hosts: dict[bytes, HostAddr]
+) -> MessageExt:
+    """Decode the record at ``b[pos:]`` that must end by ``end``. The hot path."""
+    try:
+        fields = _HEAD_V4.unpack_from(b, pos)
+        v6 = fields[7] & _V6_BITS
+        layout = _HEAD_V4
+        if v6:
+            layout = _LAYOUTS[v6]
+            fields = layout.unpack_from(b, pos)
+    except struct.error:
+        raise MalformedFrameError(f"record at {pos} truncated: {end - pos} bytes left") from None
+    (size, magic, crc, qid, flag, qoff, phys, sysflag, born_ts, born, store_ts, store, recon, prep, blen) = (
+        fields
+    )
+    rec_end = pos + size
+    if magic != MAGIC_CODE_V1 and magic != MAGIC_CODE_V2:  # noqa: PLR1714 - ints, hot path
+        raise MalformedFrameError(f"record at {pos}: bad magic code {magic & 0xFFFFFFFF:#010x}")
+    if rec_end > end or size < layout.size + 3:
+        raise MalformedFrameError(
+            f"record at {pos}: size {size} past the end of the buffer ({end - pos} left)"
+        )
+    tpos = pos + layout.size + blen
+    if blen < 0 or tpos + 3 > rec_end:
+        raise MalformedFrameError(f"record at {pos}: body length {blen} inconsistent with size {size}")
+    if magic == MAGIC_CODE_V1:
+        # MessageDecoder.decode reads the topic length as a signed byte
+        tlen = b[tpos]
+        tstart = tpos + 1
+        if tlen > MAX_TOPIC_LENGTH:
+            raise MalformedFrameError(f"record at {pos}: negative topic length")
+    else:
+        # 5.x MessageVersion V2: the topic length is a short
+        tlen = (b[tpos] << 8) | b[tpos + 1]
+        tstart = tpos + 2
+    ppos = tstart + tlen
+    if ppos + 2 > rec_end:
+        raise MalformedFrameError(f"record at {pos}: topic length {tlen} inconsistent with size {size}")
+    plen = (b[ppos] << 8) | b[ppos + 1]
+    if ppos + 2 + plen != rec_end:
+        raise MalformedFrameError(f"record at {pos}: properties length {plen} inconsistent with size {size}")
+    m: MessageExt = _new(MessageExt)
+    if read_body:
+        body = b[pos + layout.size : tpos]
+        if decompress and sysflag & _COMPRESSED:
+            body = decompress_body(body, sysflag)
+        m.body = body
+    else:
+        m.body = b""
+    m.topic = b[tstart:ppos].decode("utf-8", "replace")
+    m.stored_properties = m._raw_props = b[ppos + 2 : rec_end].decode("utf-8", "replace")
+    m._props = None
+    m.flag = flag
+    m.store_size = size
+    m.body_crc = crc
+    m.queue_id = qid
+    m.queue_offset = qoff
+    m.commit_log_offset = phys
+    m.sys_flag = sysflag
+    m.born_timestamp = born_ts
+    m.born_host = hosts.get(born) or _host(born, hosts)
+    m.store_timestamp = store_ts
+    m.store_host = hosts.get(store) or _host(store, hosts)
+    m.reconsume_times = recon
+    m.prepared_transaction_offset = prep
+    m.broker_name = ""
+    return m
+
+
+def decode_record(
+    buf: bytes | bytearray | memoryview,
+    offset: int = 0,
+    *,
+    read_body: bool = True,
+    decompress: bool = True,
+    verify_crc: bool = False,
+) -> MessageExt:
+    """Decode the one record starting at ``offset`` (``MessageDecoder.decode``).
+
+    Only that record's bytes are copied, so ``buf`` may be a memoryview of a whole mapped
+    commit-log file. ``read_body=False`` leaves ``body`` empty; ``decompress`` undoes
+    COMPRESSED_FLAG (``sys_flag`` keeps the stored value). ``verify_crc`` checks BODYCRC
+    (Java clients do not). Raises :class:`MalformedFrameError` for bad magic (including
+    the BLANK end-of-file filler), sizes past the buffer and truncation.
+    """
+    if isinstance(buf, bytes):
+        b, start, end = buf, offset, len(buf)
+    else:
+        mv = memoryview(buf).cast("B")
+        if offset < 0 or offset + 4 > len(mv):
+            raise MalformedFrameError(f"record at {offset} truncated: {len(mv) - offset} bytes left")
+        size = _INT.unpack_from(mv, offset)[0]
+        b = bytes(mv[offset : offset + max(size, 0)])
+        start, end = 0, len(b)
+    if offset < 0 or start > end:
+        raise MalformedFrameError(f"record offset {offset} outside the buffer")
+    m = _decode_at(b, start, end, read_body, decompress, {})
+    if verify_crc:
+        body_pos = start + _LAYOUTS[m.sys_flag & _V6_BITS].size
+        blen = _INT.unpack_from(b, body_pos - 4)[0]
+        if (zlib.crc32(b[body_pos : body_pos + blen]) & 0x7FFFFFFF) != m.body_crc:
+            raise MalformedFrameError(f"record at {offset}: BODYCRC mismatch")
+    return m
+
+
+def decode_records(buf: bytes | bytearray | memoryview, *, decompress: bool = True) -> list[MessageExt]:
+    """Decode back-to-back records: a PULL_MESSAGE / QUERY_MESSAGE / VIEW_MESSAGE_BY_ID body.
+
+    Unlike Java's ``MessageDecoder.decodes`` (which silently stops at the first bad
+    record) this raises :class:`MalformedFrameError` on any malformed or truncated one.
+    """
+    b = buf if isinstance(buf, bytes) else bytes(buf)
+    end = len(b)
+    pos = 0
+    hosts: dict[bytes, HostAddr] = {}
+    out: list[MessageExt] = []
+    append = out.append
+    while pos < end:
+        m = _decode_at(b, pos, end, True, decompress, hosts)
+        append(m)
+        pos += m.store_size
+    return out
+
+
+# --------------------------------------------------------------------------- batches
+@dataclass(frozen=True, slots=True)
+class BatchEntry:
+    """One message of a SEND_BATCH_MESSAGE body (``MessageDecoder.encodeMessage`` layout)."""
+
+    flag: int
+    body: bytes
+    properties: str
+
+    def property_map(self) -> dict[str, str]:
+        """The entry's properties parsed with :func:`decode_properties`."""
+        return decode_properties(self.properties)
+
+
+def encode_batch(messages: Sequence[Message]) -> bytes:
+    """``MessageDecoder.encodeMessages``: the SEND_BATCH_MESSAGE body.
+
+    Each entry is ``TOTALSIZE, MAGICCODE=0, BODYCRC=0, FLAG, BODYLENGTH + body,
+    PROPERTIESLENGTH (short) + properties`` with the message's own properties in Java
+    ``HashMap`` order (as the Java client writes them). Bodies are not compressed.
+    Batch rules (same topic, no delay, ...) are the producer's business.
+    """
+    parts: list[bytes] = []
+    for msg in messages:
+        props = encode_properties(msg.properties, java_order=True).encode()
+        if len(props) > MAX_PROPERTIES_LENGTH:
+            raise IllegalArgumentError(f"properties longer than {MAX_PROPERTIES_LENGTH} bytes: {len(props)}")
+        body = msg.body
+        try:
+            head = _BATCH_HEAD.pack(20 + len(body) + 2 + len(props), 0, 0, msg.flag, len(body))
+        except struct.error as exc:
+            raise IllegalArgumentError(f"batch entry field out of range: {exc}") from exc
+        parts += (head, body, len(props).to_bytes(2, "big"), props)
+    return b"".join(parts)
+
+
+def decode_batch(body: bytes | memoryview) -> list[BatchEntry]:
+    """Split a SEND_BATCH_MESSAGE body (``CommitLog.MessageExtBatchEncoder`` reads it).
+
+    Java's broker ignores TOTALSIZE; here it must match the entry, and any truncation or
+    inconsistent length raises :class:`MalformedFrameError`.
+    """
+    b = body if isinstance(body, bytes) else bytes(body)
+    end = len(b)
+    pos = 0
+    out: list[BatchEntry] = []
+    while pos < end:
+        if pos + 22 > end:
+            raise MalformedFrameError(f"batch entry at {pos} truncated: {end - pos} bytes left")
+        size, _magic, _crc, flag, blen = _BATCH_HEAD.unpack_from(b, pos)
+        ppos = pos + 20 + blen
+        if blen < 0 or ppos + 2 > end:
+            raise MalformedFrameError(f"batch entry at {pos}: body length {blen} past the end")
+        plen = _SHORT.unpack_from(b, ppos)[0]
+        entry_end = ppos + 2 + plen
+        if plen < 0 or entry_end > end:
+            raise MalformedFrameError(f"batch entry at {pos}: properties length {plen} past the end")
+        if size != entry_end - pos:
+            raise MalformedFrameError(f"batch entry at {pos}: TOTALSIZE {size} != {entry_end - pos}")
+        props = b[ppos + 2 : entry_end].decode("utf-8", "replace")
+        out.append(BatchEntry(flag=flag, body=b[pos + 20 : ppos], properties=props))
+        pos = entry_end
+    return out

@@ -1,0 +1,286 @@
+"""Consume services against a fake host: results, send-back, offsets, orderly suspend and DLQ."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+import pytest
+
+from rocketq.client.consumer.consume_concurrently import ConsumeMessageConcurrentlyService
+from rocketq.client.consumer.consume_orderly import ConsumeMessageOrderlyService
+from rocketq.client.consumer.listener import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeMessageContext,
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
+)
+from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.consumer.stats import ConsumerStatsManager
+from rocketq.protocol.heartbeat import MessageModel
+from rocketq.protocol.message import MessageExt
+from rocketq.protocol.message_queue import MessageQueue
+
+MQ = MessageQueue("T", "broker-a", 0)
+
+
+def _msgs(n: int, start: int = 0) -> list[MessageExt]:
+    out = []
+    for i in range(start, start + n):
+        m = MessageExt(topic="T", body=f"m{i}".encode())
+        m.queue_offset = i
+        out.append(m)
+    return out
+
+
+class Hook:
+    def __init__(self) -> None:
+        self.before: list[int] = []
+        self.after: list[tuple[int, bool, str]] = []
+
+    def hook_name(self) -> str:
+        return "test"
+
+    def consume_message_before(self, context: ConsumeMessageContext) -> None:
+        self.before.append(len(context.msg_list))
+
+    def consume_message_after(self, context: ConsumeMessageContext) -> None:
+        self.after.append((len(context.msg_list), context.success, context.props["ConsumeContextType"]))
+
+
+class FakeHost:
+    consumer_group = "G"
+    suspend_current_queue_time_millis = 10
+    max_reconsume_times = 2
+
+    def __init__(self, model: MessageModel = MessageModel.CLUSTERING, send_back_fails: bool = False) -> None:
+        self.message_model = model
+        self.stats = ConsumerStatsManager()
+        self.hook = Hook()
+        self.hooks = [self.hook]
+        self.offsets: list[tuple[int, bool]] = []
+        self.sent_back: list[tuple[int, int]] = []
+        self.retried: list[int] = []
+        self.send_back_fails = send_back_fails
+        self.lock = threading.Lock()
+        self.locks = 0
+        self.pq = ProcessQueue()
+
+    def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str | None) -> None:
+        if self.send_back_fails:
+            raise RuntimeError("broker down")
+        with self.lock:
+            self.sent_back.append((msg.queue_offset, delay_level))
+
+    def update_offset(self, mq: MessageQueue, offset: int, *, increase_only: bool) -> None:
+        with self.lock:
+            self.offsets.append((offset, increase_only))
+
+    def reset_retry_and_namespace(self, msgs: Sequence[MessageExt]) -> None:
+        pass
+
+    def schedule(self, task: Callable[[], None], delay_ms: int) -> None:
+        timer = threading.Timer(min(delay_ms, 50) / 1000.0, task)
+        timer.daemon = True
+        timer.start()
+
+    def process_queues(self) -> list[tuple[MessageQueue, ProcessQueue]]:
+        return [(MQ, self.pq)]
+
+    def lock_one(self, mq: MessageQueue) -> bool:
+        self.locks += 1
+        self.pq.locked = True
+        return True
+
+    def lock_all(self) -> None:
+        self.locks += 1
+
+    def unlock_all(self, *, oneway: bool) -> None:
+        pass
+
+    def send_to_retry_topic(self, msg: MessageExt, max_reconsume_times: int) -> None:
+        with self.lock:
+            self.retried.append(msg.queue_offset)
+
+
+def _wait(cond: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.005)
+
+
+def test_concurrent_success_commits_and_counts() -> None:
+    host = FakeHost()
+    seen: list[int] = []
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        seen.extend(m.queue_offset for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    service = ConsumeMessageConcurrentlyService(host, listener, consume_message_batch_max_size=3)
+    msgs = _msgs(7)
+    host.pq.put_messages(msgs)
+    service.submit_consume_request(msgs, host.pq, MQ)
+    _wait(lambda: host.pq.msg_count == 0)
+    service.shutdown()
+    assert sorted(seen) == list(range(7))
+    assert max(o for o, _ in host.offsets) == 7
+    assert all(inc for _, inc in host.offsets)
+    assert sorted(n for n, _, _ in host.hook.after) == [1, 3, 3]
+    assert host.stats.consume_ok_tps.get("T@G").total_sum == 7
+
+
+@pytest.mark.parametrize("outcome", ["later", "none", "raise", "garbage"])
+def test_concurrent_failures_are_sent_back(outcome: str) -> None:
+    host = FakeHost()
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> object:
+        ctx.delay_level_when_next_consume = 5
+        if outcome == "raise":
+            raise ValueError("listener bug")
+        return {"later": ConsumeConcurrentlyStatus.RECONSUME_LATER, "none": None, "garbage": 42}[outcome]
+
+    service = ConsumeMessageConcurrentlyService(host, listener)  # type: ignore[arg-type]
+    msgs = _msgs(2)
+    host.pq.put_messages(msgs)
+    service.submit_consume_request(msgs, host.pq, MQ)
+    _wait(lambda: len(host.sent_back) == 2 and host.pq.msg_count == 0)
+    service.shutdown()
+    assert sorted(host.sent_back) == [(0, 5), (1, 5)]
+    assert host.stats.consume_failed_tps.get("T@G").total_sum == 2
+
+
+def test_ack_index_acknowledges_a_prefix() -> None:
+    host = FakeHost()
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        ctx.ack_index = 1
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    service = ConsumeMessageConcurrentlyService(host, listener, consume_message_batch_max_size=4)
+    msgs = _msgs(4)
+    host.pq.put_messages(msgs)
+    service.submit_consume_request(msgs, host.pq, MQ)
+    _wait(lambda: host.pq.msg_count == 0)
+    service.shutdown()
+    assert sorted(o for o, _ in host.sent_back) == [2, 3]
+
+
+def test_failed_send_back_keeps_the_message_and_blocks_the_offset() -> None:
+    host = FakeHost(send_back_fails=True)
+    attempts: list[int] = []
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        attempts.extend(m.queue_offset for m in msgs)
+        if len(attempts) >= 3:
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+        return ConsumeConcurrentlyStatus.RECONSUME_LATER
+
+    import rocketq.client.consumer.consume_concurrently as cc
+
+    service = ConsumeMessageConcurrentlyService(host, listener)
+    old = cc.RESUBMIT_DELAY_MS
+    msgs = _msgs(1)
+    host.pq.put_messages(msgs)
+    try:
+        cc.RESUBMIT_DELAY_MS = 10
+        service.submit_consume_request(msgs, host.pq, MQ)
+        _wait(lambda: host.pq.msg_count == 0)
+    finally:
+        cc.RESUBMIT_DELAY_MS = old
+        service.shutdown()
+    # the offset never moved past 0 until the message was finally consumed
+    assert [o for o, _ in host.offsets] == [0, 0, 1]
+    assert msgs[0].reconsume_times == 2
+
+
+def test_broadcasting_failures_are_dropped() -> None:
+    host = FakeHost(MessageModel.BROADCASTING)
+    service = ConsumeMessageConcurrentlyService(host, lambda m, c: ConsumeConcurrentlyStatus.RECONSUME_LATER)
+    msgs = _msgs(2)
+    host.pq.put_messages(msgs)
+    service.submit_consume_request(msgs, host.pq, MQ)
+    _wait(lambda: host.pq.msg_count == 0)
+    service.shutdown()
+    assert host.sent_back == []
+
+
+def test_dropped_queue_skips_result_processing() -> None:
+    host = FakeHost()
+    started = threading.Event()
+    release = threading.Event()
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        started.set()
+        release.wait(5)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    service = ConsumeMessageConcurrentlyService(host, listener)
+    msgs = _msgs(1)
+    host.pq.put_messages(msgs)
+    service.submit_consume_request(msgs, host.pq, MQ)
+    assert started.wait(5)
+    host.pq.dropped = True
+    release.set()
+    service.shutdown()
+    assert host.offsets == []
+
+
+def test_orderly_success_in_order_and_offsets_overwrite() -> None:
+    host = FakeHost()
+    host.pq.locked = True
+    seen: list[int] = []
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:
+        seen.extend(m.queue_offset for m in msgs)
+        return ConsumeOrderlyStatus.SUCCESS
+
+    service = ConsumeMessageOrderlyService(host, listener, consume_message_batch_max_size=2)
+    msgs = _msgs(5)
+    dispatch = host.pq.put_messages(msgs)
+    service.submit_consume_request(msgs, host.pq, MQ, dispatch)
+    _wait(lambda: host.pq.msg_count == 0)
+    service.shutdown()
+    assert seen == [0, 1, 2, 3, 4]
+    assert [o for o, _ in host.offsets] == [2, 4, 5]
+    assert not any(inc for _, inc in host.offsets)
+
+
+def test_orderly_suspend_retries_then_dlq_and_moves_on() -> None:
+    host = FakeHost()
+    host.pq.locked = True
+    seen: list[int] = []
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:
+        seen.extend(m.queue_offset for m in msgs)
+        if msgs[0].queue_offset == 1:
+            return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        return ConsumeOrderlyStatus.SUCCESS
+
+    service = ConsumeMessageOrderlyService(host, listener)
+    msgs = _msgs(3)
+    service.submit_consume_request(msgs, host.pq, MQ, host.pq.put_messages(msgs))
+    _wait(lambda: host.pq.msg_count == 0)
+    service.shutdown()
+    # offset 1 is tried max_reconsume_times + 1 times, in order, before 2 is ever seen
+    assert seen == [0, 1, 1, 1, 2]
+    assert host.retried == [1]
+    assert service.dlq_count == 1
+    assert [o for o, _ in host.offsets] == [1, 2, 3]
+
+
+def test_orderly_without_lock_tries_to_lock_first() -> None:
+    host = FakeHost()
+    seen: list[int] = []
+    service = ConsumeMessageOrderlyService(
+        host, lambda msgs, ctx: (seen.extend(m.queue_offset for m in msgs), ConsumeOrderlyStatus.SUCCESS)[1]
+    )
+    msgs = _msgs(2)
+    service.submit_consume_request(msgs, host.pq, MQ, host.pq.put_messages(msgs))
+    _wait(lambda: host.pq.msg_count == 0)
+    service.shutdown()
+    assert host.locks >= 1
+    assert seen == [0, 1]
