@@ -152,7 +152,7 @@ class ConsumeMessageConcurrentlyService:
     # ------------------------------------------------------------------ run
     def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         host = self.host
-        if pq.dropped:
+        if pq.is_dropped():
             log.info("the message queue was dropped, stop consuming: group=%s %s", host.consumer_group, mq)
             return
         context = ConsumeConcurrentlyContext(message_queue=mq)
@@ -191,7 +191,7 @@ class ConsumeMessageConcurrentlyService:
             hook_ctx.success = status == ConsumeConcurrentlyStatus.CONSUME_SUCCESS
             self._run_hooks(hook_ctx, before=False)
         host.stats.inc_consume_rt(host.consumer_group, mq.topic, consume_rt_ms)
-        if pq.dropped:
+        if pq.is_dropped():
             log.warning("the message queue was dropped while consuming: group=%s %s", host.consumer_group, mq)
             return
         self.process_consume_result(status, context, msgs, pq, mq)
@@ -245,7 +245,7 @@ class ConsumeMessageConcurrentlyService:
                 done = [m for m in msgs if all(m is not f for f in back_failed)]
                 self._submit_later(back_failed, pq, mq)
         offset = pq.remove_messages(done)
-        if offset >= 0 and not pq.dropped:
+        if offset >= 0 and not pq.is_dropped():
             host.update_offset(mq, offset, increase_only=True)
 
     # ------------------------------------------------------------------ expiry
@@ -262,7 +262,7 @@ class ConsumeMessageConcurrentlyService:
                         log.exception("sending back an expired message failed")
                         continue
                     offset = pq.remove_if_first(msg)
-                    if offset >= 0 and not pq.dropped:
+                    if offset >= 0 and not pq.is_dropped():
                         self.host.update_offset(mq, offset, increase_only=True)
         finally:
             self.host.schedule(self._clean_expired_messages, self.consume_timeout_ms)

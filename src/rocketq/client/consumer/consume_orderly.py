@@ -188,17 +188,17 @@ class ConsumeMessageOrderlyService:
     # ------------------------------------------------------------------ run
     def _consume(self, pq: ProcessQueue, mq: MessageQueue) -> None:
         host = self.host
-        if pq.dropped:
+        if pq.is_dropped():
             return
         clustering = host.message_model == MessageModel.CLUSTERING
         with self._mq_lock(mq):
             if clustering and not (pq.locked and not pq.is_lock_expired()):
-                if not pq.dropped:
+                if not pq.is_dropped():
                     self.try_lock_later_and_reconsume(mq, pq, 100)
                 return
             begin = time.monotonic()
             while True:
-                if pq.dropped or self._stopped:
+                if pq.is_dropped() or self._stopped:
                     return
                 if clustering and (not pq.locked or pq.is_lock_expired()):
                     self.try_lock_later_and_reconsume(mq, pq, 10)
@@ -225,7 +225,7 @@ class ConsumeMessageOrderlyService:
         has_exception = False
         begin = time.monotonic()
         with pq.consume_lock:
-            if pq.dropped:
+            if pq.is_dropped():
                 log.warning("the message queue was dropped while consuming orderly: %s", mq)
                 pq.rollback()
                 return False
@@ -313,7 +313,7 @@ class ConsumeMessageOrderlyService:
                 pq.make_message_to_consume_again(msgs)
                 self.submit_consume_request_later(pq, mq, context.suspend_current_queue_time_millis)
                 keep_going = False
-        if commit_offset >= 0 and not pq.dropped:
+        if commit_offset >= 0 and not pq.is_dropped():
             host.update_offset(mq, commit_offset, increase_only=False)
         return keep_going
 

@@ -112,6 +112,10 @@ class ProcessQueue:
                 return 0
             return self._offsets[-1] - self._offsets[0]
 
+    def is_dropped(self) -> bool:
+        """Whether a rebalance took this queue away (re-read each time: another thread sets it)."""
+        return self.dropped
+
     def has_temp_message(self) -> bool:
         with self._lock:
             return bool(self._msgs)
