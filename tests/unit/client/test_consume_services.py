@@ -56,7 +56,7 @@ class FakeHost:
     max_reconsume_times = 2
 
     def __init__(self, model: MessageModel = MessageModel.CLUSTERING, send_back_fails: bool = False) -> None:
-        self.message_model = model
+        self.model = model
         self.stats = ConsumerStatsManager()
         self.hook = Hook()
         self.hooks = [self.hook]
@@ -67,6 +67,9 @@ class FakeHost:
         self.lock = threading.Lock()
         self.locks = 0
         self.pq = ProcessQueue()
+
+    def message_model(self) -> MessageModel:
+        return self.model
 
     def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str | None) -> None:
         if self.send_back_fails:

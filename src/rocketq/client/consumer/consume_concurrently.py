@@ -58,10 +58,16 @@ def _wall_ms() -> int:
 class ConsumeServiceHost(Protocol):
     """What the consume services need from the push consumer (``DefaultMQPushConsumerImpl``)."""
 
-    consumer_group: str
-    message_model: MessageModel
-    stats: ConsumerStatsManager
-    hooks: list[ConsumeMessageHook]
+    @property
+    def consumer_group(self) -> str: ...
+
+    @property
+    def stats(self) -> ConsumerStatsManager: ...
+
+    @property
+    def hooks(self) -> list[ConsumeMessageHook]: ...
+
+    def message_model(self) -> MessageModel: ...
 
     def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str | None) -> None:
         """CONSUMER_SEND_MSG_BACK (with the producer fallback); raises when both fail."""
@@ -229,7 +235,7 @@ class ConsumeMessageConcurrentlyService:
             host.stats.inc_consume_failed_tps(host.consumer_group, mq.topic, len(msgs))
         failed = msgs[ack_index + 1 :]
         done = msgs
-        if failed and host.message_model == MessageModel.BROADCASTING:
+        if failed and host.message_model() == MessageModel.BROADCASTING:
             for msg in failed:
                 log.warning("BROADCASTING, the message consume failed, drop it: %s", msg.msg_id)
         elif failed:

@@ -56,13 +56,23 @@ _SUSPEND_MAX_MS = 30_000
 class OrderlyServiceHost(Protocol):
     """What the orderly service needs from the push consumer."""
 
-    consumer_group: str
-    message_model: MessageModel
-    stats: ConsumerStatsManager
-    hooks: list[ConsumeMessageHook]
-    suspend_current_queue_time_millis: int
-    #: -1 means unlimited for orderly consumption (Integer.MAX_VALUE)
-    max_reconsume_times: int
+    @property
+    def consumer_group(self) -> str: ...
+
+    @property
+    def stats(self) -> ConsumerStatsManager: ...
+
+    @property
+    def hooks(self) -> list[ConsumeMessageHook]: ...
+
+    @property
+    def suspend_current_queue_time_millis(self) -> int: ...
+
+    @property
+    def max_reconsume_times(self) -> int:
+        """-1 means unlimited for orderly consumption (Integer.MAX_VALUE)."""
+
+    def message_model(self) -> MessageModel: ...
 
     def update_offset(self, mq: MessageQueue, offset: int, *, increase_only: bool) -> None: ...
 
@@ -116,7 +126,7 @@ class ConsumeMessageOrderlyService:
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
-        if self.host.message_model == MessageModel.CLUSTERING:
+        if self.host.message_model() == MessageModel.CLUSTERING:
             self.host.schedule(self._lock_periodically, 1000)
 
     def _lock_periodically(self) -> None:
@@ -190,7 +200,7 @@ class ConsumeMessageOrderlyService:
         host = self.host
         if pq.is_dropped():
             return
-        clustering = host.message_model == MessageModel.CLUSTERING
+        clustering = host.message_model() == MessageModel.CLUSTERING
         with self._mq_lock(mq):
             if clustering and not (pq.locked and not pq.is_lock_expired()):
                 if not pq.is_dropped():

@@ -20,8 +20,8 @@ import bisect
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 
+from rocketq.protocol.bodies import ProcessQueueInfo
 from rocketq.protocol.message import MessageConst, MessageExt
 
 __all__ = [
@@ -29,7 +29,6 @@ __all__ = [
     "REBALANCE_LOCK_INTERVAL_MS",
     "REBALANCE_LOCK_MAX_LIVE_TIME_MS",
     "ProcessQueue",
-    "ProcessQueueInfo",
 ]
 
 #: ``rocketmq.client.rebalance.lockMaxLiveTime``: a lock not renewed for this long is expired.
@@ -44,26 +43,6 @@ _CLEAN_EXPIRED_BATCH = 16
 
 def _now_ms() -> int:
     return time.monotonic_ns() // 1_000_000
-
-
-@dataclass(slots=True)
-class ProcessQueueInfo:
-    """A snapshot for GET_CONSUMER_RUNNING_INFO (``ProcessQueueInfo``)."""
-
-    commit_offset: int = 0
-    cached_msg_min_offset: int = 0
-    cached_msg_max_offset: int = 0
-    cached_msg_count: int = 0
-    cached_msg_size_in_mib: int = 0
-    transaction_msg_min_offset: int = 0
-    transaction_msg_max_offset: int = 0
-    transaction_msg_count: int = 0
-    locked: bool = False
-    try_unlock_times: int = 0
-    last_lock_timestamp: int = 0
-    droped: bool = False
-    last_pull_timestamp: int = 0
-    last_consume_timestamp: int = 0
 
 
 class ProcessQueue:
@@ -270,7 +249,8 @@ class ProcessQueue:
 
     # ------------------------------------------------------------------ admin
     def info(self, commit_offset: int) -> ProcessQueueInfo:
-        """``fillProcessQueueInfo`` for GET_CONSUMER_RUNNING_INFO."""
+        """``fillProcessQueueInfo`` for GET_CONSUMER_RUNNING_INFO (timestamps as wall-clock ms)."""
+        shift = int(time.time() * 1000) - self._clock_ms()
         with self._lock:
             return ProcessQueueInfo(
                 commit_offset=commit_offset,
@@ -280,8 +260,8 @@ class ProcessQueue:
                 cached_msg_size_in_mib=self._msg_size // (1024 * 1024),
                 locked=self.locked,
                 try_unlock_times=self.try_unlock_times,
-                last_lock_timestamp=self.last_lock_timestamp,
-                droped=self.dropped,
-                last_pull_timestamp=self.last_pull_timestamp,
-                last_consume_timestamp=self.last_consume_timestamp,
+                last_lock_timestamp=self.last_lock_timestamp + shift,
+                dropped=self.dropped,
+                last_pull_timestamp=self.last_pull_timestamp + shift,
+                last_consume_timestamp=self.last_consume_timestamp + shift,
             )

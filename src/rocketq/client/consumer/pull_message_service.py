@@ -26,7 +26,7 @@ from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.remoting.service_thread import ServiceThread
 
-__all__ = ["PullMessageService", "PullRequest"]
+__all__ = ["PullMessageService", "PullRequest", "ScheduledExecutor"]
 
 log = logging.getLogger(__name__)
 
@@ -45,39 +45,26 @@ class PullRequest:
     extra: dict[str, object] = field(default_factory=dict, repr=False)
 
 
-class PullMessageService(ServiceThread):
-    """A single thread taking due PullRequests (and small tasks) off a time-ordered heap."""
+class ScheduledExecutor(ServiceThread):
+    """One named thread running callables at their due time (a ``ScheduledExecutorService``).
 
-    def __init__(
-        self,
-        pull: Callable[[PullRequest], None],
-        *,
-        name: str = "PullMessageService",
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    Tasks run one at a time in due order; an exception in a task is logged and the thread
+    goes on. ``shutdown()`` drops pending tasks and joins the thread promptly.
+    """
+
+    def __init__(self, name: str, *, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__(name)
-        self._pull = pull
         self._clock = clock
-        self._heap: list[tuple[float, int, PullRequest | Callable[[], None]]] = []
+        self._heap: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = itertools.count()
         self._cond = threading.Condition()
 
-    # ------------------------------------------------------------------ scheduling
-    def execute_pull_request_immediately(self, request: PullRequest) -> None:
-        self._push(0.0, request)
-
-    def execute_pull_request_later(self, request: PullRequest, delay_ms: int) -> None:
-        self._push(delay_ms / 1000.0, request)
-
     def execute_task_later(self, task: Callable[[], None], delay_ms: int) -> None:
         """Run ``task`` on this thread after ``delay_ms`` (``executeTaskLater``)."""
-        self._push(delay_ms / 1000.0, task)
-
-    def _push(self, delay_s: float, item: PullRequest | Callable[[], None]) -> None:
         if self.stopped:
             return
         with self._cond:
-            heapq.heappush(self._heap, (self._clock() + delay_s, next(self._seq), item))
+            heapq.heappush(self._heap, (self._clock() + delay_ms / 1000.0, next(self._seq), task))
             self._cond.notify()
 
     @property
@@ -85,7 +72,6 @@ class PullMessageService(ServiceThread):
         with self._cond:
             return len(self._heap)
 
-    # ------------------------------------------------------------------ the loop
     def wakeup(self) -> None:
         super().wakeup()
         with self._cond:
@@ -96,7 +82,7 @@ class PullMessageService(ServiceThread):
         with self._cond:
             self._heap.clear()
 
-    def _take(self) -> PullRequest | Callable[[], None] | None:
+    def _take(self) -> Callable[[], None] | None:
         with self._cond:
             while not self.stopped:
                 if self._heap:
@@ -110,13 +96,30 @@ class PullMessageService(ServiceThread):
 
     def run(self) -> None:
         while not self.stopped:
-            item = self._take()
-            if item is None:
+            task = self._take()
+            if task is None:
                 break
             try:
-                if isinstance(item, PullRequest):
-                    self._pull(item)
-                else:
-                    item()
+                task()
             except Exception:
-                log.exception("%s: a pull or task failed", self.name)
+                log.exception("%s: a scheduled task failed", self.name)
+
+
+class PullMessageService(ScheduledExecutor):
+    """The thread that takes due PullRequests and hands them to the consumer's pull."""
+
+    def __init__(
+        self,
+        pull: Callable[[PullRequest], None],
+        *,
+        name: str = "PullMessageService",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(name, clock=clock)
+        self._pull = pull
+
+    def execute_pull_request_immediately(self, request: PullRequest) -> None:
+        self.execute_task_later(lambda: self._pull(request), 0)
+
+    def execute_pull_request_later(self, request: PullRequest, delay_ms: int) -> None:
+        self.execute_task_later(lambda: self._pull(request), delay_ms)

@@ -14,7 +14,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["ConsumeStatus", "ConsumerStatsManager", "StatsItem", "StatsSnapshot"]
+from rocketq.protocol.bodies import ConsumeStatus
+
+__all__ = ["ConsumerStatsManager", "StatsItem", "StatsSnapshot"]
 
 _MINUTE_S = 60
 _HOUR_S = 3600
@@ -31,18 +33,6 @@ class StatsSnapshot:
     sum: int
     tps: float
     avgpt: float
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumeStatus:
-    """``ConsumeStatus`` of GET_CONSUMER_RUNNING_INFO (per topic)."""
-
-    pull_rt: float
-    pull_tps: float
-    consume_rt: float
-    consume_ok_tps: float
-    consume_failed_tps: float
-    consume_failed_msgs: int
 
 
 class StatsItem:

@@ -1,0 +1,350 @@
+"""The push consumer against a real rocketq name server and broker on loopback (issue #5)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from rocketq.client.config import ClientConfig
+from rocketq.client.consumer.allocate import AllocateMessageQueueAveragely, allocate
+from rocketq.client.consumer.listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from rocketq.client.consumer.pull import PullConsumer
+from rocketq.client.consumer.push import PushConsumer, PushConsumerConfig
+from rocketq.client.producer import Producer
+from rocketq.protocol.heartbeat import ConsumeFromWhere, MessageModel
+from rocketq.protocol.message import Message, MessageExt
+from rocketq.protocol.message_queue import MessageQueue
+from rocketq.testing.cluster import EmbeddedCluster
+
+pytestmark = pytest.mark.integration
+
+_instances = itertools.count()
+FAST = ClientConfig(poll_name_server_interval_ms=1000, rebalance_interval_ms=2000)
+HERE = Path(__file__).resolve().parent
+
+
+def wait_until(cond: Callable[[], bool], timeout_s: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def producer(embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]) -> Iterator[Producer]:
+    p = Producer(unique_name("pg"), namesrv_addr=embedded_cluster.namesrv_addr)
+    p.start()
+    yield p
+    p.shutdown()
+
+
+def _consumer(
+    cluster: EmbeddedCluster,
+    group: str,
+    topic: str,
+    listener: Callable[[list[MessageExt], ConsumeConcurrentlyContext], ConsumeConcurrentlyStatus | None],
+    **config: object,
+) -> PushConsumer:
+    cfg = PushConsumerConfig(
+        consumer_group=group,
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        **config,  # type: ignore[arg-type]
+    )
+    client_config = FAST
+    if cfg.message_model is MessageModel.BROADCASTING:
+        # broadcasting consumers keep instanceName DEFAULT: two in one process need their own
+        client_config = dataclasses.replace(FAST, instance_name=f"bc{next(_instances)}")
+    consumer = PushConsumer(config=cfg, namesrv_addr=cluster.namesrv_addr, client_config=client_config)
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener(listener)
+    return consumer
+
+
+def _send(producer: Producer, topic: str, n: int, prefix: str = "m") -> list[str]:
+    bodies = [f"{prefix}-{i}" for i in range(n)]
+    for body in bodies:
+        producer.send(Message(topic, body.encode(), tags="TagA", keys=body))
+    return bodies
+
+
+def _no_threads_of(group: str) -> None:
+    wait_until(
+        lambda: not [t.name for t in threading.enumerate() if group in t.name],
+        5,
+        f"threads of {group} to end",
+    )
+
+
+def test_every_message_consumed_exactly_once(
+    embedded_cluster: EmbeddedCluster, producer: Producer, unique_name: Callable[..., str]
+) -> None:
+    topic, group = unique_name("T"), unique_name("G")
+    embedded_cluster.create_topic(topic, 4)
+    bodies = _send(producer, topic, 400)
+    seen: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        with lock:
+            seen.update(m.body.decode() for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = _consumer(embedded_cluster, group, topic, listener, consume_message_batch_max_size=4)
+    consumer.start()
+    try:
+        wait_until(lambda: sum(seen.values()) >= 400, 30, "all messages")
+        time.sleep(0.3)
+        assert set(seen) == set(bodies)
+        assert max(seen.values()) == 1
+        assert {mq.queue_id for mq in consumer.assigned_queues(topic)} == {0, 1, 2, 3}
+    finally:
+        consumer.shutdown()
+    _no_threads_of(group)
+    # the final offsets were persisted: a new consumer of the group starts at the end
+    again: list[str] = []
+    second = _consumer(
+        embedded_cluster,
+        group,
+        topic,
+        lambda msgs, ctx: (
+            again.extend(m.body.decode() for m in msgs),
+            ConsumeConcurrentlyStatus.CONSUME_SUCCESS,
+        )[1],
+    )
+    second.start()
+    try:
+        time.sleep(1.5)
+        assert again == []
+    finally:
+        second.shutdown()
+
+
+def test_failed_messages_are_retried_then_land_in_the_dlq(
+    embedded_cluster: EmbeddedCluster, producer: Producer, unique_name: Callable[..., str]
+) -> None:
+    topic, group = unique_name("T"), unique_name("G")
+    embedded_cluster.create_topic(topic, 2)
+    attempts: list[tuple[str, int, float, str]] = []
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        ctx.delay_level_when_next_consume = 1  # 1 s
+        for m in msgs:
+            attempts.append((m.body.decode(), m.reconsume_times, time.monotonic(), m.topic))
+        if any(m.body == b"poison" for m in msgs):
+            return ConsumeConcurrentlyStatus.RECONSUME_LATER
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = _consumer(embedded_cluster, group, topic, listener, max_reconsume_times=2)
+    consumer.start()
+    try:
+        producer.send(Message(topic, b"fine", tags="TagA"))
+        producer.send(Message(topic, b"poison", tags="TagA"))
+        wait_until(lambda: len([a for a in attempts if a[0] == "poison"]) >= 3, 40, "three attempts")
+        poison = [a for a in attempts if a[0] == "poison"]
+        assert [a[1] for a in poison] == [0, 1, 2]
+        # each retry came back through %RETRY% after the 1 s delay level, under its own topic
+        assert all(b[2] - a[2] >= 0.9 for a, b in itertools.pairwise(poison))
+        assert {a[3] for a in poison} == {topic}
+        assert next(a for a in attempts if a[0] == "fine")[1] == 0
+    finally:
+        consumer.shutdown()
+    dlq = MessageQueue(f"%DLQ%{group}", embedded_cluster.broker_names[0], 0)
+    puller = PullConsumer(unique_name("dlqreader"), namesrv_addr=embedded_cluster.namesrv_addr)
+    puller.start()
+    try:
+        found: list[MessageExt] = []
+
+        def dlq_has_it() -> bool:
+            try:
+                found[:] = puller.pull(dlq, "*", 0, 32).msg_found_list
+            except Exception:
+                return False
+            return bool(found)
+
+        wait_until(dlq_has_it, 20, "the DLQ message")
+        assert [m.body for m in found] == [b"poison"]
+        assert found[0].properties.get("RETRY_TOPIC") == topic
+        assert found[0].reconsume_times == 3
+    finally:
+        puller.shutdown()
+
+
+def test_flow_control_holds_the_cache_under_its_threshold(
+    embedded_cluster: EmbeddedCluster, producer: Producer, unique_name: Callable[..., str]
+) -> None:
+    topic, group = unique_name("T"), unique_name("G")
+    embedded_cluster.create_topic(topic, 1)
+    _send(producer, topic, 250)
+    done: list[int] = []
+    peak = [0]
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        time.sleep(0.004)
+        done.extend(m.queue_offset for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = _consumer(
+        embedded_cluster,
+        group,
+        topic,
+        listener,
+        pull_threshold_for_queue=20,
+        pull_batch_size=8,
+        consume_thread_min=1,
+        consume_thread_max=1,
+    )
+    consumer.start()
+    try:
+        while len(done) < 250:
+            for _, pq in consumer.process_queues():
+                peak[0] = max(peak[0], pq.msg_count)
+            time.sleep(0.002)
+        # a pull is only sent while the cache holds <= 20; one pull adds at most 8
+        assert 0 < peak[0] <= 20 + 8
+        assert sorted(done) == list(range(250))
+    finally:
+        consumer.shutdown()
+
+
+def _expected_split(consumers: list[PushConsumer], topic: str, broker: str, n: int) -> dict[str, set[int]]:
+    mqs = [MessageQueue(topic, broker, i) for i in range(n)]
+    cids = [c.client_id for c in consumers]
+    return {
+        cid: {mq.queue_id for mq in allocate(AllocateMessageQueueAveragely(), "g", cid, mqs, cids)}
+        for cid in cids
+    }
+
+
+def test_consumers_split_queues_averagely_and_resplit(
+    embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
+) -> None:
+    topic, group = unique_name("T"), unique_name("G")
+    embedded_cluster.create_topic(topic, 8)
+    broker = embedded_cluster.broker_names[0]
+    ok = lambda msgs, ctx: ConsumeConcurrentlyStatus.CONSUME_SUCCESS  # noqa: E731
+    consumers = [_consumer(embedded_cluster, group, topic, ok) for _ in range(3)]
+    for c in consumers[:2]:
+        c.start()
+    try:
+
+        def split_is(active: list[PushConsumer]) -> bool:
+            want = _expected_split(active, topic, broker, 8)
+            return all({mq.queue_id for mq in c.assigned_queues(topic)} == want[c.client_id] for c in active)
+
+        wait_until(lambda: split_is(consumers[:2]), 20, "a 4/4 split")
+        consumers[2].start()
+        wait_until(lambda: split_is(consumers), 20, "a 3/3/2 split")
+        assert sorted(len(c.assigned_queues(topic)) for c in consumers) == [2, 3, 3]
+        consumers[0].shutdown()
+        wait_until(lambda: split_is(consumers[1:]), 20, "a re-split after one left")
+    finally:
+        for c in consumers:
+            c.shutdown()
+
+
+def test_broadcasting_delivers_every_message_to_every_consumer(
+    embedded_cluster: EmbeddedCluster, producer: Producer, unique_name: Callable[..., str], tmp_path: Path
+) -> None:
+    topic, group = unique_name("T"), unique_name("G")
+    embedded_cluster.create_topic(topic, 4)
+    received: list[list[str]] = [[], []]
+    consumers = []
+    for i in range(2):
+        sink = received[i]
+        consumers.append(
+            _consumer(
+                embedded_cluster,
+                group,
+                topic,
+                lambda msgs, ctx, sink=sink: (  # type: ignore[misc]
+                    sink.extend(m.body.decode() for m in msgs),
+                    ConsumeConcurrentlyStatus.CONSUME_SUCCESS,
+                )[1],
+                message_model=MessageModel.BROADCASTING,
+                offset_store_dir=str(tmp_path / f"c{i}"),
+            )
+        )
+    for c in consumers:
+        c.start()
+    try:
+        wait_until(lambda: all(len(c.assigned_queues(topic)) == 4 for c in consumers), 20, "all queues each")
+        bodies = _send(producer, topic, 100)
+        wait_until(lambda: all(len(r) >= 100 for r in received), 30, "every consumer to get everything")
+        assert sorted(received[0]) == sorted(bodies)
+        assert sorted(received[1]) == sorted(bodies)
+    finally:
+        for c in consumers:
+            c.shutdown()
+    assert list(tmp_path.rglob("offsets.json")), "broadcasting offsets are kept in a local file"
+
+
+@pytest.mark.slow
+def test_sigkill_of_a_consumer_loses_nothing(
+    embedded_cluster: EmbeddedCluster, producer: Producer, unique_name: Callable[..., str], tmp_path: Path
+) -> None:
+    topic, group = unique_name("T"), unique_name("G")
+    embedded_cluster.create_topic(topic, 4)
+    bodies = _send(producer, topic, 1500)
+    victim_out = tmp_path / "victim.txt"
+    victim = subprocess.Popen(
+        [
+            sys.executable,
+            str(HERE / "push_consumer_proc.py"),
+            embedded_cluster.namesrv_addr,
+            topic,
+            group,
+            str(victim_out),
+            "4",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    survivor_got: list[str] = []
+    lock = threading.Lock()
+
+    def slow(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        time.sleep(0.004)
+        with lock:
+            survivor_got.extend(m.body.decode() for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    survivor = _consumer(embedded_cluster, group, topic, slow, consume_thread_min=4, consume_thread_max=4)
+    try:
+        assert victim.stdout is not None
+        assert victim.stdout.readline().strip() == b"started"
+        survivor.start()
+
+        def victim_count() -> int:
+            return len(victim_out.read_text().splitlines()) if victim_out.exists() else 0
+
+        wait_until(lambda: victim_count() >= 150, 30, "the victim to consume a share")
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(10)
+        victim_seen = set(victim_out.read_text().splitlines())
+        wait_until(
+            lambda: len(victim_seen | set(survivor_got)) >= len(bodies),
+            60,
+            "the survivor to take over and finish",
+        )
+        assert victim_seen | set(survivor_got) == set(bodies)
+        assert len(survivor.assigned_queues(topic)) == 4
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+            victim.wait(10)
+        if victim.stdout is not None:
+            victim.stdout.close()
+        survivor.shutdown()
