@@ -1,0 +1,439 @@
+"""``CommitLog``: the append-only log of every stored record, in fixed-size mapped segments.
+
+Mirrors ``org.apache.rocketmq.store.CommitLog`` (4.9.7): segments of
+``mapped_file_size_commit_log`` bytes named by their 20-digit start offset under
+``<root>/commitlog``; records in the wire format of ``rocketq.protocol.message``.
+
+Invariants:
+
+* A record never spans segments. When the next record (or a whole batch) plus 8 bytes
+  does not fit, an 8-byte BLANK filler ``{TOTALSIZE = bytes left, MAGIC = BLANK}`` closes
+  the segment (``DefaultAppendMessageCallback.doAppend``, END_FILE_MIN_BLANK_LENGTH) and
+  the record goes to the next one.
+* Records are encoded outside the lock with placeholder QUEUEOFFSET, PHYSICALOFFSET and
+  STORETIMESTAMP; under ``put_lock`` they are copied into the mapping and those three
+  fields are patched in place (Java pre-encodes the same way). The store timestamp is
+  taken under the lock, so store times never go backwards along the log.
+* Consume-queue offsets come from ``topic_queue_table`` under ``put_lock``; prepared and
+  rolled-back transactional records get queue offset 0 and do not advance it.
+* ``wrote_position`` of the segment is published after the bytes, and the dispatcher runs
+  for each record after its publication, still under the lock: consume-queue units are
+  therefore appended in commit-log order and always point at readable bytes.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+
+from rocketq.broker.store.config import MessageStoreConfig
+from rocketq.broker.store.index import index_key_hashes
+from rocketq.broker.store.mapped_file import MappedFile, MappedFileQueue
+from rocketq.broker.store.status import AppendResult, PutMessageStatus
+from rocketq.errors import MalformedFrameError
+from rocketq.protocol.message import (
+    BLANK_MAGIC_CODE,
+    MAGIC_CODE_V1,
+    POS_QUEUE_OFFSET,
+    POS_SYS_FLAG,
+    MessageConst,
+    MessageExt,
+    decode_record,
+    store_timestamp_pos,
+    tags_code,
+)
+from rocketq.protocol.message_id import HostAddr, host_to_bytes
+
+__all__ = [
+    "END_FILE_MIN_BLANK_LENGTH",
+    "SCHEDULE_TOPIC",
+    "CommitLog",
+    "DispatchRequest",
+]
+
+_log = logging.getLogger("rocketq.broker.store")
+
+#: ``CommitLog.DefaultAppendMessageCallback.END_FILE_MIN_BLANK_LENGTH``.
+END_FILE_MIN_BLANK_LENGTH = 8
+#: ``TopicValidator.RMQ_SYS_SCHEDULE_TOPIC``.
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+
+_TRANSACTION_MASK = 0xC
+_PREPARED = 0x4
+_ROLLBACK = 0xC
+
+_QOFF_PHYS = struct.Struct(">qq")
+_LONG = struct.Struct(">q")
+_INT = struct.Struct(">i")
+_SIZE_MAGIC = struct.Struct(">ii")
+
+
+class DispatchRequest:
+    """``DispatchRequest``: what the consume queue, the index and the listeners need to
+    know about one appended record. Filled partly before the append (topic, tags, index key
+    hashes) and partly under the lock (offsets, store time)."""
+
+    __slots__ = (
+        "commit_log_offset",
+        "consume_queue_offset",
+        "delay_ms",
+        "key_hashes",
+        "msg_size",
+        "properties",
+        "queue_id",
+        "store_timestamp",
+        "sys_flag",
+        "tags_code",
+        "topic",
+    )
+
+    def __init__(
+        self,
+        *,
+        topic: str,
+        queue_id: int,
+        msg_size: int,
+        tags_code: int,
+        sys_flag: int,
+        properties: dict[str, str],
+        key_hashes: list[int],
+        delay_ms: int = -1,
+        commit_log_offset: int = 0,
+        consume_queue_offset: int = 0,
+        store_timestamp: int = 0,
+    ) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.msg_size = msg_size
+        self.tags_code = tags_code
+        self.sys_flag = sys_flag
+        self.properties = properties
+        self.key_hashes = key_hashes
+        #: >= 0 for a record parked in SCHEDULE_TOPIC_XXXX: tagsCode = store time + delay.
+        self.delay_ms = delay_ms
+        self.commit_log_offset = commit_log_offset
+        self.consume_queue_offset = consume_queue_offset
+        self.store_timestamp = store_timestamp
+
+    @property
+    def transaction_type(self) -> int:
+        return self.sys_flag & _TRANSACTION_MASK
+
+    @property
+    def in_consume_queue(self) -> bool:
+        """Prepared and rolled-back transactional records are never consumable."""
+        tran = self.sys_flag & _TRANSACTION_MASK
+        return tran != _PREPARED and tran != _ROLLBACK  # noqa: PLR1714 - ints, hot path
+
+
+def delay_ms_for(topic: str, properties: Mapping[str, str], delay_levels_ms: Sequence[int]) -> int:
+    """The delay of a record parked in SCHEDULE_TOPIC_XXXX, -1 for any other record.
+
+    ``CommitLog.checkMessageAndReturnSize``: the level is clamped to the max level, and
+    ``ScheduleMessageService.computeDeliverTimestamp`` adds the level's delay.
+    """
+    if topic != SCHEDULE_TOPIC:
+        return -1
+    raw = properties.get(MessageConst.DELAY)
+    if not raw:
+        return -1
+    try:
+        level = min(int(raw), len(delay_levels_ms))
+    except ValueError:
+        return -1
+    if level <= 0:
+        return -1
+    return delay_levels_ms[level - 1]
+
+
+class CommitLog:
+    """The commit log: append, read, recover, retention (``CommitLog``)."""
+
+    def __init__(self, config: MessageStoreConfig, clock_ms: Callable[[], int]) -> None:
+        self.config = config
+        self.file_size = config.mapped_file_size_commit_log
+        self.queue = MappedFileQueue(config.commit_log_dir, self.file_size, keep_fd=True)
+        self._clock_ms = clock_ms
+        #: One lock for the whole append path (``putMessageLock``).
+        self.put_lock = threading.Lock()
+        #: (topic, queueId) -> next consume-queue offset (``topicQueueTable``).
+        self.topic_queue_table: dict[tuple[str, int], int] = {}
+        self._msg_id_prefix: dict[HostAddr, str] = {}
+        #: Store time of the last record known durable (checkpoint physicMsgTimestamp).
+        self.flushed_store_timestamp = 0
+        #: Cleared (under ``put_lock``) by ``close_for_writing`` at shutdown.
+        self.writable = True
+
+    # -- append -------------------------------------------------------------------------
+
+    def append(
+        self,
+        records: Sequence[bytes],
+        requests: Sequence[DispatchRequest],
+        store_host: HostAddr,
+        dispatch: Callable[[DispatchRequest], None],
+    ) -> AppendResult | PutMessageStatus:
+        """Append ``records`` (pre-encoded, one batch) in one segment, under one lock.
+
+        Patches each record's queue offset, physical offset and store timestamp, then calls
+        ``dispatch`` for it (still under the lock). Returns CREATE_MAPEDFILE_FAILED if no
+        segment could be created, SERVICE_NOT_AVAILABLE once closed for writing. The caller
+        checked that the batch fits a segment.
+        """
+        total = 0
+        for rec in records:
+            total += len(rec)
+        file_size = self.file_size
+        with self.put_lock:
+            if not self.writable:
+                return PutMessageStatus.SERVICE_NOT_AVAILABLE
+            ts = self._clock_ms()
+            mf = self.queue.last_file()
+            try:
+                if mf is None or mf.is_full:
+                    mf = self.queue.create_next_file(0, ts)
+                if mf.wrote_position + total + END_FILE_MIN_BLANK_LENGTH > file_size:
+                    # DefaultAppendMessageCallback.doAppend: END_OF_FILE -> BLANK filler, retry
+                    # in a new file (only 8 bytes are written; the rest stays zero).
+                    pos = mf.wrote_position
+                    _SIZE_MAGIC.pack_into(mf.mm, pos, file_size - pos, BLANK_MAGIC_CODE)
+                    mf.wrote_position = file_size
+                    mf = self.queue.create_next_file(0, ts)
+            except OSError:
+                _log.exception("cannot create a commit-log segment")
+                return PutMessageStatus.CREATE_MAPEDFILE_FAILED
+            mm = mf.mm
+            base = mf.file_from_offset
+            table = self.topic_queue_table
+            first_phys = base + mf.wrote_position
+            first_qoff = -1
+            for rec, req in zip(records, requests, strict=True):
+                pos = mf.wrote_position
+                n = len(rec)
+                phys = base + pos
+                tran = req.sys_flag & _TRANSACTION_MASK
+                consumable = tran != _PREPARED and tran != _ROLLBACK  # noqa: PLR1714 - hot path
+                if consumable:
+                    key = (req.topic, req.queue_id)
+                    qoff = table.get(key, 0)
+                    table[key] = qoff + 1
+                else:
+                    qoff = 0  # prepared/rollback: not consumable, offset not advanced
+                mm[pos : pos + n] = rec
+                _QOFF_PHYS.pack_into(mm, pos + POS_QUEUE_OFFSET, qoff, phys)
+                _LONG.pack_into(mm, pos + store_timestamp_pos(req.sys_flag), ts)
+                mf.wrote_position = pos + n
+                if first_qoff < 0:
+                    first_qoff = qoff
+                req.commit_log_offset = phys
+                req.consume_queue_offset = qoff
+                req.store_timestamp = ts
+                if req.delay_ms >= 0:
+                    req.tags_code = ts + req.delay_ms
+                dispatch(req)
+            mf.last_modified_ms = ts
+            mf.store_timestamp = ts
+        # outside the lock: the offsetMsgIds (CommitLog's msgIdSupplier is lazy for the same reason)
+        prefix = self._msg_id_prefix.get(store_host)
+        if prefix is None:
+            prefix = self._msg_id_prefix[store_host] = host_to_bytes(store_host).hex().upper()
+        if len(requests) == 1:
+            msg_id = f"{prefix}{first_phys:016X}"
+        else:
+            msg_id = ",".join([f"{prefix}{req.commit_log_offset:016X}" for req in requests])
+        return AppendResult(
+            wrote_offset=first_phys,
+            wrote_bytes=total,
+            msg_id=msg_id,
+            store_timestamp=ts,
+            logics_offset=first_qoff,
+            msg_num=len(records),
+        )
+
+    # -- read ---------------------------------------------------------------------------
+
+    def get_message(self, offset: int, size: int) -> memoryview | None:
+        """``CommitLog.getMessage``: ``size`` bytes at physical ``offset``, if still there."""
+        mf = self.queue.find_by_offset(offset)
+        if mf is None or not mf.available:
+            return None
+        return mf.select(offset % self.file_size, size)
+
+    def get_record(self, offset: int) -> memoryview | None:
+        """The whole record starting at ``offset`` (size read from its first field)."""
+        head = self.get_message(offset, 8)
+        if head is None:
+            return None
+        size, magic = _SIZE_MAGIC.unpack_from(head)
+        if magic != MAGIC_CODE_V1 or size <= 0:
+            return None
+        return self.get_message(offset, size)
+
+    def pickup_store_timestamp(self, offset: int, size: int = 0) -> int:
+        """``CommitLog.pickupStoreTimestamp``: the STORETIMESTAMP of the record at ``offset``,
+        -1 when it is gone."""
+        if offset < self.min_offset():
+            return -1
+        head = self.get_message(offset, 76)
+        if head is None:
+            rec = self.get_record(offset)
+            if rec is None:
+                return -1
+            head = rec
+        sys_flag = _INT.unpack_from(head, POS_SYS_FLAG)[0]
+        value: int = _LONG.unpack_from(head, store_timestamp_pos(sys_flag))[0]
+        return value
+
+    def min_offset(self) -> int:
+        """``CommitLog.getMinOffset``: start of the first live segment, -1 when empty."""
+        mf = self.queue.first_file()
+        if mf is None:
+            return -1
+        if mf.available:
+            return mf.file_from_offset
+        return self.roll_next_file(mf.file_from_offset)
+
+    def max_offset(self) -> int:
+        """``CommitLog.getMaxOffset``: where the next record will be written."""
+        return self.queue.max_offset()
+
+    def roll_next_file(self, offset: int) -> int:
+        """``CommitLog.rollNextFile``: start of the segment after the one holding ``offset``."""
+        return offset + self.file_size - offset % self.file_size
+
+    # -- recovery -----------------------------------------------------------------------
+
+    def check_record(self, mf: MappedFile, pos: int, check_crc: bool) -> tuple[int, MessageExt | None]:
+        """``checkMessageAndReturnSize``: (size, message) for a valid record, (0, None) for the
+        BLANK filler (end of segment), (-1, None) for anything invalid: bad magic, size or
+        lengths, a BODYCRC mismatch, or a PHYSICALOFFSET that is not where the record is."""
+        if pos + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            return -1, None
+        size, magic = _SIZE_MAGIC.unpack_from(mf.view, pos)
+        if magic == BLANK_MAGIC_CODE:
+            return 0, None
+        if magic != MAGIC_CODE_V1 or size <= 0 or pos + size > self.file_size:
+            return -1, None
+        try:
+            msg = decode_record(mf.view[pos : pos + size], 0, decompress=False, verify_crc=check_crc)
+        except MalformedFrameError:
+            return -1, None
+        if msg.store_size != size or msg.commit_log_offset != mf.file_from_offset + pos:
+            return -1, None
+        return size, msg
+
+    def scan_valid_end(self, start_index: int, check_crc: bool) -> int:
+        """``recoverNormally``/``recoverAbnormally`` scan: from segment ``start_index``, walk
+        the records until the first invalid one; returns its physical offset (the valid
+        end). A BLANK filler moves on to the next segment."""
+        files = self.queue.files
+        if not files:
+            return 0
+        index = max(0, min(start_index, len(files) - 1))
+        mf = files[index]
+        pos = 0
+        while True:
+            size, _msg = self.check_record(mf, pos, check_crc)
+            if size > 0:
+                pos += size
+                continue
+            if size == 0 and index + 1 < len(files):
+                index += 1
+                mf = files[index]
+                pos = 0
+                continue
+            return mf.file_from_offset + pos
+
+    def recovery_start_index(self, normal: bool, min_timestamp: int) -> int:
+        """Where recovery starts: the third segment from the end after a clean shutdown
+        (``recoverNormally``); after a crash the last segment whose first record is a
+        message stored no later than ``min_timestamp`` (``isMappedFileMatchedRecover``),
+        else the first segment."""
+        files = self.queue.files
+        if normal:
+            return max(0, len(files) - 3)
+        for index in range(len(files) - 1, -1, -1):
+            mf = files[index]
+            size, magic = _SIZE_MAGIC.unpack_from(mf.view, 0)
+            if magic != MAGIC_CODE_V1 or size <= 0:
+                continue
+            sys_flag = _INT.unpack_from(mf.view, POS_SYS_FLAG)[0]
+            store_ts = _LONG.unpack_from(mf.view, store_timestamp_pos(sys_flag))[0]
+            if store_ts != 0 and store_ts <= min_timestamp:
+                return index
+        return 0
+
+    def truncate(self, valid_end: int) -> None:
+        """Cut the log at ``valid_end``: zero the rest of that segment, delete later ones
+        (``truncateDirtyFiles``) and rebuild nothing else."""
+        self.queue.truncate_dirty_files(valid_end)
+        self.queue.flushed_where = valid_end
+
+    def iter_records(self, start: int, end: int) -> Iterator[MessageExt]:
+        """Decode the records in [start, end) (re-dispatch after recovery), skipping fillers."""
+        offset = start
+        while offset < end:
+            mf = self.queue.find_by_offset(offset)
+            if mf is None:
+                offset = self.roll_next_file(offset)
+                continue
+            size, msg = self.check_record(mf, offset - mf.file_from_offset, False)
+            if size > 0 and msg is not None:
+                yield msg
+                offset += size
+            elif size == 0:
+                offset = self.roll_next_file(offset)
+            else:
+                return
+
+    def dispatch_request_for(self, msg: MessageExt, delay_levels_ms: Sequence[int]) -> DispatchRequest:
+        """Rebuild the dispatch data of a stored record (re-dispatch after recovery)."""
+        props = msg.properties
+        delay = delay_ms_for(msg.topic, props, delay_levels_ms)
+        return DispatchRequest(
+            topic=msg.topic,
+            queue_id=msg.queue_id,
+            msg_size=msg.store_size,
+            tags_code=(msg.store_timestamp + delay)
+            if delay >= 0
+            else tags_code(props.get(MessageConst.TAGS)),
+            sys_flag=msg.sys_flag,
+            properties=props,
+            key_hashes=index_key_hashes(msg.topic, props),
+            delay_ms=delay,
+            commit_log_offset=msg.commit_log_offset,
+            consume_queue_offset=msg.queue_offset,
+            store_timestamp=msg.store_timestamp,
+        )
+
+    # -- retention / durability ---------------------------------------------------------
+
+    def delete_expired_files(self, expired_ms: int, now_ms: int, clean_immediately: bool) -> int:
+        """``CommitLog.deleteExpiredFile``: segments older than ``expired_ms`` (never the last)."""
+        return self.queue.delete_expired_by_time(expired_ms, now_ms, clean_immediately)
+
+    def flush(self, least_pages: int = 0) -> bool:
+        """Flush the written bytes (``CommitLog.flush``); updates ``flushed_store_timestamp``
+        once everything written before the call is durable. True if something was flushed."""
+        last = self.queue.last_file()
+        ts = last.store_timestamp if last is not None else 0
+        target = self.queue.max_offset()
+        before = self.queue.flushed_where
+        self.queue.flush(least_pages)
+        if self.queue.flushed_where >= target:
+            self.flushed_store_timestamp = max(self.flushed_store_timestamp, ts)
+        return self.queue.flushed_where != before
+
+    def close_for_writing(self) -> None:
+        """Refuse further appends and wait for the one in progress (shutdown)."""
+        with self.put_lock:
+            self.writable = False
+
+    @property
+    def flushed_where(self) -> int:
+        return self.queue.flushed_where
+
+    def close(self) -> None:
+        self.queue.close()

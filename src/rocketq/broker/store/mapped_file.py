@@ -1,0 +1,423 @@
+"""Memory-mapped, fixed-size store files and the ordered queue of them.
+
+Mirrors ``org.apache.rocketmq.store.MappedFile`` and ``MappedFileQueue`` (4.9.7). A file is
+named by the 20-digit, zero-padded offset of its first byte in the logical stream
+(commit log: physical offset; consume queue: unit index x 20) and has exactly
+``file_size`` bytes, mapped read/write for its whole life.
+
+Invariants:
+
+* ``wrote_position`` only grows while appending (recovery may move it back) and bytes
+  below it are never rewritten; readers slice ``view`` below ``wrote_position`` without a
+  lock (writers publish the position *after* the bytes).
+* Files are never unmapped under a reader: ``destroy()`` unlinks the file and forgets it,
+  and the mapping goes away when the last slice handed out is dropped (Java counts
+  references with ``hold``/``release`` for the same purpose).
+* ``MappedFileQueue.files`` is replaced, never mutated in place, so readers may iterate a
+  snapshot without the lock.
+* Durability goes through ``os.fdatasync`` on the file (Linux ``msync(MS_SYNC)`` is the
+  same fsync of the page cache, and ``fdatasync`` releases the GIL, ``mmap.flush`` does
+  not). Commit-log files keep their descriptor; consume-queue and index files (there can
+  be thousands) reopen the file for each flush.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import mmap
+import os
+import struct
+import threading
+import time
+
+__all__ = ["OS_PAGE_SIZE", "MappedFile", "MappedFileQueue", "file_name_for", "now_ms"]
+
+_log = logging.getLogger("rocketq.broker.store")
+
+#: ``MappedFile.OS_PAGE_SIZE``: the unit of ``flush_*_least_pages``.
+OS_PAGE_SIZE = 4096
+#: ``MappedFileQueue.DELETE_FILES_BATCH_MAX``: at most this many files per retention pass.
+DELETE_FILES_BATCH_MAX = 10
+
+_LONG = struct.Struct(">q")
+
+
+def file_name_for(offset: int) -> str:
+    """``UtilAll.offset2FileName``: the 20-digit zero-padded start offset."""
+    return f"{offset:020d}"
+
+
+class MappedFile:
+    """One fixed-size file mapped read/write (``MappedFile``)."""
+
+    __slots__ = (
+        "_fd",
+        "available",
+        "file_from_offset",
+        "file_size",
+        "first_create_in_queue",
+        "flushed_position",
+        "last_modified_ms",
+        "mm",
+        "path",
+        "store_timestamp",
+        "view",
+        "wrote_position",
+    )
+
+    def __init__(self, path: str, file_size: int, *, keep_fd: bool, now_ms: int | None = None) -> None:
+        """Open ``path`` (created or extended with zeros to ``file_size``) and map it."""
+        self.path = path
+        self.file_size = file_size
+        self.file_from_offset = int(os.path.basename(path))
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            actual = os.fstat(fd).st_size
+            if actual < file_size:
+                if actual:
+                    _log.warning("%s: %d bytes, expected %d; zero-extending", path, actual, file_size)
+                os.ftruncate(fd, file_size)
+            elif actual > file_size:
+                raise OSError(f"{path}: {actual} bytes, larger than the configured {file_size}")
+            self.mm = mmap.mmap(fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        except BaseException:
+            os.close(fd)
+            raise
+        if keep_fd:
+            self._fd: int | None = fd
+        else:
+            os.close(fd)
+            self._fd = None
+        self.view = memoryview(self.mm)
+        self.wrote_position = 0
+        self.flushed_position = 0
+        self.store_timestamp = 0
+        self.first_create_in_queue = False
+        self.available = True
+        self.last_modified_ms = now_ms if now_ms is not None else int(os.path.getmtime(path) * 1000)
+
+    # -- state --------------------------------------------------------------------------
+
+    @property
+    def is_full(self) -> bool:
+        return self.wrote_position >= self.file_size
+
+    @property
+    def file_name(self) -> str:
+        return os.path.basename(self.path)
+
+    def set_positions(self, position: int) -> None:
+        """Set the wrote/flushed positions (recovery, load)."""
+        self.wrote_position = position
+        self.flushed_position = position
+
+    # -- writing ------------------------------------------------------------------------
+
+    def append(self, data: bytes | bytearray | memoryview) -> bool:
+        """``MappedFile.appendMessage(byte[])``: append raw bytes if they fit."""
+        pos = self.wrote_position
+        end = pos + len(data)
+        if end > self.file_size:
+            return False
+        self.mm[pos:end] = data
+        self.wrote_position = end
+        return True
+
+    def zero_from(self, position: int) -> None:
+        """Make every byte from ``position`` to the end of the file zero.
+
+        Done by truncating the file and extending it again: the kernel drops the tail
+        pages (the mapping then reads zeros) and the file stays sparse. Only call this
+        while no other thread touches the file (recovery).
+        """
+        if position >= self.file_size:
+            return
+        if self._fd is not None:
+            os.ftruncate(self._fd, position)
+            os.ftruncate(self._fd, self.file_size)
+        else:
+            os.truncate(self.path, position)
+            os.truncate(self.path, self.file_size)
+
+    # -- reading ------------------------------------------------------------------------
+
+    def select(self, position: int, size: int) -> memoryview | None:
+        """``selectMappedBuffer(pos, size)``: a slice if it lies below ``wrote_position``."""
+        if position < 0 or position + size > self.wrote_position:
+            return None
+        return self.view[position : position + size]
+
+    def select_from(self, position: int) -> memoryview | None:
+        """``selectMappedBuffer(pos)``: from ``position`` up to ``wrote_position``."""
+        end = self.wrote_position
+        if position < 0 or position >= end:
+            return None
+        return self.view[position:end]
+
+    # -- durability ---------------------------------------------------------------------
+
+    def is_able_to_flush(self, least_pages: int) -> bool:
+        """``MappedFile.isAbleToFlush``."""
+        wrote = self.wrote_position
+        flushed = self.flushed_position
+        if wrote >= self.file_size and flushed < wrote:
+            return True
+        if least_pages > 0:
+            return (wrote // OS_PAGE_SIZE) - (flushed // OS_PAGE_SIZE) >= least_pages
+        return wrote > flushed
+
+    def flush(self, least_pages: int = 0) -> int:
+        """``MappedFile.flush``: make the written bytes durable; returns the flushed position."""
+        if not self.available:
+            return self.flushed_position
+        if self.is_able_to_flush(least_pages):
+            wrote = self.wrote_position
+            self.sync()
+            self.flushed_position = wrote
+        return self.flushed_position
+
+    def sync(self) -> None:
+        """fdatasync the file: on Linux the same as ``msync(MS_SYNC)`` of the mapping, but it
+        releases the GIL (``mmap.flush`` does not). Without a kept descriptor the file is
+        reopened for the call."""
+        if self._fd is not None:
+            os.fdatasync(self._fd)
+            return
+        try:
+            fd = os.open(self.path, os.O_RDWR)
+        except FileNotFoundError:
+            return
+        try:
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Unmap (best effort: a slice still held by a reader keeps the mapping alive)."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+        self.view.release()
+        with contextlib.suppress(BufferError):
+            self.mm.close()
+
+    def destroy(self) -> bool:
+        """``MappedFile.destroy``: delete the file. The mapping stays valid for readers
+        still holding slices and disappears with the last of them."""
+        self.available = False
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            _log.exception("cannot delete %s", self.path)
+            return False
+        with contextlib.suppress(BufferError):
+            self.mm.close()
+        return True
+
+
+class MappedFileQueue:
+    """The ordered files of one logical stream (``MappedFileQueue``)."""
+
+    def __init__(self, store_path: str, mapped_file_size: int, *, keep_fd: bool) -> None:
+        self.store_path = store_path
+        self.mapped_file_size = mapped_file_size
+        self._keep_fd = keep_fd
+        self._lock = threading.Lock()
+        #: Snapshot list, replaced on every change.
+        self.files: list[MappedFile] = []
+        self.flushed_where = 0
+
+    # -- loading ------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Open every file of the folder (``MappedFileQueue.load``); positions = file size.
+
+        Names that are not 20 digits are ignored. Raises ``OSError`` for a file larger
+        than the configured size (Java refuses to start in that case too).
+        """
+        if not os.path.isdir(self.store_path):
+            return
+        names = sorted(n for n in os.listdir(self.store_path) if len(n) == 20 and n.isdigit())
+        files = []
+        for name in names:
+            mf = MappedFile(os.path.join(self.store_path, name), self.mapped_file_size, keep_fd=self._keep_fd)
+            mf.set_positions(self.mapped_file_size)
+            files.append(mf)
+        self.files = files
+
+    # -- lookup -------------------------------------------------------------------------
+
+    def last_file(self) -> MappedFile | None:
+        files = self.files
+        return files[-1] if files else None
+
+    def first_file(self) -> MappedFile | None:
+        files = self.files
+        return files[0] if files else None
+
+    def create_next_file(self, start_offset: int, now_ms: int | None = None) -> MappedFile:
+        """``getLastMappedFile(startOffset, true)``: the last file, or a new one when there is
+        none or the last is full."""
+        with self._lock:
+            files = self.files
+            if files:
+                last = files[-1]
+                if not last.is_full:
+                    return last
+                create_offset = last.file_from_offset + self.mapped_file_size
+            else:
+                create_offset = start_offset - start_offset % self.mapped_file_size
+            os.makedirs(self.store_path, exist_ok=True)
+            path = os.path.join(self.store_path, file_name_for(create_offset))
+            mf = MappedFile(path, self.mapped_file_size, keep_fd=self._keep_fd, now_ms=now_ms)
+            if not files:
+                mf.first_create_in_queue = True
+            self.files = [*files, mf]
+            return mf
+
+    def find_by_offset(self, offset: int, return_first_on_not_found: bool = False) -> MappedFile | None:
+        """``findMappedFileByOffset``: the file holding ``offset``."""
+        files = self.files
+        if not files:
+            return None
+        first = files[0]
+        index = offset // self.mapped_file_size - first.file_from_offset // self.mapped_file_size
+        if 0 <= index < len(files):
+            mf = files[index]
+            if mf.file_from_offset <= offset < mf.file_from_offset + self.mapped_file_size:
+                return mf
+        for mf in files:  # fallback: gaps left by a crash
+            if mf.file_from_offset <= offset < mf.file_from_offset + self.mapped_file_size:
+                return mf
+        return first if return_first_on_not_found else None
+
+    def min_offset(self) -> int:
+        """``getMinOffset``: start of the first file, -1 when there is none."""
+        files = self.files
+        return files[0].file_from_offset if files else -1
+
+    def max_offset(self) -> int:
+        """``getMaxOffset``: end of the written bytes of the last file, 0 when empty."""
+        files = self.files
+        if not files:
+            return 0
+        last = files[-1]
+        return last.file_from_offset + last.wrote_position
+
+    # -- recovery -----------------------------------------------------------------------
+
+    def truncate_dirty_files(self, offset: int) -> None:
+        """``truncateDirtyFiles``: forget every byte at or after ``offset``: the file that
+        holds it is cut there (tail zeroed), later files are deleted."""
+        with self._lock:
+            keep: list[MappedFile] = []
+            for mf in self.files:
+                tail = mf.file_from_offset + self.mapped_file_size
+                if tail <= offset:
+                    keep.append(mf)
+                elif offset >= mf.file_from_offset:
+                    pos = offset - mf.file_from_offset
+                    mf.zero_from(pos)
+                    mf.set_positions(pos)
+                    keep.append(mf)
+                else:
+                    mf.destroy()
+            self.files = keep
+        self.flushed_where = min(self.flushed_where, offset)
+
+    def delete_last_file(self) -> None:
+        """``deleteLastMappedFile``."""
+        with self._lock:
+            files = self.files
+            if files:
+                files[-1].destroy()
+                self.files = files[:-1]
+
+    # -- retention ----------------------------------------------------------------------
+
+    def delete_expired_by_time(self, expired_ms: int, now_ms: int, clean_immediately: bool) -> int:
+        """``deleteExpiredFileByTime``: delete leading files last modified more than
+        ``expired_ms`` ago (all of them when ``clean_immediately``), never the last file,
+        at most ``DELETE_FILES_BATCH_MAX`` per call. Returns the number deleted."""
+        files = self.files
+        doomed: list[MappedFile] = []
+        for mf in files[:-1]:
+            if now_ms >= mf.last_modified_ms + expired_ms or clean_immediately:
+                doomed.append(mf)
+                if len(doomed) >= DELETE_FILES_BATCH_MAX:
+                    break
+            else:
+                break
+        return self._delete(doomed)
+
+    def delete_expired_by_offset(self, offset: int, unit_size: int) -> int:
+        """``deleteExpiredFileByOffset``: delete leading consume-queue files whose last unit
+        points before commit-log offset ``offset``; never the last file."""
+        files = self.files
+        doomed: list[MappedFile] = []
+        for mf in files[:-1]:
+            last_unit = mf.select(self.mapped_file_size - unit_size, unit_size)
+            if last_unit is None or _LONG.unpack_from(last_unit)[0] >= offset:
+                break
+            doomed.append(mf)
+        return self._delete(doomed)
+
+    def _delete(self, doomed: list[MappedFile]) -> int:
+        if not doomed:
+            return 0
+        with self._lock:
+            gone = {id(mf) for mf in doomed}
+            self.files = [mf for mf in self.files if id(mf) not in gone]
+        for mf in doomed:
+            mf.destroy()
+        return len(doomed)
+
+    # -- durability ---------------------------------------------------------------------
+
+    def flush(self, least_pages: int = 0) -> bool:
+        """``MappedFileQueue.flush``: flush every file from ``flushed_where`` on; returns
+        True when the flushed position did not move (nothing was due)."""
+        before = self.flushed_where
+        for mf in self.files:
+            if mf.file_from_offset + self.mapped_file_size <= before:
+                continue
+            mf.flush(least_pages)
+            self.flushed_where = mf.file_from_offset + mf.flushed_position
+            if mf.flushed_position < mf.file_size:
+                break
+        return self.flushed_where == before
+
+    def how_much_to_flush(self) -> int:
+        return self.max_offset() - self.flushed_where
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            for mf in self.files:
+                mf.close()
+
+    def destroy(self) -> None:
+        """Delete every file and the folder if it is left empty."""
+        with self._lock:
+            for mf in self.files:
+                mf.destroy()
+            self.files = []
+            self.flushed_where = 0
+        with contextlib.suppress(OSError):
+            os.rmdir(self.store_path)
+
+
+def now_ms() -> int:
+    """Wall-clock milliseconds (the default store clock)."""
+    return time.time_ns() // 1_000_000

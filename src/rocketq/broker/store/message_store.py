@@ -1,0 +1,782 @@
+"""``MessageStore``: the broker's message store (commit log + consume queues + index).
+
+Mirrors ``org.apache.rocketmq.store.DefaultMessageStore`` (4.9.7). Layout under
+``store_path_root_dir``: ``commitlog/<20-digit offset>``, ``consumequeue/<topic>/<queueId>/
+<20-digit offset>``, ``index/<yyyyMMddHHmmssSSS>``, ``checkpoint`` and ``abort`` (present
+while running: its presence at ``load()`` means the last run did not shut down cleanly).
+
+Threading model: ``put_message``/``put_messages`` may be called from any thread; one lock
+(``CommitLog.put_lock``) covers offset assignment, the copy into the mapping and the
+dispatch (consume-queue unit + index entries), so a pull sees a message as soon as its put
+returns. Reads (``get_message`` and friends) take no lock and run concurrently with puts.
+Background threads: the commit-log flush (periodic, or group commit for SYNC_FLUSH),
+``FlushConsumeQueueService`` (consume queues, index, checkpoint) and ``CleanService``
+(retention); all are joined by ``shutdown()``. Arrival listeners run on the putting
+thread after the lock is released.
+
+Recovery (``load``): consume queues are cut at their last valid unit; the commit log is
+scanned (BODYCRC checked) from the third segment from the end after a clean shutdown, or
+from the checkpoint-selected segment after a crash, and cut (tail zeroed) at the first
+invalid record; consume-queue units and index entries pointing past the valid end are
+dropped; records missing from the consume queues/index are re-dispatched; the
+topic-queue offset table is rebuilt from the consume queues.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import struct
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from rocketq.broker.store.checkpoint import StoreCheckpoint
+from rocketq.broker.store.clean_service import (
+    CleanCommitLogService,
+    CleanConsumeQueueService,
+    default_disk_usage,
+)
+from rocketq.broker.store.commit_log import SCHEDULE_TOPIC, CommitLog, DispatchRequest, delay_ms_for
+from rocketq.broker.store.config import CQ_STORE_UNIT_SIZE, SYNC_FLUSH, MessageStoreConfig
+from rocketq.broker.store.consume_queue import ConsumeQueue
+from rocketq.broker.store.flush_service import FlushRealTimeService, GroupCommitService
+from rocketq.broker.store.index import IndexService, index_key_hashes
+from rocketq.broker.store.mapped_file import now_ms
+from rocketq.broker.store.message_ext_broker_inner import MessageExtBrokerInner
+from rocketq.broker.store.service_thread import PeriodicService, ServiceThread
+from rocketq.broker.store.status import (
+    GetMessageResult,
+    GetMessageStatus,
+    MessageFilter,
+    PutMessageResult,
+    PutMessageStatus,
+    QueryMessageResult,
+    StoreStats,
+)
+from rocketq.errors import IllegalArgumentError, MalformedFrameError
+from rocketq.protocol.message import (
+    MAX_PROPERTIES_LENGTH,
+    MAX_TOPIC_LENGTH,
+    POS_SYS_FLAG,
+    MessageConst,
+    MessageExt,
+    decode_record,
+    encode_record,
+)
+from rocketq.protocol.message_id import HostAddr
+
+__all__ = ["ArrivalListener", "MessageStore"]
+
+_log = logging.getLogger("rocketq.broker.store")
+
+#: ``(topic, queue_id, new max offset, tags_code, store_timestamp, properties)``.
+ArrivalListener = Callable[[str, int, int, int, int, dict[str, str]], None]
+
+_UNIT = struct.Struct(">qiq")
+_INT = struct.Struct(">i")
+_TRANSACTION_MASK = 0xC
+_TRANSACTION_COMMIT = 0x8
+_TRANSACTION_ROLLBACK = 0xC
+# MessageExtEncoder: the record may exceed maxMessageSize (a body limit) by 64 KiB of headers.
+_RECORD_OVERHEAD_ALLOWANCE = 64 * 1024
+
+
+class MessageStore:
+    """The message store (``DefaultMessageStore``)."""
+
+    def __init__(
+        self,
+        config: MessageStoreConfig,
+        *,
+        clock_ms: Callable[[], int] = now_ms,
+        disk_usage: Callable[[str], float] = default_disk_usage,
+    ) -> None:
+        """``clock_ms`` gives store timestamps (wall-clock ms; inject it in tests);
+        ``disk_usage(path)`` gives the used fraction of a partition (retention, disk full)."""
+        self.config = config
+        self._clock_ms = clock_ms
+        self._disk_usage = disk_usage
+        self.commit_log = CommitLog(config, clock_ms)
+        self.consume_queue_table: dict[tuple[str, int], ConsumeQueue] = {}
+        self.index_service = IndexService(
+            config.index_dir,
+            config.max_hash_slot_num,
+            config.max_index_num,
+            config.max_msgs_num_batch,
+            clock_ms,
+        )
+        self.checkpoint: StoreCheckpoint | None = None
+        self.stats = StoreStats()
+        self._stats_lock = threading.Lock()
+        self._listeners: list[ArrivalListener] = []
+        self._index_enabled = config.message_index_enable
+        self._delay_levels = config.delay_levels_ms
+        self._memory_bytes = int(
+            config.total_physical_memory() * config.access_message_in_memory_max_ratio / 100
+        )
+        self._loaded = False
+        self._running = False
+        self._last_dispatch_ts = 0
+        self._clean_commit_log = CleanCommitLogService(config, self.commit_log, disk_usage)
+        self._clean_consume_queue = CleanConsumeQueueService(
+            self.commit_log, self._all_consume_queues, self.index_service
+        )
+        self._group_commit: GroupCommitService | None = None
+        self._services: list[ServiceThread] = []
+
+    # ================================================================== lifecycle
+
+    def load(self) -> bool:
+        """Open the files and recover (``DefaultMessageStore.load``); False on failure."""
+        last_exit_ok = not os.path.exists(self.config.abort_path)
+        try:
+            os.makedirs(self.config.store_path_root_dir, exist_ok=True)
+            self.commit_log.queue.load()
+            self._load_consume_queues()
+            self.checkpoint = StoreCheckpoint(self.config.checkpoint_path)
+            self.index_service.load()
+            self._recover(last_exit_ok)
+        except OSError:
+            _log.exception("message store load failed")
+            return False
+        self._loaded = True
+        _log.info(
+            "store loaded (%s exit), max phy offset %d",
+            "clean" if last_exit_ok else "unclean",
+            self.get_max_phy_offset(),
+        )
+        return True
+
+    def start(self) -> None:
+        """Write the abort file and start the background threads (``DefaultMessageStore.start``)."""
+        if not self._loaded and not self.load():
+            raise OSError(f"cannot load the message store at {self.config.store_path_root_dir}")
+        with open(self.config.abort_path, "w"):
+            pass
+        if self.config.flush_disk_type == SYNC_FLUSH:
+            self._group_commit = GroupCommitService(self.commit_log, self.config)
+            flush: ServiceThread = self._group_commit
+        else:
+            flush = FlushRealTimeService(self.commit_log, self.config)
+        config = self.config
+        self._services = [
+            flush,
+            PeriodicService(
+                "FlushConsumeQueueService",
+                config.flush_interval_consume_queue_ms / 1000,
+                self._periodic_flush_logics,
+            ),
+            PeriodicService(
+                "CleanResourceService", config.clean_resource_interval_ms / 1000, self.clean_expired
+            ),
+        ]
+        self._last_thorough_logics_flush = time.monotonic()
+        for service in self._services:
+            service.start()
+        self._running = True
+
+    def shutdown(self) -> None:
+        """Flush everything, write the checkpoint, remove the abort file, join the threads."""
+        was_running = self._running
+        self._running = False
+        self.commit_log.close_for_writing()  # waits for the append in progress
+        for service in reversed(self._services):
+            service.shutdown()
+        self._services = []
+        self._group_commit = None
+        if not self._loaded:
+            return
+        self.commit_log.flush(0)
+        self.flush_logics()
+        if self.checkpoint is not None:
+            self.checkpoint.shutdown()
+            self.checkpoint = None
+        self.commit_log.close()
+        for cq in list(self.consume_queue_table.values()):
+            cq.close()
+        self.index_service.close()
+        self._loaded = False
+        if was_running:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self.config.abort_path)
+
+    @property
+    def is_disk_full(self) -> bool:
+        """True while puts are refused because the disk is over the warning level."""
+        return self._clean_commit_log.disk_full
+
+    def add_arrival_listener(self, cb: ArrivalListener) -> None:
+        """Called after each dispatched (consumable) message on the putting thread with
+        ``(topic, queue_id, queue_offset + 1, tags_code, store_timestamp, properties)``."""
+        self._listeners.append(cb)
+
+    # ================================================================== put path
+
+    def _check_store_status(self) -> PutMessageStatus | None:
+        # DefaultMessageStore.checkStoreStatus: shut down / not writeable (disk full)
+        if not self._running or self._clean_commit_log.disk_full:
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE
+        return None
+
+    def _prepare(self, msg: MessageExtBrokerInner) -> tuple[bytes, DispatchRequest] | PutMessageStatus:
+        """Validate, apply the delay rewrite and encode one message outside the lock."""
+        if len(msg.topic.encode()) > MAX_TOPIC_LENGTH:
+            return PutMessageStatus.MESSAGE_ILLEGAL  # DefaultMessageStore.checkMessage
+        if len(msg.body) > self.config.max_message_size:
+            return PutMessageStatus.MESSAGE_ILLEGAL  # MessageExtEncoder.encode: body limit
+        props_str = msg.properties_string
+        if len(props_str) > MAX_PROPERTIES_LENGTH // 4 and len(props_str.encode()) > MAX_PROPERTIES_LENGTH:
+            # MessageExtEncoder.encode: PROPERTIES_SIZE_EXCEEDED (Java checkMessage refuses
+            # > 32767 *chars* first with MESSAGE_ILLEGAL; both map to the same response).
+            return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+        try:
+            record = encode_record(
+                topic=msg.topic,
+                queue_id=msg.queue_id,
+                flag=msg.flag,
+                queue_offset=0,
+                physical_offset=0,
+                sys_flag=msg.sys_flag,
+                born_timestamp=msg.born_timestamp,
+                born_host=msg.born_host,
+                store_timestamp=0,
+                store_host=msg.store_host,
+                reconsume_times=msg.reconsume_times,
+                prepared_transaction_offset=msg.prepared_transaction_offset,
+                body=msg.body,
+                properties=props_str,
+            )
+        except IllegalArgumentError:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        size = len(record)
+        if size > self.config.max_message_size + _RECORD_OVERHEAD_ALLOWANCE:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        if size + 8 > self.config.mapped_file_size_commit_log:
+            return PutMessageStatus.MESSAGE_ILLEGAL  # could never fit a segment
+        props = msg.properties
+        topic = msg.topic
+        request = DispatchRequest(
+            topic=topic,
+            queue_id=msg.queue_id,
+            msg_size=size,
+            tags_code=msg.tags_code,
+            sys_flag=_INT.unpack_from(record, POS_SYS_FLAG)[0],  # with the V6 host bits
+            properties=props,
+            key_hashes=index_key_hashes(topic, props) if self._index_enabled else [],
+            delay_ms=delay_ms_for(topic, props, self._delay_levels) if topic == SCHEDULE_TOPIC else -1,
+        )
+        return record, request
+
+    def _apply_delay(self, msg: MessageExtBrokerInner) -> None:
+        # CommitLog.asyncPutMessage: a non-transactional (or commit) message with a delay
+        # level is parked in SCHEDULE_TOPIC_XXXX, queue level-1, with its real topic/queue
+        # saved in REAL_TOPIC/REAL_QID; levels above the max are clamped (DELAY rewritten).
+        tran = msg.sys_flag & _TRANSACTION_MASK
+        if tran not in (0, _TRANSACTION_COMMIT):
+            return
+        level = msg.delay_time_level
+        if level <= 0:
+            return
+        max_level = len(self._delay_levels)
+        if level > max_level:
+            level = max_level
+            msg.put_property(MessageConst.DELAY, str(level))
+        msg.put_property(MessageConst.REAL_TOPIC, msg.topic)
+        msg.put_property(MessageConst.REAL_QID, str(msg.queue_id))
+        msg.topic = SCHEDULE_TOPIC
+        msg.queue_id = level - 1
+
+    def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
+        """Store one message (``DefaultMessageStore.putMessage``). Thread-safe.
+
+        Delayed messages are rewritten into SCHEDULE_TOPIC_XXXX (``msg`` is modified, as in
+        Java). Statuses: PUT_OK; SERVICE_NOT_AVAILABLE (not started, shut down, or disk
+        full -- see ``is_disk_full``); MESSAGE_ILLEGAL (topic over 127 bytes, body over
+        ``max_message_size``, record larger than a segment); PROPERTIES_SIZE_EXCEEDED
+        (property string over 32767 bytes); CREATE_MAPEDFILE_FAILED.
+        """
+        status = self._check_store_status()
+        if status is not None:
+            return PutMessageResult(status)
+        self._apply_delay(msg)
+        prepared = self._prepare(msg)
+        if isinstance(prepared, PutMessageStatus):
+            self._count_failure()
+            return PutMessageResult(prepared)
+        record, request = prepared
+        return self._append([record], [request], msg.store_host, msg.wait_store_msg_ok)
+
+    def put_messages(self, batch: Sequence[MessageExtBrokerInner]) -> PutMessageResult:
+        """Store a batch (``DefaultMessageStore.putMessages``): one topic-queue, consecutive
+        queue offsets, all records in one segment, one lock acquisition.
+
+        MESSAGE_ILLEGAL for an empty batch, mixed topic/queue, transactional or delayed
+        messages (``CommitLog.asyncPutMessages``), total body over ``max_message_size``, or
+        a batch larger than a segment.
+        """
+        status = self._check_store_status()
+        if status is not None:
+            return PutMessageResult(status)
+        if not batch:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        first = batch[0]
+        records: list[bytes] = []
+        requests: list[DispatchRequest] = []
+        total_body = 0
+        total = 0
+        for msg in batch:
+            if (
+                msg.topic != first.topic
+                or msg.queue_id != first.queue_id
+                or msg.sys_flag & _TRANSACTION_MASK
+                or msg.delay_time_level > 0
+            ):
+                self._count_failure()
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+            total_body += len(msg.body)
+            prepared = self._prepare(msg)
+            if isinstance(prepared, PutMessageStatus):
+                self._count_failure()
+                return PutMessageResult(prepared)
+            records.append(prepared[0])
+            requests.append(prepared[1])
+            total += len(prepared[0])
+        if total_body > self.config.max_message_size or total + 8 > self.config.mapped_file_size_commit_log:
+            self._count_failure()
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        return self._append(records, requests, first.store_host, first.wait_store_msg_ok)
+
+    def _count_failure(self) -> None:
+        with self._stats_lock:
+            self.stats.put_message_failed_times += 1
+
+    def _append(
+        self,
+        records: list[bytes],
+        requests: list[DispatchRequest],
+        store_host: HostAddr,
+        wait: bool,
+    ) -> PutMessageResult:
+        result = self.commit_log.append(records, requests, store_host, self._dispatch)
+        if isinstance(result, PutMessageStatus):
+            self._count_failure()
+            return PutMessageResult(result)
+        stats = self.stats
+        with self._stats_lock:
+            stats.put_message_times_total += len(records)
+            stats.put_message_size_total += result.wrote_bytes
+        future = None
+        group_commit = self._group_commit
+        if group_commit is not None:
+            # CommitLog.submitFlushRequest: wait only if the producer asked (WAIT=true)
+            if wait:
+                future = group_commit.submit(result.wrote_offset + result.wrote_bytes)
+            else:
+                group_commit.wakeup()
+        listeners = self._listeners
+        if listeners:
+            for request in requests:
+                if request.in_consume_queue:
+                    for cb in listeners:
+                        cb(
+                            request.topic,
+                            request.queue_id,
+                            request.consume_queue_offset + 1,
+                            request.tags_code,
+                            request.store_timestamp,
+                            request.properties,
+                        )
+        return PutMessageResult(PutMessageStatus.PUT_OK, result, future)
+
+    def _dispatch(self, request: DispatchRequest) -> None:
+        """``CommitLogDispatcherBuildConsumeQueue`` + ``CommitLogDispatcherBuildIndex``.
+        Runs under the append lock (or single-threaded during recovery)."""
+        tran = request.sys_flag & _TRANSACTION_MASK
+        if tran == 0 or tran == _TRANSACTION_COMMIT:  # noqa: PLR1714 - ints, hot path
+            key = (request.topic, request.queue_id)
+            cq = self.consume_queue_table.get(key)
+            if cq is None:
+                cq = self._create_consume_queue(request.topic, request.queue_id)
+            cq.put(
+                request.commit_log_offset,
+                request.msg_size,
+                request.tags_code,
+                request.consume_queue_offset,
+                request.store_timestamp,
+            )
+        if self._index_enabled and tran != _TRANSACTION_ROLLBACK:
+            self.index_service.build_index(
+                request.key_hashes, request.commit_log_offset, request.store_timestamp
+            )
+        self._last_dispatch_ts = request.store_timestamp
+
+    # ================================================================== consume queues
+
+    def _create_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        cq = ConsumeQueue(
+            topic, queue_id, self.config.consume_queue_dir, self.config.mapped_file_size_consume_queue
+        )
+        self.consume_queue_table = {**self.consume_queue_table, (topic, queue_id): cq}
+        return cq
+
+    def _load_consume_queues(self) -> None:
+        root = self.config.consume_queue_dir
+        table: dict[tuple[str, int], ConsumeQueue] = {}
+        if os.path.isdir(root):
+            for topic in sorted(os.listdir(root)):
+                topic_dir = os.path.join(root, topic)
+                if not os.path.isdir(topic_dir):
+                    continue
+                for qid in sorted(os.listdir(topic_dir)):
+                    try:
+                        queue_id = int(qid)
+                    except ValueError:
+                        continue
+                    cq = ConsumeQueue(topic, queue_id, root, self.config.mapped_file_size_consume_queue)
+                    cq.load()
+                    table[(topic, queue_id)] = cq
+        self.consume_queue_table = table
+
+    def _all_consume_queues(self) -> list[ConsumeQueue]:
+        return list(self.consume_queue_table.values())  # the table is replaced, never mutated
+
+    def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        """The consume queue of (topic, queueId), None if it never received a message."""
+        return self.consume_queue_table.get((topic, queue_id))
+
+    def delete_topics(self, topics: set[str]) -> None:
+        """``DefaultMessageStore.deleteTopics``: drop the topics' consume queues and their
+        offsets in the topic-queue table (a re-created topic starts again at offset 0)."""
+        with self.commit_log.put_lock:
+            doomed = [cq for key, cq in self.consume_queue_table.items() if key[0] in topics]
+            self.consume_queue_table = {
+                k: v for k, v in self.consume_queue_table.items() if k[0] not in topics
+            }
+            for key in [k for k in self.commit_log.topic_queue_table if k[0] in topics]:
+                del self.commit_log.topic_queue_table[key]
+        for cq in doomed:
+            cq.destroy()  # readers still holding slices keep the mapping until they drop them
+        for topic in topics:
+            shutil.rmtree(os.path.join(self.config.consume_queue_dir, topic), ignore_errors=True)
+
+    # ================================================================== recovery
+
+    def _recover(self, last_exit_ok: bool) -> None:
+        checkpoint = self.checkpoint
+        assert checkpoint is not None
+        max_phy_in_cq = -1
+        for cq in self.consume_queue_table.values():
+            cq.recover()
+            max_phy_in_cq = max(max_phy_in_cq, cq.max_physic_offset)
+        commit_log = self.commit_log
+        files = commit_log.queue.files
+        if not files:
+            # CommitLog.recoverNormally/Abnormally with no files: destroyLogics
+            for cq in self.consume_queue_table.values():
+                cq.destroy()
+            self.consume_queue_table = {}
+            self.index_service.destroy()
+            commit_log.topic_queue_table = {}
+            return
+        min_ts = checkpoint.min_timestamp_index() if self._index_enabled else checkpoint.min_timestamp()
+        start_index = commit_log.recovery_start_index(last_exit_ok, min_ts)
+        valid_end = commit_log.scan_valid_end(start_index, self.config.check_crc_on_recover)
+        _log.info("commit log valid up to offset %d (scan from segment %d)", valid_end, start_index)
+        commit_log.truncate(valid_end)
+        if max_phy_in_cq > valid_end:
+            for cq in self.consume_queue_table.values():
+                if cq.max_physic_offset > valid_end:
+                    cq.truncate_dirty_logic_files(valid_end)
+        self.index_service.rollback_to(valid_end, commit_log.pickup_store_timestamp)
+        min_phy = max(commit_log.min_offset(), 0)
+        if last_exit_ok:
+            # DefaultMessageStore.start: reput from the furthest point the queues reached
+            reput_from = max((cq.max_physic_offset for cq in self.consume_queue_table.values()), default=-1)
+            if reput_from < 0:
+                reput_from = min_phy
+        else:
+            # recoverAbnormally re-dispatches everything from the recovery segment on
+            reput_from = commit_log.queue.files[start_index].file_from_offset if commit_log.queue.files else 0
+        reput_from = max(reput_from, min_phy)
+        redispatched = 0
+        for msg in commit_log.iter_records(reput_from, valid_end):
+            self._dispatch(commit_log.dispatch_request_for(msg, self._delay_levels))
+            redispatched += 1
+        if redispatched:
+            _log.info("re-dispatched %d records from offset %d", redispatched, reput_from)
+        # recoverTopicQueueTable
+        table: dict[tuple[str, int], int] = {}
+        for key, cq in self.consume_queue_table.items():
+            table[key] = cq.max_offset_in_queue
+            cq.correct_min_offset(min_phy)
+        commit_log.topic_queue_table = table
+        self._clean_consume_queue.last_physical_min_offset = min_phy
+        checkpoint.logics_msg_timestamp = max(checkpoint.logics_msg_timestamp, self._last_dispatch_ts)
+
+    # ================================================================== read path
+
+    def _is_batch_full(self, size_py: int, max_msg_nums: int, total: int, count: int, in_disk: bool) -> bool:
+        # DefaultMessageStore.isTheBatchFull: the first message always goes through
+        if total == 0 or count == 0:
+            return False
+        if max_msg_nums <= count:
+            return True
+        config = self.config
+        if in_disk:
+            return (
+                total + size_py > config.max_transfer_bytes_on_message_in_disk
+                or count > config.max_transfer_count_on_message_in_disk - 1
+            )
+        return (
+            total + size_py > config.max_transfer_bytes_on_message_in_memory
+            or count > config.max_transfer_count_on_message_in_memory - 1
+        )
+
+    def get_message(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_msg_nums: int,
+        message_filter: MessageFilter | None = None,
+    ) -> GetMessageResult:
+        """``DefaultMessageStore.getMessage``: raw records of one queue from ``offset``.
+
+        Statuses and ``next_begin_offset`` follow the 4.9.7 table: NO_MESSAGE_IN_QUEUE
+        (empty or unknown queue: next 0), OFFSET_TOO_SMALL (next = min),
+        OFFSET_OVERFLOW_ONE (next = offset), OFFSET_OVERFLOW_BADLY (next = max),
+        OFFSET_FOUND_NULL (next = start of the next consume-queue file), else FOUND /
+        NO_MATCHED_MESSAGE / MESSAGE_WAS_REMOVING with next = offset + units scanned
+        (filtered units count). NO_MATCHED_LOGIC_QUEUE only for a negative queue id: Java
+        creates a missing consume queue on lookup and so answers NO_MESSAGE_IN_QUEUE.
+        """
+        memory = self._memory_bytes
+        max_offset_py = self.commit_log.max_offset()
+        cq = self.consume_queue_table.get((topic, queue_id))
+        min_offset = max_offset = 0
+        result = GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
+        if cq is None:
+            status = (
+                GetMessageStatus.NO_MATCHED_LOGIC_QUEUE
+                if queue_id < 0
+                else GetMessageStatus.NO_MESSAGE_IN_QUEUE
+            )
+            next_begin = 0
+        else:
+            min_offset = cq.min_offset_in_queue
+            max_offset = cq.max_offset_in_queue
+            if max_offset == 0:
+                status, next_begin = GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0
+            elif offset < min_offset:
+                status, next_begin = GetMessageStatus.OFFSET_TOO_SMALL, min_offset
+            elif offset == max_offset:
+                status, next_begin = GetMessageStatus.OFFSET_OVERFLOW_ONE, offset
+            elif offset > max_offset:
+                status, next_begin = GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset
+            else:
+                buf = cq.get_index_buffer(offset)
+                if buf is None:
+                    status, next_begin = GetMessageStatus.OFFSET_FOUND_NULL, cq.roll_next_file(offset)
+                else:
+                    status = GetMessageStatus.NO_MATCHED_MESSAGE
+                    units = min(len(buf), max(16000, max_msg_nums * CQ_STORE_UNIT_SIZE)) // CQ_STORE_UNIT_SIZE
+                    next_phy_file_start = -1
+                    max_phy_pulling = 0
+                    scanned = 0
+                    count = 0
+                    total = 0
+                    buffers = result.buffers
+                    queue_offsets = result.message_queue_offsets
+                    commit_log = self.commit_log
+                    for offset_py, size_py, tags_code in _UNIT.iter_unpack(buf[: units * CQ_STORE_UNIT_SIZE]):
+                        max_phy_pulling = offset_py
+                        if next_phy_file_start >= 0 and offset_py < next_phy_file_start:
+                            scanned += 1
+                            continue
+                        in_disk = max_offset_py - offset_py > memory
+                        if count and self._is_batch_full(size_py, max_msg_nums, total, count, in_disk):
+                            break
+                        scanned += 1
+                        if message_filter is not None and not message_filter(tags_code):
+                            if total == 0:
+                                status = GetMessageStatus.NO_MATCHED_MESSAGE
+                            continue
+                        data = commit_log.get_message(offset_py, size_py)
+                        if data is None:
+                            if total == 0:
+                                status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                            next_phy_file_start = commit_log.roll_next_file(offset_py)
+                            continue
+                        buffers.append(data)
+                        queue_offsets.append(offset + scanned - 1)
+                        count += 1
+                        total += size_py
+                        status = GetMessageStatus.FOUND
+                        next_phy_file_start = -1
+                    next_begin = offset + scanned
+                    result.message_count = count
+                    result.buffer_total_size = total
+                    result.suggest_pulling_from_slave = max_offset_py - max_phy_pulling > memory
+        result.status = status
+        result.next_begin_offset = next_begin
+        result.min_offset = min_offset
+        result.max_offset = max_offset
+        with self._stats_lock:
+            if status is GetMessageStatus.FOUND:
+                self.stats.get_message_times_total_found += 1
+                self.stats.get_message_transfered_msg_count += result.message_count
+            else:
+                self.stats.get_message_times_total_miss += 1
+        return result
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        """``getMaxOffsetInQueue``: the next offset to be written; 0 for an unknown queue."""
+        cq = self.consume_queue_table.get((topic, queue_id))
+        return cq.max_offset_in_queue if cq is not None else 0
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        """``getMinOffsetInQueue``: 0 for an unknown queue (Java creates it empty)."""
+        cq = self.consume_queue_table.get((topic, queue_id))
+        return cq.min_offset_in_queue if cq is not None else 0
+
+    def _store_time_of_unit(self, cq: ConsumeQueue, index: int) -> int:
+        unit = cq.get_unit(index)
+        if unit is None:
+            return -1
+        return self.commit_log.pickup_store_timestamp(unit[0], unit[1])
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, consume_queue_offset: int) -> int:
+        """``getMessageStoreTimeStamp``: store time of that queue entry, -1 if unreadable."""
+        cq = self.consume_queue_table.get((topic, queue_id))
+        return -1 if cq is None else self._store_time_of_unit(cq, consume_queue_offset)
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        """``getEarliestMessageTime(topic, queueId)``: store time of the first entry, -1 if none."""
+        cq = self.consume_queue_table.get((topic, queue_id))
+        return -1 if cq is None else self._store_time_of_unit(cq, cq.min_offset_in_queue)
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """``getOffsetInQueueByTime`` (4.9): the entry stored at ``timestamp_ms``, else the
+        nearer neighbour, else the only side; 0 for an unknown or unreadable queue."""
+        cq = self.consume_queue_table.get((topic, queue_id))
+        if cq is None:
+            return 0
+        return cq.get_offset_in_queue_by_time(
+            timestamp_ms, max(self.commit_log.min_offset(), 0), self.commit_log.pickup_store_timestamp
+        )
+
+    def look_message_by_offset(self, commit_log_offset: int) -> MessageExt | None:
+        """``lookMessageByOffset``: the decoded record (body kept compressed), or None."""
+        record = self.commit_log.get_record(commit_log_offset)
+        if record is None:
+            return None
+        try:
+            return decode_record(record, decompress=False)
+        except MalformedFrameError:  # a torn or foreign record: treat as absent, like Java
+            _log.warning("cannot decode the record at %d", commit_log_offset, exc_info=True)
+            return None
+
+    def select_one_message_by_offset(self, commit_log_offset: int) -> bytes | None:
+        """``selectOneMessageByOffset``: the raw record (VIEW_MESSAGE_BY_ID body), or None."""
+        record = self.commit_log.get_record(commit_log_offset)
+        return bytes(record) if record is not None else None
+
+    def query_message(
+        self, topic: str, key: str, max_num: int, begin_timestamp: int, end_timestamp: int
+    ) -> QueryMessageResult:
+        """``DefaultMessageStore.queryMessage``: records indexed under ``topic#key`` (a KEYS
+        entry or the UNIQ_KEY) stored within [begin, end]. Like Java, the newest ``max_num``
+        (capped by ``max_msgs_num_batch``) are selected and returned in commit-log order."""
+        result = QueryMessageResult()
+        offsets, last_ts, last_phy = self.index_service.query_offsets(
+            topic, key, max_num, begin_timestamp, end_timestamp
+        )
+        if not offsets:
+            return result
+        result.index_last_update_timestamp = last_ts
+        result.index_last_update_phyoffset = last_phy
+        for offset in sorted(offsets):
+            record = self.commit_log.get_record(offset)
+            if record is not None:
+                result.buffers.append(record)
+        return result
+
+    def check_in_disk_by_consume_offset(self, topic: str, queue_id: int, offset: int) -> bool:
+        """``checkInDiskByConsumeOffset``: is that entry's record beyond the in-memory window?"""
+        cq = self.consume_queue_table.get((topic, queue_id))
+        unit = cq.get_unit(offset) if cq is not None else None
+        if unit is None:
+            return False
+        return self.commit_log.max_offset() - unit[0] > self._memory_bytes
+
+    def get_max_phy_offset(self) -> int:
+        return self.commit_log.max_offset()
+
+    def get_min_phy_offset(self) -> int:
+        return self.commit_log.min_offset()
+
+    def runtime_info(self) -> dict[str, str]:
+        """A subset of ``DefaultMessageStore.getRuntimeInfo`` (GET_BROKER_RUNTIME_INFO)."""
+        s = self.stats
+        ratio = self._disk_usage(self.config.commit_log_dir)
+        return {
+            "commitLogMinOffset": str(self.get_min_phy_offset()),
+            "commitLogMaxOffset": str(self.get_max_phy_offset()),
+            "commitLogDiskRatio": str(ratio),
+            f"commitLogDiskRatio_{self.config.commit_log_dir}": str(ratio),
+            "consumeQueueDiskRatio": str(self._disk_usage(self.config.consume_queue_dir)),
+            "putMessageTimesTotal": str(s.put_message_times_total),
+            "putMessageSizeTotal": str(s.put_message_size_total),
+            "getMessageTimesTotalFound": str(s.get_message_times_total_found),
+            "getMessageTimesTotalMiss": str(s.get_message_times_total_miss),
+            "getMessageTransferedMsgCount": str(s.get_message_transfered_msg_count),
+        }
+
+    # ================================================================== flush / retention
+
+    def _periodic_flush_logics(self) -> None:
+        # FlushConsumeQueueService: least pages, everything every thorough interval
+        least = self.config.flush_consume_queue_least_pages
+        now = time.monotonic()
+        if (
+            now - self._last_thorough_logics_flush
+            >= self.config.flush_consume_queue_thorough_interval_ms / 1000
+        ):
+            self._last_thorough_logics_flush = now
+            least = 0
+        self._flush_logics(least)
+
+    def flush_logics(self) -> None:
+        """``FlushConsumeQueueService.doFlush`` (everything): consume queues, index, checkpoint."""
+        self._flush_logics(0)
+
+    def _flush_logics(self, least_pages: int) -> None:
+        dispatched_ts = self._last_dispatch_ts
+        for cq in list(self.consume_queue_table.values()):
+            cq.flush(least_pages)
+        if self._index_enabled:
+            self.index_service.flush()
+        checkpoint = self.checkpoint
+        if checkpoint is not None:
+            checkpoint.physic_msg_timestamp = max(
+                checkpoint.physic_msg_timestamp, self.commit_log.flushed_store_timestamp
+            )
+            if dispatched_ts:
+                checkpoint.logics_msg_timestamp = max(checkpoint.logics_msg_timestamp, dispatched_ts)
+                # the index received every record dispatched before the flush
+                checkpoint.index_msg_timestamp = max(checkpoint.index_msg_timestamp, dispatched_ts)
+            checkpoint.flush()
+
+    def clean_expired(self, now_ms: int | None = None) -> int:
+        """Retention, callable directly (the clean thread runs it every
+        ``clean_resource_interval_ms``): delete expired commit-log segments (see
+        ``clean_service``), then the consume-queue and index files that only point before
+        the new minimum; updates ``is_disk_full``. Returns the number of segments deleted."""
+        now = self._clock_ms() if now_ms is None else now_ms
+        deleted = self._clean_commit_log.run(now)
+        self._clean_consume_queue.run()
+        return deleted

@@ -1,0 +1,148 @@
+"""Results of the store's put and get paths: statuses and result objects.
+
+Mirrors ``org.apache.rocketmq.store``'s ``PutMessageStatus``, ``GetMessageStatus``,
+``AppendMessageResult``, ``PutMessageResult``, ``GetMessageResult`` and
+``QueryMessageResult`` (4.9.7). Enum member names are the Java names (they travel as pull
+response remarks). Non-error outcomes are statuses, never exceptions.
+
+Invariants: ``GetMessageResult.buffers`` hold raw stored records (the wire format of a pull
+body), ``message_count == len(buffers)`` and ``buffer_total_size == sum(len(b))``;
+``message_queue_offsets[i]`` is the consume-queue offset of ``buffers[i]``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+__all__ = [
+    "AppendResult",
+    "GetMessageResult",
+    "GetMessageStatus",
+    "MessageFilter",
+    "PutMessageResult",
+    "PutMessageStatus",
+    "QueryMessageResult",
+    "StoreStats",
+]
+
+#: Consume-queue level filter: ``tagsCode -> matched`` (``MessageFilter.isMatchedByConsumeQueue``).
+MessageFilter = Callable[[int], bool]
+
+
+class PutMessageStatus(enum.Enum):
+    """``org.apache.rocketmq.store.PutMessageStatus``."""
+
+    PUT_OK = "PUT_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+    SERVICE_NOT_AVAILABLE = "SERVICE_NOT_AVAILABLE"
+    CREATE_MAPEDFILE_FAILED = "CREATE_MAPEDFILE_FAILED"
+    MESSAGE_ILLEGAL = "MESSAGE_ILLEGAL"
+    PROPERTIES_SIZE_EXCEEDED = "PROPERTIES_SIZE_EXCEEDED"
+    OS_PAGECACHE_BUSY = "OS_PAGECACHE_BUSY"
+    UNKNOWN_ERROR = "UNKNOWN_ERROR"
+
+
+class GetMessageStatus(enum.Enum):
+    """``org.apache.rocketmq.store.GetMessageStatus``; the name is the pull response remark."""
+
+    FOUND = "FOUND"
+    NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
+    MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
+    OFFSET_FOUND_NULL = "OFFSET_FOUND_NULL"
+    OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
+    OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
+    OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
+    NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"
+    NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
+
+
+@dataclass(slots=True)
+class AppendResult:
+    """``AppendMessageResult`` of a successful append (single message or batch)."""
+
+    #: Physical (commit-log) offset of the first record written.
+    wrote_offset: int
+    #: Bytes written for the message(s), fillers excluded.
+    wrote_bytes: int
+    #: offsetMsgId of the record; comma-joined for a batch (the SEND_BATCH response ``msgId``).
+    msg_id: str
+    #: Store timestamp (ms) stamped on the record(s).
+    store_timestamp: int
+    #: Consume-queue offset of the (first) message; 0 for prepared/rollback transactional ones.
+    logics_offset: int
+    #: Number of messages appended.
+    msg_num: int = 1
+
+
+@dataclass(slots=True)
+class PutMessageResult:
+    """``PutMessageResult``: status, the append result when written, and the flush future.
+
+    ``flush_future`` is only set for ``SYNC_FLUSH`` puts that wait for the disk (the
+    ``WAIT`` property is not ``false``): it resolves ``True`` once the bytes are durable
+    and ``False`` after ``sync_flush_timeout_ms`` (then the broker answers
+    FLUSH_DISK_TIMEOUT; the message *is* stored). None otherwise.
+    """
+
+    status: PutMessageStatus
+    append: AppendResult | None = None
+    flush_future: Future[bool] | None = None
+
+    @property
+    def ok(self) -> bool:
+        """``PutMessageResult.isOk``: appended (the flush outcome is in ``flush_future``)."""
+        return self.append is not None and self.status is PutMessageStatus.PUT_OK
+
+
+@dataclass(slots=True)
+class GetMessageResult:
+    """``GetMessageResult``: raw records for one pull plus the offsets to report."""
+
+    status: GetMessageStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    buffers: list[bytes | memoryview] = field(default_factory=list)
+    message_count: int = 0
+    buffer_total_size: int = 0
+    suggest_pulling_from_slave: bool = False
+    message_queue_offsets: list[int] = field(default_factory=list)
+
+    def body(self) -> bytes:
+        """The concatenated records: the PULL_MESSAGE response body."""
+        return b"".join(self.buffers)
+
+
+@dataclass(slots=True)
+class QueryMessageResult:
+    """``QueryMessageResult``: raw records matching an index query, oldest first."""
+
+    buffers: list[bytes | memoryview] = field(default_factory=list)
+    index_last_update_timestamp: int = 0
+    index_last_update_phyoffset: int = 0
+
+    @property
+    def buffer_total_size(self) -> int:
+        return sum(len(b) for b in self.buffers)
+
+    def body(self) -> bytes:
+        """The concatenated records: the QUERY_MESSAGE response body."""
+        return b"".join(self.buffers)
+
+
+@dataclass
+class StoreStats:
+    """Counters for GET_BROKER_RUNTIME_INFO (``StoreStatsService``, the totals only).
+    Put counters are exact (updated under the append lock); get counters are best effort."""
+
+    put_message_times_total: int = 0
+    put_message_size_total: int = 0
+    put_message_failed_times: int = 0
+    get_message_times_total_found: int = 0
+    get_message_times_total_miss: int = 0
+    get_message_transfered_msg_count: int = 0
