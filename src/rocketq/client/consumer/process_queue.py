@@ -48,8 +48,14 @@ def _now_ms() -> int:
 class ProcessQueue:
     """Pulled messages of one MessageQueue waiting for (or in) consumption."""
 
-    def __init__(self, *, clock_ms: Callable[[], int] = _now_ms) -> None:
+    def __init__(
+        self,
+        *,
+        clock_ms: Callable[[], int] = _now_ms,
+        lock_max_live_time_ms: int = REBALANCE_LOCK_MAX_LIVE_TIME_MS,
+    ) -> None:
         self._clock_ms = clock_ms
+        self.lock_max_live_time_ms = lock_max_live_time_ms
         self._lock = threading.Lock()
         self._msgs: dict[int, MessageExt] = {}
         self._offsets: list[int] = []
@@ -218,7 +224,7 @@ class ProcessQueue:
 
     # ------------------------------------------------------------------ expiry
     def is_lock_expired(self) -> bool:
-        return self._clock_ms() - self.last_lock_timestamp > REBALANCE_LOCK_MAX_LIVE_TIME_MS
+        return self._clock_ms() - self.last_lock_timestamp > self.lock_max_live_time_ms
 
     def is_pull_expired(self) -> bool:
         return self._clock_ms() - self.last_pull_timestamp > PULL_MAX_IDLE_TIME_MS

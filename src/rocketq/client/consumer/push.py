@@ -141,6 +141,11 @@ class PushConsumerConfig:
     await_termination_millis_when_shutdown: int = 0
     #: BROADCASTING offsets live in a local file under this folder (default ~/.rocketmq_offsets)
     offset_store_dir: str | None = None
+    #: orderly: renew broker queue locks this often (``rocketmq.client.rebalance.lockInterval``)
+    lock_interval_ms: int = 20_000
+    #: orderly: a lock not renewed for this long is treated as lost
+    #: (``rocketmq.client.rebalance.lockMaxLiveTime``); keep it below the broker's 60 s lease
+    lock_max_live_time_ms: int = 30_000
 
     def __post_init__(self) -> None:
         validate_group(self.consumer_group)
@@ -164,6 +169,9 @@ class PushConsumerConfig:
         _range("pull_batch_size", self.pull_batch_size, 1, 1024)
         _range("max_reconsume_times", self.max_reconsume_times, -1, 2**31 - 1)
         _range("consume_timeout_minutes", self.consume_timeout_minutes, 1, 24 * 60)
+        _range("lock_interval_ms", self.lock_interval_ms, 10, 3_600_000)
+        if self.lock_max_live_time_ms <= self.lock_interval_ms:
+            raise IllegalArgumentError("lock_max_live_time_ms must exceed lock_interval_ms")
 
 
 class PushConsumer:
@@ -245,6 +253,10 @@ class PushConsumer:
         return self.config.max_reconsume_times
 
     @property
+    def lock_max_live_time_ms(self) -> int:
+        return self.config.lock_max_live_time_ms
+
+    @property
     def state(self) -> ServiceState:
         return self._state
 
@@ -252,6 +264,12 @@ class PushConsumer:
     def client_id(self) -> str:
         instance = self._instance
         return instance.client_id if instance is not None else ""
+
+    @property
+    def orderly_dlq_count(self) -> int:
+        """Orderly only: messages sent to the DLQ after max reconsume times (each an order break)."""
+        service = self._consume_service
+        return service.dlq_count if isinstance(service, ConsumeMessageOrderlyService) else 0
 
     def assigned_queues(self, topic: str | None = None) -> set[MessageQueue]:
         """The queues this consumer owns after its last rebalance (all topics, or one)."""
@@ -346,6 +364,7 @@ class PushConsumer:
                     consume_thread_max=cfg.consume_thread_max,
                     consume_message_batch_max_size=cfg.consume_message_batch_max_size,
                     consume_timeout_ms=cfg.consume_timeout_minutes * 60_000,
+                    lock_interval_ms=cfg.lock_interval_ms,
                 )
             else:
                 assert self._listener is not None

@@ -52,6 +52,9 @@ class PushRebalanceOwner(Protocol):
     @property
     def consume_timestamp(self) -> str | None: ...
 
+    @property
+    def lock_max_live_time_ms(self) -> int: ...
+
     def consume_from_where(self) -> ConsumeFromWhere: ...
 
     def dispatch(self, requests: list[PullRequest]) -> None: ...
@@ -129,6 +132,9 @@ class RebalancePushImpl(RebalanceImpl):
             return True
         finally:
             pq.consume_lock.release()
+
+    def new_process_queue(self) -> ProcessQueue:
+        return ProcessQueue(clock_ms=self._clock_ms, lock_max_live_time_ms=self.owner.lock_max_live_time_ms)
 
     def remove_dirty_offset(self, mq: MessageQueue) -> None:
         self.offset_store.remove_offset(mq)

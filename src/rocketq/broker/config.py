@@ -1,0 +1,468 @@
+"""``BrokerConfig``: the typed, frozen settings of a broker, and the broker's config files.
+
+Mirrors ``org.apache.rocketmq.common.BrokerConfig`` plus the one field of
+``NettyServerConfig`` a broker needs (``listenPort``) and ``BrokerStartup``'s reading of a
+``broker.conf`` (a Java ``.properties`` file with camelCase keys). Every field is the Java
+field name in snake_case with the Java 4.9.7 default; units appear in the name where Java
+has none (``_ms``), and the Java key is derived by :func:`java_key`.
+
+It also owns the file half of ``org.apache.rocketmq.common.ConfigManager`` /
+``MixAll.string2File``: :func:`write_config_file` writes ``<file>.tmp``, moves the previous
+file to ``<file>.bak`` and renames the temp file into place, so a crash never leaves a
+half-written config; :func:`read_config_file` falls back to ``.bak`` like
+``ConfigManager.load``/``loadBak``.
+
+Invariants (``__post_init__``, violations raise ``IllegalArgumentError``): names are
+non-empty, ``broker_id >= 0``, ports in ``0..65535`` (0 = OS-assigned), positive periods,
+``broker_permission`` within ``PermName`` bits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rocketq.broker.store.config import MessageStoreConfig
+from rocketq.errors import IllegalArgumentError
+
+__all__ = [
+    "BrokerConfig",
+    "ConfigManager",
+    "chm_order",
+    "config_file_path",
+    "java_key",
+    "load_properties",
+    "parse_properties",
+    "read_config_file",
+    "write_config_file",
+]
+
+log = logging.getLogger(__name__)
+
+
+def _default_store() -> MessageStoreConfig:
+    # MessageStoreConfig.storePathRootDir = System.getProperty("user.home") + "/store"
+    return MessageStoreConfig(store_path_root_dir=os.path.join(os.path.expanduser("~"), "store"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class BrokerConfig:
+    """Broker settings (``BrokerConfig`` + ``NettyServerConfig.listenPort``), Java 4.9.7 defaults."""
+
+    #: brokerClusterName.
+    broker_cluster_name: str = "DefaultCluster"
+    #: brokerName (Java default: the host name; rocketq uses the documented ``broker-a``).
+    broker_name: str = "broker-a"
+    #: brokerId: 0 = master.
+    broker_id: int = 0
+    #: brokerIP1: the address published to name servers and clients.
+    broker_ip1: str = "127.0.0.1"
+    #: brokerIP2: the HA address (``haServerAddr`` = brokerIP2:listenPort+1); None = brokerIP1.
+    broker_ip2: str | None = None
+    #: NettyServerConfig.listenPort (0 = OS-assigned, rocketq only).
+    listen_port: int = 10911
+    #: rocketq only: the interface the server binds (Java binds every interface).
+    listen_host: str = "0.0.0.0"
+    #: namesrvAddr: ``;``-separated ``host:port`` list (None = no name server).
+    namesrv_addr: str | None = None
+    #: autoCreateTopicEnable: TBW102 exists and producers may create topics on send.
+    auto_create_topic_enable: bool = True
+    #: autoCreateSubscriptionGroup.
+    auto_create_subscription_group: bool = True
+    #: clusterTopicEnable: the cluster-name topic is readable/writable.
+    cluster_topic_enable: bool = True
+    #: brokerTopicEnable: the broker-name topic is readable/writable.
+    broker_topic_enable: bool = True
+    #: defaultTopicQueueNums: queues of TBW102.
+    default_topic_queue_nums: int = 8
+    #: brokerPermission (PermName: READ 4 | WRITE 2).
+    broker_permission: int = 6
+    #: longPollingEnable.
+    long_polling_enable: bool = True
+    #: shortPollingTimeMills.
+    short_polling_time_mills: int = 1000
+    #: notifyConsumerIdsChangedEnable.
+    notify_consumer_ids_changed_enable: bool = True
+    #: registerNameServerPeriod (clamped to 10..60 s by BrokerController.start).
+    register_name_server_period: int = 30_000
+    #: registerBrokerTimeoutMills.
+    register_broker_timeout_mills: int = 6000
+    #: compressedRegister: send the zlib RegisterBrokerBody.
+    compressed_register: bool = False
+    #: forceRegister: periodic registrations skip the QUERY_DATA_VERSION check.
+    force_register: bool = True
+    #: flushConsumerOffsetInterval.
+    flush_consumer_offset_interval: int = 5000
+    #: regionId.
+    region_id: str = "DefaultRegion"
+    #: traceOn: reported to producers in every send response (``TRACE_ON``).
+    trace_on: bool = True
+    #: traceTopicEnable.
+    trace_topic_enable: bool = False
+    #: msgTraceTopicName.
+    msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
+    #: slaveReadEnable.
+    slave_read_enable: bool = False
+    #: enablePropertyFilter: SQL92 subscriptions (rocketq has no SQL92 engine).
+    enable_property_filter: bool = False
+    #: transferMsgByHeap.
+    transfer_msg_by_heap: bool = True
+    #: sendThreadPoolQueueCapacity (reported by GET_BROKER_RUNTIME_INFO).
+    send_thread_pool_queue_capacity: int = 10_000
+    #: pullThreadPoolQueueCapacity.
+    pull_thread_pool_queue_capacity: int = 100_000
+    #: queryThreadPoolQueueCapacity.
+    query_thread_pool_queue_capacity: int = 20_000
+    #: endTransactionPoolQueueCapacity.
+    end_transaction_pool_queue_capacity: int = 100_000
+    #: MessageStoreConfig.brokerRole.
+    broker_role: str = "ASYNC_MASTER"
+    #: ConsumerManager/ProducerManager.CHANNEL_EXPIRED_TIMEOUT (a Java constant, 120 s).
+    channel_expired_timeout_ms: int = 120_000
+    #: ClientHousekeepingService scan period (a Java constant, 10 s).
+    client_housekeeping_interval_ms: int = 10_000
+    #: RebalanceLockManager lease of an orderly consumer's queue lock
+    #: (``rocketmq.broker.rebalance.lockMaxLiveTime``); key ``rebalanceLockMaxLiveTime``.
+    rebalance_lock_max_live_time_ms: int = 60_000
+    #: The message store settings (MessageStoreConfig).
+    message_store: MessageStoreConfig = field(default_factory=_default_store)
+
+    def __post_init__(self) -> None:
+        for name in ("broker_cluster_name", "broker_name", "broker_ip1"):
+            if not getattr(self, name):
+                raise IllegalArgumentError(f"{name} must not be empty")
+        if self.broker_id < 0:
+            raise IllegalArgumentError(f"broker_id must be >= 0, got {self.broker_id}")
+        if not 0 <= self.listen_port <= 65535:
+            raise IllegalArgumentError(f"listen_port out of range: {self.listen_port}")
+        if not 0 <= self.broker_permission <= 0xF:
+            raise IllegalArgumentError(f"broker_permission must be PermName bits: {self.broker_permission}")
+        for name in (
+            "default_topic_queue_nums",
+            "register_name_server_period",
+            "register_broker_timeout_mills",
+            "flush_consumer_offset_interval",
+            "short_polling_time_mills",
+            "channel_expired_timeout_ms",
+            "client_housekeeping_interval_ms",
+            "rebalance_lock_max_live_time_ms",
+        ):
+            if getattr(self, name) <= 0:
+                raise IllegalArgumentError(f"{name} must be > 0, got {getattr(self, name)}")
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def namesrv_addr_list(self) -> list[str]:
+        """``BrokerOuterAPI.updateNameServerAddressList``: the ``;``-separated list."""
+        if not self.namesrv_addr:
+            return []
+        return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+
+    @property
+    def store_path_root_dir(self) -> str:
+        return self.message_store.store_path_root_dir
+
+    @property
+    def config_dir(self) -> str:
+        """``BrokerPathConfigHelper``: ``<storePathRootDir>/config``."""
+        return os.path.join(self.message_store.store_path_root_dir, "config")
+
+    # ------------------------------------------------------------------ broker.conf
+    @classmethod
+    def from_properties(
+        cls, props: Mapping[str, str], overrides: Mapping[str, str] | None = None
+    ) -> BrokerConfig:
+        """Build from Java ``broker.conf`` keys (``brokerName``, ``listenPort``, ``storePathRootDir``,
+        ``mappedFileSizeCommitLog``, ``flushDiskType``, ``autoCreateTopicEnable``, ...).
+
+        ``overrides`` win over ``props`` (command-line options). Unknown keys are ignored with
+        a debug log, as ``MixAll.properties2Object`` does; a value that does not parse for its
+        field's type raises ``IllegalArgumentError``.
+        """
+        merged = dict(props)
+        if overrides:
+            merged.update(overrides)
+        broker_kwargs = _apply(cls, merged, skip={"message_store"})
+        store_fields = _java_fields(MessageStoreConfig)
+        store_kwargs: dict[str, Any] = {}
+        for key, value in merged.items():
+            f = store_fields.get(key)
+            if f is not None:
+                store_kwargs[f.name] = _convert(f, key, value)
+        if "store_path_root_dir" not in store_kwargs:
+            store_kwargs["store_path_root_dir"] = _default_store().store_path_root_dir
+        known = set(_java_fields(cls)) | set(store_fields)
+        for key in merged:
+            if key not in known:
+                log.debug("broker.conf: ignoring unknown key %s", key)
+        return cls(message_store=MessageStoreConfig(**store_kwargs), **broker_kwargs)
+
+    def to_properties(self) -> dict[str, str]:
+        """All settings as Java keys -> text (``Configuration.getAllConfigsFormatString``)."""
+        out: dict[str, str] = {}
+        for obj in (self, self.message_store):
+            for f in dataclasses.fields(obj):
+                if not f.init or f.name == "message_store":
+                    continue
+                value = getattr(obj, f.name)
+                if value is None:
+                    continue
+                out[java_key(f.name)] = _java_text(value)
+        return out
+
+
+# ---------------------------------------------------------------------- key mapping
+_SUFFIXES = ("_ms", "_hours", "_bytes")
+#: Java keys that the snake_case rule cannot derive.
+_SPECIAL_KEYS = {"broker_ip1": "brokerIP1", "broker_ip2": "brokerIP2"}
+
+
+def java_key(attr: str) -> str:
+    """The Java property for a field: ``flush_interval_commit_log_ms`` -> ``flushIntervalCommitLog``."""
+    special = _SPECIAL_KEYS.get(attr)
+    if special is not None:
+        return special
+    name = attr
+    for suffix in _SUFFIXES:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _java_fields(cls: type) -> dict[str, dataclasses.Field[Any]]:
+    out: dict[str, dataclasses.Field[Any]] = {}
+    for f in dataclasses.fields(cls):
+        if f.init and not f.name.startswith("_"):
+            out[java_key(f.name)] = f
+            out.setdefault(f.name, f)  # the snake_case spelling is accepted too
+    return out
+
+
+def _apply(cls: type, props: Mapping[str, str], *, skip: set[str]) -> dict[str, Any]:
+    fields = _java_fields(cls)
+    out: dict[str, Any] = {}
+    for key, value in props.items():
+        f = fields.get(key)
+        if f is None or f.name in skip:
+            continue
+        out[f.name] = _convert(f, key, value)
+    return out
+
+
+def _convert(f: dataclasses.Field[Any], key: str, value: str) -> Any:
+    kind = str(f.type)
+    text = value.strip()
+    try:
+        if kind.startswith("bool"):
+            # MixAll.properties2Object: Boolean.parseBoolean
+            return text.lower() == "true"
+        if kind.startswith("int"):
+            return int(text)
+    except ValueError as exc:
+        raise IllegalArgumentError(f"broker.conf: {key}={value!r} is not a number") from exc
+    if "None" in kind and text == "":
+        return None
+    return text
+
+
+def _java_text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+# ---------------------------------------------------------------------- .properties
+_CONTINUATION = re.compile(r"(?<!\\)(\\\\)*\\$")
+
+
+def load_properties(path: str | Path) -> dict[str, str]:
+    """Parse a Java ``.properties`` / ``broker.conf`` file (``java.util.Properties.load``).
+
+    Handles ``#``/``!`` comments, ``=``/``:``/whitespace separators, line continuations and
+    the usual escapes; later keys win.
+    """
+    text = Path(path).read_text(encoding="utf-8")
+    return parse_properties(text)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """:func:`load_properties` over a string (``MixAll.string2Properties``)."""
+    out: dict[str, str] = {}
+    logical: list[str] = []
+    for raw in text.splitlines():
+        line = raw.lstrip() if logical else raw.strip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        if _CONTINUATION.search(line):
+            logical.append(line[:-1])
+            continue
+        logical.append(line)
+        entry = "".join(logical)
+        logical = []
+        key, value = _split_entry(entry)
+        out[_unescape(key)] = _unescape(value)
+    if logical:
+        key, value = _split_entry("".join(logical))
+        out[_unescape(key)] = _unescape(value)
+    return out
+
+
+def _split_entry(entry: str) -> tuple[str, str]:
+    i = 0
+    n = len(entry)
+    while i < n:
+        ch = entry[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch in "=: \t\f":
+            break
+        i += 1
+    key = entry[:i]
+    rest = entry[i:].lstrip(" \t\f")
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(" \t\f")
+    return key, rest
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(s: str) -> str:
+    if "\\" not in s:
+        return s
+    out: list[str] = []
+    i = 0
+    while i < len(s):
+        ch = s[i]
+        if ch == "\\" and i + 1 < len(s):
+            nxt = s[i + 1]
+            if nxt == "u" and i + 6 <= len(s):
+                try:
+                    out.append(chr(int(s[i + 2 : i + 6], 16)))
+                    i += 6
+                    continue
+                except ValueError:
+                    pass
+            out.append(_ESCAPES.get(nxt, nxt))
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------- config files
+def config_file_path(store_root: str, name: str) -> str:
+    """``BrokerPathConfigHelper``: ``<root>/config/<name>`` (topics.json, consumerOffset.json, ...)."""
+    return os.path.join(store_root, "config", name)
+
+
+def write_config_file(path: str, text: str) -> None:
+    """``MixAll.string2File``: write ``path.tmp``, keep the old file as ``path.bak``, rename.
+
+    The temp file is fsynced before the rename, so the file at ``path`` is always complete.
+    """
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    if os.path.exists(path):
+        os.replace(path, path + ".bak")
+    os.replace(tmp, path)
+
+
+def read_config_file(path: str) -> str | None:
+    """``ConfigManager.load``: the file's text, or ``path.bak``'s, or None if neither exists/is empty."""
+    for candidate in (path, path + ".bak"):
+        try:
+            with open(candidate, encoding="utf-8") as fh:
+                text = fh.read()
+        except FileNotFoundError:
+            continue
+        if text.strip():
+            return text
+    return None
+
+
+# ---------------------------------------------------------------------- ConcurrentHashMap order
+def _table_size_for(c: int) -> int:
+    n = 1
+    while n < c:
+        n <<= 1
+    return n
+
+
+def chm_order(keys: list[str], initial_capacity: int) -> list[str]:
+    """Iteration order of a Java ``ConcurrentHashMap<String, ?>(initial_capacity)`` holding ``keys``.
+
+    The broker's tables are ``ConcurrentHashMap`` instances (``TopicConfigManager``: 1024,
+    ``ConsumerOffsetManager``: 512, ``SubscriptionGroupManager``: 1024) and fastjson writes
+    them in iteration order, so the config files and bodies list entries by bucket: the table
+    starts at ``tableSizeFor(c + c/2 + 1)`` slots and doubles once ``size >= 0.75 * n``; a
+    bucket keeps insertion order (``keys`` must be in insertion order). Verified against every
+    golden ``store/*.json``.
+    """
+    from rocketq.protocol.java import string_hash
+
+    n = _table_size_for(initial_capacity + (initial_capacity >> 1) + 1)
+    while len(keys) >= n - (n >> 2):
+        n <<= 1
+    mask = n - 1
+
+    def bucket(k: str) -> int:
+        h = string_hash(k) & 0xFFFFFFFF
+        return ((h ^ (h >> 16)) & 0x7FFFFFFF) & mask
+
+    return sorted(keys, key=bucket)
+
+
+class ConfigManager:
+    """Base of the broker's JSON-file managers (``org.apache.rocketmq.common.ConfigManager``).
+
+    Subclasses implement :meth:`encode` (``pretty=True`` for the file, fastjson PrettyFormat
+    with tabs), :meth:`decode` and :meth:`config_file_path`. :meth:`load` reads the file (or
+    its ``.bak``); :meth:`persist` rewrites it atomically. Errors while persisting are logged,
+    never raised into the request path (Java logs them too).
+    """
+
+    def config_file_path(self) -> str:
+        raise NotImplementedError
+
+    def encode(self, pretty: bool = False) -> str:
+        raise NotImplementedError
+
+    def decode(self, text: str) -> None:
+        raise NotImplementedError
+
+    def load(self) -> bool:
+        """Read the config file; False if it exists but cannot be parsed (Java ``load``)."""
+        path = self.config_file_path()
+        text = read_config_file(path)
+        if text is None:
+            return True
+        try:
+            self.decode(text)
+        except Exception:
+            log.exception("cannot load %s", path)
+            return False
+        log.info("loaded %s", path)
+        return True
+
+    def persist(self) -> None:
+        """Write the config file now (``ConfigManager.persist``)."""
+        path = self.config_file_path()
+        try:
+            write_config_file(path, self.encode(pretty=True))
+        except Exception:
+            log.exception("cannot persist %s", path)
