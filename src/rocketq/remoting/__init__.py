@@ -1,1 +1,26 @@
-"""rocketq.remoting."""
+"""rocketq.remoting: the I/O floor between the sans-IO protocol and the client/broker.
+
+* :mod:`rocketq.remoting.client` — :class:`RemotingClient` (``NettyRemotingClient``): one
+  I/O thread, a blocking thread-safe API, opaque matching, timeouts, server->client requests.
+* :mod:`rocketq.remoting.server` — :class:`RemotingServer` (``NettyRemotingServer``) on
+  asyncio, :class:`Channel`, :class:`RequestProcessor`, :class:`ServerThread`.
+* :mod:`rocketq.remoting.service_thread` — :class:`ServiceThread`, the base of background
+  loops (``org.apache.rocketmq.common.ServiceThread``).
+"""
+
+from __future__ import annotations
+
+from rocketq.remoting.client import RemotingClient, RequestHandler
+from rocketq.remoting.server import Channel, ChannelListener, RemotingServer, RequestProcessor, ServerThread
+from rocketq.remoting.service_thread import ServiceThread
+
+__all__ = [
+    "Channel",
+    "ChannelListener",
+    "RemotingClient",
+    "RemotingServer",
+    "RequestHandler",
+    "RequestProcessor",
+    "ServerThread",
+    "ServiceThread",
+]

@@ -1,0 +1,699 @@
+"""The client side of the remoting layer: connections, the opaque table, timeouts.
+
+Mirrors ``org.apache.rocketmq.remoting.netty.NettyRemotingClient`` (and the client half of
+``NettyRemotingAbstract``) behind a blocking, thread-safe API.
+
+Threading model (STYLE habit 6):
+
+* One I/O thread, ``<name>-io``, runs a :mod:`selectors` loop. It alone reads sockets,
+  decodes frames, completes futures, registers/closes sockets and fires async timeouts.
+* Writes use flat combining: a caller appends its encoded frame to the connection's queue
+  and, if no other thread is writing, sends *everything* queued in one ``send``; frames
+  queued meanwhile by other threads ride along. A caller therefore never waits for a
+  thread hop to get its request on the wire, and a burst of calls becomes one syscall.
+  What the kernel does not take at once stays buffered and the I/O thread finishes it
+  when the socket is writable. Write order is the queue order.
+* Connecting (name lookup + TCP handshake, ``connect_timeout_ms``) happens in the calling
+  thread under a per-address lock, so a slow DNS answer never stalls the I/O thread.
+* Requests sent by the server to the client run on a small pool, ``<name>-handler``, so a
+  slow handler never stalls I/O.
+* ``concurrent.futures`` done-callbacks of :meth:`RemotingClient.invoke_async` run on the
+  I/O thread: keep them short; :meth:`RemotingClient.invoke_sync` from there raises
+  :class:`~rocketq.errors.ClientError` instead of deadlocking.
+
+Invariants:
+
+* One connection per ``"host:port"``, made on first use and made again on the next call
+  after it failed (no background reconnect loop).
+* Opaques come from one counter per client, wrapping within int32 like Java's
+  ``AtomicInteger`` (``RemotingCommand.requestId``). The client writes the opaque into the
+  request object it is given: do not send one command object from two threads at once.
+* Whoever removes an entry from a connection's opaque table completes its future, exactly
+  once: the response, a timeout or the loss of the connection.
+* A lost connection fails all its pending calls with :class:`~rocketq.errors.ConnectError`
+  at once; a response whose opaque is unknown is dropped (``processResponseCommand``).
+
+Timeout contract: a call that raised :class:`~rocketq.errors.RequestTimeoutError` may still
+have been executed by the server.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import contextlib
+import functools
+import heapq
+import itertools
+import logging
+import selectors
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Final
+
+from rocketq.errors import (
+    ClientError,
+    ConnectError,
+    IllegalArgumentError,
+    ProtocolError,
+    RequestTimeoutError,
+)
+from rocketq.protocol.codes import ResponseCode, SerializeType
+from rocketq.protocol.frame import (
+    FLAG_ONEWAY,
+    FLAG_RESPONSE,
+    MAX_FRAME_LENGTH,
+    FrameDecoder,
+    RemotingCommand,
+)
+
+__all__ = ["RemotingClient", "RequestHandler", "parse_addr"]
+
+log = logging.getLogger(__name__)
+
+#: ``(request, server address) -> response or None``: requests a server sends to the client.
+RequestHandler = Callable[[RemotingCommand, str], RemotingCommand | None]
+
+_RECV_SIZE: Final = 256 * 1024
+_HANDLER_THREADS: Final = 4
+_INT32_SPAN: Final = 1 << 32
+_INT32_MIN: Final = -(1 << 31)
+_EVENT_READ: Final = selectors.EVENT_READ
+_EVENT_WRITE: Final = selectors.EVENT_WRITE
+
+
+class _Blocked:
+    """``_drain_locked`` result: the kernel took only part of the data."""
+
+
+_BLOCKED: Final = _Blocked()
+
+
+def parse_addr(addr: str) -> tuple[str, int]:
+    """``"host:port"`` (or ``"[v6]:port"``) -> ``(host, port)`` (``RemotingHelper.string2SocketAddress``)."""
+    host, sep, port_text = addr.rpartition(":")
+    if not sep or not host or not port_text.isdigit():
+        raise IllegalArgumentError(f"address {addr!r} is not host:port")
+    port = int(port_text)
+    if not 0 < port < 65536:
+        raise IllegalArgumentError(f"address {addr!r} has an invalid port")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host, port
+
+
+def exception_desc(exc: BaseException) -> str:
+    """Remark for a SYSTEM_ERROR answer, like Java's ``RemotingHelper.exceptionSimpleDesc``
+    (``Throwable.toString()``: the class name, then ``": message"`` when there is one)."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _error_response(request: RemotingCommand, code: int, remark: str) -> RemotingCommand:
+    # RemotingCommand.createResponseCommand: written in the *default* serialize type (JSON),
+    # not the request's: only the processor-callback path copies the request's type
+    # (NettyRemotingAbstract.processRequestCommand, 4.9.x).
+    return RemotingCommand(
+        code=code,
+        flag=FLAG_RESPONSE,
+        opaque=request.opaque,
+        remark=remark,
+        serialize_type=SerializeType.JSON,
+    )
+
+
+class _Connection:
+    """One socket to one address; its opaque table and its outbound queue."""
+
+    __slots__ = (
+        "addr",
+        "closed",
+        "decoder",
+        "events",
+        "out_buf",
+        "out_queue",
+        "pending",
+        "registered",
+        "sock",
+        "write_lock",
+    )
+
+    def __init__(self, addr: str, sock: socket.socket, max_frame_length: int) -> None:
+        self.addr = addr
+        self.sock = sock
+        self.decoder = FrameDecoder(max_frame_length)
+        self.pending: dict[int, concurrent.futures.Future[RemotingCommand]] = {}
+        self.out_queue: collections.deque[bytes] = collections.deque()
+        # Bytes the kernel did not take yet; only touched under write_lock.
+        self.out_buf: memoryview | None = None
+        # Held by whoever sends on (or closes) the socket: no send races a close.
+        self.write_lock = threading.Lock()
+        self.closed = False
+        self.registered = False
+        self.events = 0
+
+    def __repr__(self) -> str:
+        return f"<_Connection {self.addr} closed={self.closed} pending={len(self.pending)}>"
+
+
+class RemotingClient:
+    """Blocking, thread-safe remoting client with one I/O thread (``NettyRemotingClient``).
+
+    ``connect_timeout_ms`` defaults to 3000 (``NettyClientConfig.connectTimeoutMillis``);
+    ``max_frame_length`` to 16 MiB (``NettyDecoder``). ``request_handler`` answers the
+    requests servers send on the client's connections (NOTIFY_CONSUMER_IDS_CHANGED,
+    GET_CONSUMER_RUNNING_INFO, ...); without one, non-oneway requests are answered
+    REQUEST_CODE_NOT_SUPPORTED.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str = "rocketq",
+        connect_timeout_ms: int = 3000,
+        request_handler: RequestHandler | None = None,
+        max_frame_length: int = MAX_FRAME_LENGTH,
+    ) -> None:
+        if connect_timeout_ms <= 0:
+            raise IllegalArgumentError(f"connect_timeout_ms must be > 0, got {connect_timeout_ms}")
+        self.name = name
+        self._connect_timeout_s = connect_timeout_ms / 1000.0
+        self._request_handler = request_handler
+        self._max_frame_length = max_frame_length
+
+        self._lock = threading.Lock()
+        self._conns: dict[str, _Connection] = {}
+        self._connect_locks: dict[str, threading.Lock] = {}
+        self._opaques = itertools.count()
+
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._wake_pending = False
+        self._tasks: collections.deque[Callable[[], None]] = collections.deque()
+
+        # Async timeouts: (deadline, seq, connection, opaque); stale entries are skipped.
+        self._timers: list[tuple[float, int, _Connection, int]] = []
+        self._timer_lock = threading.Lock()
+        self._timer_seq = itertools.count()
+        self._io_sleep_until = float("inf")
+
+        self._io_thread: threading.Thread | None = None
+        self._io_ident: int | None = None
+        self._handler_pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._started = False
+        self._closed = False
+        self._stopping = False
+
+    # ================================================================== lifecycle
+    def start(self) -> None:
+        """Start the I/O thread (``<name>-io``); a second call does nothing."""
+        with self._lock:
+            if self._closed:
+                raise ClientError(f"remoting client {self.name} is closed")
+            if self._started:
+                return
+            self._started = True
+            self._selector.register(self._wake_r, _EVENT_READ, None)
+            self._handler_pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=_HANDLER_THREADS, thread_name_prefix=f"{self.name}-handler"
+            )
+            self._io_thread = threading.Thread(target=self._io_main, name=f"{self.name}-io", daemon=True)
+            self._io_thread.start()
+
+    def close(self) -> None:
+        """Close every connection, fail every pending call with ConnectError, join the threads.
+
+        Idempotent. Called from the I/O thread or a handler thread it cannot join that very
+        thread, which then ends on its own right after.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            started = self._started
+        if not started:
+            self._selector.close()
+            self._release_wakeup()
+            return
+        self._stopping = True
+        self._wakeup()
+        io_thread = self._io_thread
+        current = threading.current_thread()
+        if io_thread is not None and io_thread is not current:
+            io_thread.join()
+            # A connection made concurrently with the shutdown sweep: close it here.
+            for conn in list(self._conns.values()):
+                self._close_connection_now(conn, "remoting client closed")
+        pool = self._handler_pool
+        if pool is not None:
+            in_pool = current.name.startswith(f"{self.name}-handler")
+            pool.shutdown(wait=not in_pool, cancel_futures=True)
+
+    def _release_wakeup(self) -> None:
+        self._wake_r.close()
+        self._wake_w.close()
+
+    def __enter__(self) -> RemotingClient:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ================================================================== public API
+    def invoke_sync(self, addr: str, request: RemotingCommand, timeout_ms: int) -> RemotingCommand:
+        """Send ``request`` and wait for its response (any response code).
+
+        Raises :class:`ConnectError` (cannot connect, or the connection was lost),
+        :class:`RequestTimeoutError` after ``timeout_ms`` (connect time included, as
+        ``NettyRemotingClient.invokeSync`` counts it), :class:`ClientError` when called on
+        the I/O thread or on a closed client.
+        """
+        if threading.get_ident() == self._io_ident:
+            raise ClientError(
+                "invoke_sync called on the remoting I/O thread (e.g. from an invoke_async "
+                "callback): it would deadlock; use invoke_async or another thread"
+            )
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        conn = self._connection(addr)
+        fut: concurrent.futures.Future[RemotingCommand] = concurrent.futures.Future()
+        opaque = self._send_request(conn, request, fut)
+        remaining = deadline - time.monotonic()
+        try:
+            return fut.result(remaining if remaining > 0 else 0)
+        except concurrent.futures.TimeoutError:
+            if conn.pending.pop(opaque, None) is None:
+                # Completed by the I/O thread at this very moment: it sets the result next.
+                return fut.result()
+            raise RequestTimeoutError(
+                f"wait response timeout {timeout_ms}ms, code {request.code}, opaque {opaque}",
+                addr=addr,
+            ) from None
+
+    def invoke_async(
+        self, addr: str, request: RemotingCommand, timeout_ms: int
+    ) -> concurrent.futures.Future[RemotingCommand]:
+        """Send ``request``; the future gets its response (any code).
+
+        Failures before the request is written (connect, closed client, encoding) raise
+        here, as Java's ``invokeAsync`` throws; later ones fail the future with
+        :class:`RequestTimeoutError` or :class:`ConnectError`. Done-callbacks run on the I/O
+        thread: keep them short and never block in them.
+        """
+        self._check_open()
+        conn = self._connection(addr)
+        fut: concurrent.futures.Future[RemotingCommand] = concurrent.futures.Future()
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        opaque = self._send_request(conn, request, fut)
+        with self._timer_lock:
+            heapq.heappush(self._timers, (deadline, next(self._timer_seq), conn, opaque))
+            wake = deadline < self._io_sleep_until
+            if wake:
+                self._io_sleep_until = deadline
+        if wake:
+            self._wakeup()
+        return fut
+
+    def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
+        """Send ``request`` with the ONEWAY flag (``markOnewayRPC``); nothing is awaited."""
+        self._check_open()
+        conn = self._connection(addr)
+        request.flag |= FLAG_ONEWAY
+        request.opaque = self._next_opaque()
+        frame = request.encode()
+        if conn.closed:
+            raise ConnectError("connection closed before the oneway request was written", addr=addr)
+        self._write(conn, frame)
+
+    def close_connection(self, addr: str) -> None:
+        """Close the connection to ``addr`` (if any); its pending calls fail with ConnectError."""
+        with self._lock:
+            conn = self._conns.pop(addr, None)
+        if conn is not None:
+            self._on_io(
+                functools.partial(self._close_connection_now, conn, "connection closed by the client")
+            )
+
+    def is_connected(self, addr: str) -> bool:
+        """Whether a live connection to ``addr`` exists right now."""
+        conn = self._conns.get(addr)
+        return conn is not None and not conn.closed
+
+    # ================================================================== calls
+    def _check_open(self) -> None:
+        if self._closed or self._stopping:
+            raise ClientError(f"remoting client {self.name} is closed")
+        if not self._started:
+            raise ClientError(f"remoting client {self.name} is not started")
+
+    def _next_opaque(self) -> int:
+        # RemotingCommand.requestId: an AtomicInteger from 0 that wraps to Integer.MIN_VALUE.
+        return (next(self._opaques) - _INT32_MIN) % _INT32_SPAN + _INT32_MIN
+
+    def _send_request(
+        self, conn: _Connection, request: RemotingCommand, fut: concurrent.futures.Future[RemotingCommand]
+    ) -> int:
+        opaque = self._next_opaque()
+        request.opaque = opaque
+        frame = request.encode()
+        pending = conn.pending
+        pending[opaque] = fut
+        if conn.closed and pending.pop(opaque, None) is not None:
+            # Lost between lookup and registration; the I/O thread's sweep missed this one.
+            raise ConnectError("connection closed before the request was written", addr=conn.addr)
+        self._write(conn, frame)
+        return opaque
+
+    def _connection(self, addr: str) -> _Connection:
+        conn = self._conns.get(addr)
+        if conn is not None and not conn.closed:
+            return conn
+        self._check_open()
+        with self._lock:
+            lock = self._connect_locks.get(addr)
+            if lock is None:
+                lock = self._connect_locks[addr] = threading.Lock()
+        if not lock.acquire(timeout=self._connect_timeout_s):
+            raise ConnectError(f"connect timeout {int(self._connect_timeout_s * 1000)}ms", addr=addr)
+        try:
+            conn = self._conns.get(addr)
+            if conn is not None and not conn.closed:
+                return conn
+            host, port = parse_addr(addr)
+            try:
+                sock = socket.create_connection((host, port), timeout=self._connect_timeout_s)
+            except OSError as exc:
+                raise ConnectError(f"connect failed: {exc}", addr=addr) from exc
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setblocking(False)
+            conn = _Connection(addr, sock, self._max_frame_length)
+            with self._lock:
+                if self._closed:
+                    sock.close()
+                    raise ClientError(f"remoting client {self.name} is closed")
+                self._conns[addr] = conn
+            self._on_io(functools.partial(self._register, conn))
+            log.debug("%s: connected to %s", self.name, addr)
+            return conn
+        finally:
+            lock.release()
+
+    # ================================================================== writing
+    def _write(self, conn: _Connection, frame: bytes) -> None:
+        """Queue one frame and flush the queue unless another thread is flushing it."""
+        queue = conn.out_queue
+        queue.append(frame)
+        lock = conn.write_lock
+        # Flat combining: whoever holds the lock sends everything queued. The loop re-checks
+        # after release so a frame queued while another thread held the lock is not stranded.
+        while queue and conn.out_buf is None and lock.acquire(blocking=False):
+            try:
+                result = self._drain_locked(conn)
+            finally:
+                lock.release()
+            if result is _BLOCKED:
+                # The kernel buffer is full: the I/O thread finishes when writable.
+                self._on_io(functools.partial(self._update_interest, conn))
+                return
+            if result is not None:
+                self._on_io(functools.partial(self._close_connection_now, conn, f"write failed: {result}"))
+                return
+
+    def _drain_locked(self, conn: _Connection) -> OSError | _Blocked | None:
+        """Send the buffered rest, then all queued frames; caller holds ``write_lock``.
+
+        Returns None when everything was sent, ``_BLOCKED`` when the kernel buffer filled up
+        (the rest is in ``out_buf``), or the ``OSError`` that broke the connection.
+        """
+        if conn.closed:
+            conn.out_queue.clear()
+            conn.out_buf = None
+            return None
+        queue = conn.out_queue
+        sock = conn.sock
+        while True:
+            buf = conn.out_buf
+            if buf is None:
+                if not queue:
+                    return None
+                n = len(queue)
+                data = queue.popleft() if n == 1 else b"".join([queue.popleft() for _ in range(n)])
+                buf = memoryview(data)
+            try:
+                sent = sock.send(buf)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError as exc:
+                conn.out_buf = None
+                return exc
+            if sent < len(buf):
+                conn.out_buf = buf[sent:]
+                return _BLOCKED
+            conn.out_buf = None
+
+    # ================================================================== I/O thread
+    def _wakeup(self) -> None:
+        if not self._wake_pending:
+            self._wake_pending = True
+            try:
+                self._wake_w.send(b"\0")
+            except (BlockingIOError, InterruptedError):
+                pass  # the pipe is full: the I/O thread is going to wake anyway
+            except OSError:
+                pass  # closed during shutdown
+
+    def _on_io(self, task: Callable[[], None]) -> None:
+        """Run ``task`` on the I/O thread (now, if this is the I/O thread)."""
+        if threading.get_ident() == self._io_ident:
+            task()
+            return
+        self._tasks.append(task)
+        self._wakeup()
+
+    def _io_main(self) -> None:
+        self._io_ident = threading.get_ident()
+        try:
+            self._io_loop()
+        except BaseException:
+            log.exception("%s: remoting I/O thread crashed", self.name)
+            raise
+        finally:
+            self._io_shutdown()
+
+    def _io_loop(self) -> None:
+        select = self._selector.select
+        tasks = self._tasks
+        while not self._stopping:
+            timeout = self._timer_timeout()
+            events = select(timeout)
+            for key, mask in events:
+                conn = key.data
+                if conn is None:
+                    self._drain_wakeup()
+                    continue
+                try:
+                    if mask & _EVENT_READ:
+                        self._on_readable(conn)
+                    if mask & _EVENT_WRITE and not conn.closed:
+                        self._on_writable(conn)
+                except Exception as exc:
+                    log.exception("%s: error on connection %s", self.name, conn.addr)
+                    self._close_connection_now(conn, f"internal error: {exc!r}")
+            while tasks:
+                task = tasks.popleft()
+                try:
+                    task()
+                except Exception:
+                    log.exception("%s: I/O task failed", self.name)
+            if self._timers:
+                self._expire_timers()
+
+    def _drain_wakeup(self) -> None:
+        # Clear the flag first: a task queued from now on sends a fresh wake byte.
+        self._wake_pending = False
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+
+    def _register(self, conn: _Connection) -> None:
+        if conn.closed or conn.registered:
+            return
+        if self._stopping:
+            self._close_connection_now(conn, "remoting client closed")
+            return
+        conn.events = _EVENT_READ | (_EVENT_WRITE if conn.out_buf is not None or conn.out_queue else 0)
+        self._selector.register(conn.sock, conn.events, conn)
+        conn.registered = True
+
+    def _update_interest(self, conn: _Connection) -> None:
+        if conn.closed or not conn.registered:
+            return
+        events = _EVENT_READ | (_EVENT_WRITE if conn.out_buf is not None or conn.out_queue else 0)
+        if events != conn.events:
+            conn.events = events
+            self._selector.modify(conn.sock, events, conn)
+
+    def _on_writable(self, conn: _Connection) -> None:
+        with conn.write_lock:
+            result = self._drain_locked(conn)
+        if result is not None and result is not _BLOCKED:
+            self._close_connection_now(conn, f"write failed: {result}")
+        else:
+            self._update_interest(conn)
+
+    def _on_readable(self, conn: _Connection) -> None:
+        try:
+            data = conn.sock.recv(_RECV_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._close_connection_now(conn, f"read failed: {exc}")
+            return
+        if not data:
+            self._close_connection_now(conn, "connection closed by the server")
+            return
+        try:
+            commands = conn.decoder.feed(data)
+        except ProtocolError as exc:
+            # NettyDecoder: a bad frame closes the channel (NettyRemotingClient.closeChannel).
+            log.warning("%s: malformed frame from %s, closing: %s", self.name, conn.addr, exc)
+            self._close_connection_now(conn, f"malformed frame: {exc}", cause=exc)
+            return
+        pending = conn.pending
+        for cmd in commands:
+            if cmd.flag & FLAG_RESPONSE:
+                fut = pending.pop(cmd.opaque, None)
+                if fut is None:
+                    # NettyRemotingAbstract.processResponseCommand: unknown opaque -> dropped
+                    # (timed out already, or an answer to a oneway request).
+                    log.debug("%s: response with unknown opaque %d from %s", self.name, cmd.opaque, conn.addr)
+                    continue
+                try:
+                    fut.set_result(cmd)
+                except concurrent.futures.InvalidStateError:
+                    log.debug("%s: response to cancelled call %d dropped", self.name, cmd.opaque)
+            else:
+                self._dispatch_request(conn, cmd)
+
+    def _dispatch_request(self, conn: _Connection, cmd: RemotingCommand) -> None:
+        pool = self._handler_pool
+        if pool is None:
+            return
+        try:
+            pool.submit(self._handle_request, conn, cmd)
+        except RuntimeError:
+            log.debug("%s: handler pool shut down, request %d dropped", self.name, cmd.code)
+
+    def _close_connection_now(
+        self, conn: _Connection, reason: str, cause: BaseException | None = None
+    ) -> None:
+        """Close the socket and fail its pending calls (I/O thread, or after it ended)."""
+        with conn.write_lock:
+            conn.closed = True
+            conn.out_queue.clear()
+            conn.out_buf = None
+            if conn.registered:
+                conn.registered = False
+                with contextlib.suppress(KeyError, ValueError, RuntimeError):
+                    self._selector.unregister(conn.sock)
+            conn.sock.close()
+        with self._lock:
+            if self._conns.get(conn.addr) is conn:
+                del self._conns[conn.addr]
+        pending = conn.pending
+        if pending:
+            log.debug("%s: %s; failing %d pending calls", self.name, reason, len(pending))
+        while True:
+            try:
+                _, fut = pending.popitem()
+            except KeyError:
+                break
+            exc = ConnectError(reason, addr=conn.addr)
+            exc.__cause__ = cause
+            with contextlib.suppress(concurrent.futures.InvalidStateError):
+                fut.set_exception(exc)
+
+    def _io_shutdown(self) -> None:
+        for conn in list(self._conns.values()):
+            self._close_connection_now(conn, "remoting client closed")
+        with self._timer_lock:
+            self._timers.clear()
+        self._tasks.clear()
+        self._selector.close()
+        self._release_wakeup()
+
+    # ================================================================== timers
+    def _timer_timeout(self) -> float | None:
+        with self._timer_lock:
+            if not self._timers:
+                self._io_sleep_until = float("inf")
+                return None
+            deadline = self._timers[0][0]
+            self._io_sleep_until = deadline
+        return max(0.0, deadline - time.monotonic())
+
+    def _expire_timers(self) -> None:
+        now = time.monotonic()
+        expired: list[tuple[_Connection, int]] = []
+        with self._timer_lock:
+            timers = self._timers
+            while timers and timers[0][0] <= now:
+                _, _, conn, opaque = heapq.heappop(timers)
+                expired.append((conn, opaque))
+            # Entries of calls answered long ago stay until their deadline; compact when
+            # they dominate so a fast stream of short calls keeps the heap small.
+            if len(timers) > 4096:
+                live = [t for t in timers if t[3] in t[2].pending]
+                if len(live) * 2 < len(timers):
+                    heapq.heapify(live)
+                    self._timers = live
+        for conn, opaque in expired:
+            fut = conn.pending.pop(opaque, None)
+            if fut is not None:
+                with contextlib.suppress(concurrent.futures.InvalidStateError):
+                    fut.set_exception(
+                        RequestTimeoutError(f"wait response timeout, opaque {opaque}", addr=conn.addr)
+                    )
+
+    # ================================================================== server -> client
+    def _handle_request(self, conn: _Connection, cmd: RemotingCommand) -> None:
+        """Answer one request the server sent (runs on the handler pool)."""
+        handler = self._request_handler
+        response: RemotingCommand | None
+        if handler is None:
+            if cmd.flag & FLAG_ONEWAY:
+                return
+            log.warning("%s: request code %d from %s not supported", self.name, cmd.code, conn.addr)
+            # NettyRemotingAbstract.processRequestCommand: no processor for the code.
+            response = _error_response(
+                cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported"
+            )
+        else:
+            try:
+                response = handler(cmd, conn.addr)
+            except Exception as exc:
+                log.exception("%s: request handler failed on code %d from %s", self.name, cmd.code, conn.addr)
+                if cmd.flag & FLAG_ONEWAY:
+                    return
+                response = _error_response(cmd, ResponseCode.SYSTEM_ERROR, exception_desc(exc))
+            else:
+                if response is None or cmd.flag & FLAG_ONEWAY:
+                    return
+                # The processor callback sets opaque, the response flag and the request's
+                # serialize type (NettyRemotingAbstract.processRequestCommand).
+                response.opaque = cmd.opaque
+                response.flag |= FLAG_RESPONSE
+                response.serialize_type = cmd.serialize_type
+        try:
+            frame = response.encode()
+        except ProtocolError as exc:
+            log.exception("%s: cannot encode the response to code %d", self.name, cmd.code)
+            frame = _error_response(cmd, ResponseCode.SYSTEM_ERROR, exception_desc(exc)).encode()
+        if not conn.closed:
+            self._write(conn, frame)

@@ -1,0 +1,610 @@
+"""The server side of the remoting layer: accept, decode, dispatch by request code, answer.
+
+Mirrors ``org.apache.rocketmq.remoting.netty.NettyRemotingServer`` with the request half of
+``NettyRemotingAbstract`` and ``NettyRequestProcessor``, on :mod:`asyncio`.
+
+Invariants:
+
+* Everything but :meth:`Channel.write`, :meth:`Channel.invoke_oneway` and
+  :meth:`Channel.close` runs on the server's event loop; those three are thread-safe so a
+  processor may answer later from any thread (held long-poll pulls).
+* Each request runs in its own task: responses leave in completion order, matched by the
+  peer through ``opaque``. The server copies opaque, response flag and the request's
+  serialize type onto whatever a processor returns (the 4.9.x processor callback).
+* Frames written in one loop iteration leave in one ``send`` per connection.
+* A malformed frame, an over-long length prefix or an idle period of ``idle_timeout_s``
+  closes *that* connection only; a processor exception becomes a SYSTEM_ERROR answer and
+  the connection stays up.
+* Oneway requests never get the processor's response. As in Java 4.9.x, the answers the
+  server machinery writes itself (request code not supported, [REJECTREQUEST]) go out even
+  for oneway requests and use the default serialize type, JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import threading
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any, Final, Protocol, TypeVar
+
+from rocketq.errors import ConnectError, ProtocolError, RequestTimeoutError
+from rocketq.protocol.codes import ResponseCode, SerializeType
+from rocketq.protocol.frame import (
+    FLAG_ONEWAY,
+    FLAG_RESPONSE,
+    MAX_FRAME_LENGTH,
+    FrameDecoder,
+    RemotingCommand,
+)
+from rocketq.remoting.client import exception_desc
+
+__all__ = ["Channel", "ChannelListener", "RemotingServer", "RequestProcessor", "ServerThread"]
+
+log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+_INT32_SPAN: Final = 1 << 32
+_INT32_MIN: Final = -(1 << 31)
+
+#: Called with the channel that connected or closed (``ChannelEventListener``).
+ChannelListener = Callable[["Channel"], None]
+
+
+class RequestProcessor(Protocol):
+    """Handles the requests of one or more codes (``NettyRequestProcessor``).
+
+    ``process`` returns the response, or None for no response now (oneway requests, or a
+    processor that answers later with :meth:`Channel.write`, e.g. a held long-poll pull).
+    It runs on the event loop and offloads blocking work itself. A processor may also
+    define ``reject_request() -> bool`` (``NettyRequestProcessor.rejectRequest``): True makes
+    the server answer SYSTEM_BUSY without calling ``process``.
+    """
+
+    async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None: ...
+
+
+def _machinery_response(request: RemotingCommand, code: int, remark: str) -> RemotingCommand:
+    # RemotingCommand.createResponseCommand written straight to the channel: default
+    # serialize type (JSON), not the request's (NettyRemotingAbstract.processRequestCommand).
+    return RemotingCommand(
+        code=code, flag=FLAG_RESPONSE, opaque=request.opaque, remark=remark, serialize_type=SerializeType.JSON
+    )
+
+
+class Channel:
+    """One accepted connection (Netty's ``Channel`` as RocketMQ's processors see it).
+
+    ``attributes`` is a free slot for the broker (client id, ...).
+    """
+
+    def __init__(self, server: RemotingServer, transport: asyncio.Transport) -> None:
+        self._server = server
+        self._transport = transport
+        self._loop = server.loop
+        self.remote_addr = _format_addr(transport.get_extra_info("peername"))
+        self.local_addr = _format_addr(transport.get_extra_info("sockname"))
+        self.attributes: dict[str, object] = {}
+        self.closed = False
+        self._out: list[bytes] = []
+        self._batching = False
+        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._lost: asyncio.Future[None] = self._loop.create_future()
+        self.last_active = self._loop.time()
+
+    def __repr__(self) -> str:
+        return f"<Channel {self.remote_addr} -> {self.local_addr} closed={self.closed}>"
+
+    # ------------------------------------------------------------------ writing
+    def write(self, cmd: RemotingCommand) -> None:
+        """Write one command as is (thread-safe). Dropped if the channel is closed.
+
+        Used for late responses: the caller sets opaque, flag and serialize type.
+        """
+        data = cmd.encode()
+        if threading.get_ident() == self._server._loop_ident:
+            self._write_bytes(data)
+        elif not self.closed:
+            try:
+                self._loop.call_soon_threadsafe(self._write_bytes, data)
+            except RuntimeError:
+                log.debug("%s: loop closed, frame dropped", self)
+
+    def _write_bytes(self, data: bytes) -> None:
+        if self.closed:
+            log.debug("%s: closed, frame of %d bytes dropped", self, len(data))
+            return
+        out = self._out
+        if not out and not self._batching:
+            self._loop.call_soon(self._flush)
+        out.append(data)
+
+    def _flush(self) -> None:
+        out = self._out
+        if not out or self.closed:
+            out.clear()
+            return
+        data = out[0] if len(out) == 1 else b"".join(out)
+        out.clear()
+        self.last_active = self._loop.time()
+        self._transport.write(data)
+
+    # ------------------------------------------------------------------ server -> client
+    async def invoke(self, request: RemotingCommand, timeout_ms: int) -> RemotingCommand:
+        """Send a request to the peer and await its response (on the server's loop).
+
+        Raises :class:`RequestTimeoutError` or :class:`ConnectError` (channel closed).
+        """
+        if self.closed:
+            raise ConnectError("channel closed", addr=self.remote_addr)
+        opaque = self._server._next_opaque()
+        request.opaque = opaque
+        data = request.encode()
+        fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
+        self._pending[opaque] = fut
+        try:
+            self._write_bytes(data)
+            return await asyncio.wait_for(fut, timeout_ms / 1000.0)
+        except asyncio.TimeoutError:
+            raise RequestTimeoutError(
+                f"wait response timeout {timeout_ms}ms, code {request.code}, opaque {opaque}",
+                addr=self.remote_addr,
+            ) from None
+        finally:
+            self._pending.pop(opaque, None)
+
+    def invoke_oneway(self, request: RemotingCommand) -> None:
+        """Send a oneway request to the peer (thread-safe; ``markOnewayRPC``)."""
+        request.flag |= FLAG_ONEWAY
+        request.opaque = self._server._next_opaque()
+        self.write(request)
+
+    # ------------------------------------------------------------------ closing
+    def close(self) -> None:
+        """Close the connection (thread-safe); listeners hear of it on the loop."""
+        if threading.get_ident() == self._server._loop_ident:
+            self._close_now()
+        else:
+            # A closed loop means a closed transport already.
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._close_now)
+
+    def _close_now(self) -> None:
+        if not self._transport.is_closing():
+            self._flush()
+            self._transport.close()
+
+    def _on_lost(self, exc: BaseException | None) -> None:
+        self.closed = True
+        self._out.clear()
+        while self._pending:
+            _, fut = self._pending.popitem()
+            if not fut.done():
+                err = ConnectError("channel closed", addr=self.remote_addr)
+                err.__cause__ = exc
+                fut.set_exception(err)
+        if not self._lost.done():
+            self._lost.set_result(None)
+
+    # ------------------------------------------------------------------ reading
+    def _on_response(self, cmd: RemotingCommand) -> None:
+        fut = self._pending.pop(cmd.opaque, None)
+        if fut is None:
+            # NettyRemotingAbstract.processResponseCommand: unknown opaque -> dropped.
+            log.debug("%s: response with unknown opaque %d", self, cmd.opaque)
+        elif not fut.done():
+            fut.set_result(cmd)
+
+
+def _format_addr(sockaddr: object) -> str:
+    # RemotingHelper.parseChannelRemoteAddr: "ip:port".
+    if isinstance(sockaddr, tuple) and len(sockaddr) >= 2:
+        return f"{sockaddr[0]}:{sockaddr[1]}"
+    return str(sockaddr)
+
+
+class _ServerProtocol(asyncio.Protocol):
+    __slots__ = ("_channel", "_decoder", "_server")
+
+    def __init__(self, server: RemotingServer) -> None:
+        self._server = server
+        self._decoder = FrameDecoder(server.max_frame_length)
+        self._channel: Channel | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        channel = self._channel = Channel(self._server, transport)
+        self._server._on_connect(channel)
+
+    def data_received(self, data: bytes) -> None:
+        channel = self._channel
+        if channel is None or channel.closed:
+            return
+        channel.last_active = channel._loop.time()
+        try:
+            commands = self._decoder.feed(data)
+        except ProtocolError as exc:
+            # NettyDecoder: a frame it cannot decode closes the channel
+            # (RemotingUtil.closeChannel); other connections are untouched.
+            log.warning(
+                "%s: malformed frame from %s, closing it: %s", self._server.name, channel.remote_addr, exc
+            )
+            channel._close_now()
+            channel.closed = True
+            return
+        dispatch = self._server._dispatch
+        # Responses produced while this chunk is handled leave together, in one send.
+        channel._batching = True
+        try:
+            for cmd in commands:
+                if cmd.flag & FLAG_RESPONSE:
+                    channel._on_response(cmd)
+                else:
+                    dispatch(channel, cmd)
+        finally:
+            channel._batching = False
+            if channel._out:
+                channel._flush()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        channel = self._channel
+        if channel is not None:
+            channel._on_lost(exc)
+            self._server._on_close(channel)
+
+
+class _Resumed:
+    """Awaitable that carries on a processor coroutine which was started by hand.
+
+    ``RemotingServer._dispatch`` runs ``process`` eagerly; when it suspends, this hands the
+    future it is waiting on to a task and relays every later send/throw into the coroutine
+    (what ``yield from`` does, minus the first ``send``). asyncio 3.12's eager tasks do the
+    same; rocketq supports 3.10.
+    """
+
+    __slots__ = ("_coro", "_first")
+
+    def __init__(self, coro: Coroutine[Any, Any, RemotingCommand | None], first: object) -> None:
+        self._coro = coro
+        self._first = first
+
+    def __await__(self) -> Generator[Any, Any, RemotingCommand | None]:
+        coro = self._coro
+        to_yield = self._first
+        while True:
+            try:
+                sent = yield to_yield
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:
+                try:
+                    to_yield = coro.throw(exc)
+                except StopIteration as stop:
+                    result: RemotingCommand | None = stop.value
+                    return result
+            else:
+                try:
+                    to_yield = coro.send(sent)
+                except StopIteration as stop:
+                    result = stop.value
+                    return result
+
+
+class RemotingServer:
+    """An asyncio remoting server (``NettyRemotingServer``).
+
+    Defaults: ``host`` 127.0.0.1, ``port`` 0 (OS-assigned; see :attr:`port` after
+    :meth:`start`), ``max_frame_length`` 16 MiB (``NettyDecoder``), ``idle_timeout_s`` 120
+    (``NettyServerConfig.serverChannelMaxIdleTimeSeconds``).
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        name: str = "server",
+        max_frame_length: int = MAX_FRAME_LENGTH,
+        idle_timeout_s: float = 120.0,
+    ) -> None:
+        if idle_timeout_s <= 0:
+            raise ValueError(f"idle_timeout_s must be > 0, got {idle_timeout_s}")
+        self.host = host
+        self._port = port
+        self.name = name
+        self.max_frame_length = max_frame_length
+        self.idle_timeout_s = idle_timeout_s
+        self._processors: dict[int, RequestProcessor] = {}
+        self._default_processor: RequestProcessor | None = None
+        self._connect_listeners: list[ChannelListener] = []
+        self._close_listeners: list[ChannelListener] = []
+        self._channels: set[Channel] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._opaques = itertools.count()
+        self._server: asyncio.Server | None = None
+        self._idle_task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_ident: int | None = None
+
+    # ------------------------------------------------------------------ configuration
+    def register_processor(self, code: int, processor: RequestProcessor) -> None:
+        """Route requests with ``code`` to ``processor`` (``registerProcessor``)."""
+        self._processors[int(code)] = processor
+
+    def register_default_processor(self, processor: RequestProcessor) -> None:
+        """Route every code without its own processor here (``registerDefaultProcessor``)."""
+        self._default_processor = processor
+
+    def add_channel_listener(
+        self, on_close: ChannelListener | None = None, *, on_connect: ChannelListener | None = None
+    ) -> None:
+        """Be told (on the loop) when a channel connects or closes (``ChannelEventListener``).
+
+        ``on_close`` fires once per channel whatever closed it: the peer, an error, idleness
+        or :meth:`stop`.
+        """
+        if on_close is not None:
+            self._close_listeners.append(on_close)
+        if on_connect is not None:
+            self._connect_listeners.append(on_connect)
+
+    # ------------------------------------------------------------------ state
+    @property
+    def port(self) -> int:
+        """The bound port (the requested one before :meth:`start`)."""
+        return self._port
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop the server runs on; available after :meth:`start`."""
+        if self._loop is None:
+            raise RuntimeError(f"server {self.name} is not started")
+        return self._loop
+
+    @property
+    def channels(self) -> frozenset[Channel]:
+        """The open channels right now (read it on the loop)."""
+        return frozenset(self._channels)
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        """Bind and listen; returns once connections are accepted."""
+        if self._server is not None:
+            return
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        self._loop_ident = threading.get_ident()
+        self._server = await loop.create_server(
+            lambda: _ServerProtocol(self), self.host, self._port, reuse_address=True
+        )
+        self._port = self._server.sockets[0].getsockname()[1]
+        self._idle_task = loop.create_task(self._idle_scan(), name=f"{self.name}-idle")
+        log.info("%s: listening on %s:%d", self.name, self.host, self._port)
+
+    async def stop(self) -> None:
+        """Stop listening, close every channel, cancel running processors and wait for them."""
+        server = self._server
+        if server is None:
+            return
+        self._server = None
+        server.close()
+        await server.wait_closed()
+        if self._idle_task is not None:
+            self._idle_task.cancel()
+        channels = list(self._channels)
+        for channel in channels:
+            channel._close_now()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        pending: list[asyncio.Future[Any]] = [*tasks, *(c._lost for c in channels)]
+        if self._idle_task is not None:
+            pending.append(self._idle_task)
+        if pending:
+            await asyncio.wait(pending, timeout=5.0)
+        self._idle_task = None
+        log.info("%s: stopped", self.name)
+
+    # ------------------------------------------------------------------ internals
+    def _next_opaque(self) -> int:
+        # RemotingCommand.requestId: an AtomicInteger from 0 that wraps to Integer.MIN_VALUE.
+        return (next(self._opaques) - _INT32_MIN) % _INT32_SPAN + _INT32_MIN
+
+    def _on_connect(self, channel: Channel) -> None:
+        self._channels.add(channel)
+        log.debug("%s: connected %s", self.name, channel.remote_addr)
+        for listener in self._connect_listeners:
+            try:
+                listener(channel)
+            except Exception:
+                log.exception("%s: on_connect listener failed", self.name)
+
+    def _on_close(self, channel: Channel) -> None:
+        self._channels.discard(channel)
+        log.debug("%s: closed %s", self.name, channel.remote_addr)
+        for listener in self._close_listeners:
+            try:
+                listener(channel)
+            except Exception:
+                log.exception("%s: on_close listener failed", self.name)
+
+    def _dispatch(self, channel: Channel, cmd: RemotingCommand) -> None:
+        processor = self._processors.get(cmd.code, self._default_processor)
+        if processor is None:
+            # NettyRemotingAbstract.processRequestCommand: no processor and no default ->
+            # REQUEST_CODE_NOT_SUPPORTED, remark with a leading space, written even for oneway.
+            remark = f" request type {cmd.code} not supported"
+            log.error("%s%s", channel.remote_addr, remark)
+            channel._write_bytes(
+                _machinery_response(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark).encode()
+            )
+            return
+        reject = getattr(processor, "reject_request", None)
+        if reject is not None and reject():
+            # NettyRemotingAbstract.processRequestCommand: rejectRequest() -> SYSTEM_BUSY.
+            channel._write_bytes(
+                _machinery_response(
+                    cmd,
+                    ResponseCode.SYSTEM_BUSY,
+                    "[REJECTREQUEST]system busy, start flow control for a while",
+                ).encode()
+            )
+            return
+        # Run the processor eagerly: most answer without suspending, and then the response
+        # leaves in this very loop iteration with no task created at all.
+        coro = processor.process(channel, cmd)
+        try:
+            yielded = coro.send(None)
+        except StopIteration as stop:
+            self._respond(channel, cmd, stop.value)
+            return
+        except asyncio.CancelledError:
+            log.debug("%s: processor cancelled itself on code %d", self.name, cmd.code)
+            return
+        except Exception as exc:
+            self._respond_error(channel, cmd, exc)
+            return
+        task = self.loop.create_task(self._finish(channel, cmd, _Resumed(coro, yielded)))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _finish(self, channel: Channel, cmd: RemotingCommand, resumed: _Resumed) -> None:
+        try:
+            response = await resumed
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._respond_error(channel, cmd, exc)
+            return
+        self._respond(channel, cmd, response)
+
+    def _respond(self, channel: Channel, cmd: RemotingCommand, response: RemotingCommand | None) -> None:
+        if response is None or cmd.flag & FLAG_ONEWAY:
+            return
+        # The processor callback: setOpaque, markResponseType, setSerializeTypeCurrentRPC.
+        response.opaque = cmd.opaque
+        response.flag |= FLAG_RESPONSE
+        response.serialize_type = cmd.serialize_type
+        try:
+            data = response.encode()
+        except ProtocolError as exc:
+            self._respond_error(channel, cmd, exc)
+            return
+        channel._write_bytes(data)
+
+    def _respond_error(self, channel: Channel, cmd: RemotingCommand, exc: Exception) -> None:
+        log.error(
+            "%s: processing request code %d from %s failed",
+            self.name,
+            cmd.code,
+            channel.remote_addr,
+            exc_info=exc,
+        )
+        if not cmd.flag & FLAG_ONEWAY:
+            # NettyRemotingAbstract: SYSTEM_ERROR with RemotingHelper.exceptionSimpleDesc(e).
+            response = _machinery_response(cmd, ResponseCode.SYSTEM_ERROR, exception_desc(exc))
+            channel._write_bytes(response.encode())
+
+    async def _idle_scan(self) -> None:
+        # IdleStateHandler(0, 0, serverChannelMaxIdleTimeSeconds) + NettyConnectManageHandler:
+        # an ALL_IDLE event closes the channel.
+        idle = self.idle_timeout_s
+        period = min(max(idle / 4.0, 0.01), 5.0)
+        loop = self.loop
+        while True:
+            await asyncio.sleep(period)
+            limit = loop.time() - idle
+            for channel in list(self._channels):
+                if channel.last_active < limit and not channel.closed:
+                    log.info(
+                        "%s: channel %s idle for %.1f s, closing it", self.name, channel.remote_addr, idle
+                    )
+                    channel._close_now()
+
+
+class ServerThread:
+    """Runs a :class:`RemotingServer` on its own event loop in a named thread.
+
+    For tests and for embedding in synchronous programs: :meth:`start` returns once the
+    server listens, :meth:`stop` stops it and joins the thread.
+    """
+
+    def __init__(self, server: RemotingServer, *, name: str | None = None) -> None:
+        self.server = server
+        self.name = name or f"{server.name}-loop"
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            raise RuntimeError("server thread is not started")
+        return self._loop
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    def start(self, timeout_s: float = 10.0) -> None:
+        """Start the thread and return once the server listens (re-raises a bind error)."""
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._main, name=self.name, daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout_s):
+            raise TimeoutError(f"server {self.server.name} did not start within {timeout_s} s")
+        if self._error is not None:
+            self._thread.join(timeout_s)
+            self._thread = None
+            raise self._error
+
+    def run(self, coro: Coroutine[Any, Any, _T], timeout_s: float | None = 10.0) -> _T:
+        """Run ``coro`` on the server's loop and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout_s)
+
+    def call(self, fn: Callable[[], _T], timeout_s: float | None = 10.0) -> _T:
+        """Call ``fn`` on the server's loop and wait for its result."""
+
+        async def _call() -> _T:
+            return fn()
+
+        return self.run(_call(), timeout_s)
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the server, end the loop and join the thread."""
+        thread, loop = self._thread, self._loop
+        if thread is None or loop is None:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self.server.stop(), loop).result(timeout_s)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout_s)
+            self._thread = None
+
+    def _main(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self.server.start())
+            except BaseException as exc:
+                self._error = exc
+                return
+            finally:
+                self._ready.set()
+            loop.run_forever()
+            # stop() stopped the server first; this covers a loop stopped some other way.
+            loop.run_until_complete(self.server.stop())
+        finally:
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                asyncio.set_event_loop(None)
+                loop.close()

@@ -1,0 +1,130 @@
+"""The base of every background loop: heartbeat, route refresh, flush, rebalance, ...
+
+Mirrors ``org.apache.rocketmq.common.ServiceThread``: a named thread that loops until
+:meth:`ServiceThread.shutdown`, sleeping between rounds in
+:meth:`ServiceThread.wait_for_running`, which :meth:`ServiceThread.wakeup` cuts short.
+
+Invariants:
+
+* ``start()`` is idempotent; ``shutdown()`` sets :attr:`ServiceThread.stopped`, wakes the
+  thread and joins it (unless called from the thread itself), so no thread outlives its
+  owner's shutdown.
+* A wakeup that arrives while the thread is busy is not lost: the next
+  ``wait_for_running`` returns at once (Java's ``hasNotified`` flag).
+* An exception raised by :meth:`ServiceThread.run_once` is logged with its traceback and
+  the loop goes on, as Java's service loops catch and log ``Exception``; nothing is
+  swallowed silently.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+__all__ = ["ServiceThread"]
+
+log = logging.getLogger(__name__)
+
+
+class ServiceThread:
+    """A stoppable background loop (``org.apache.rocketmq.common.ServiceThread``).
+
+    Subclasses either override :meth:`run_once` (called every ``interval_s`` seconds,
+    default 1.0, or earlier after :meth:`wakeup`) or override :meth:`run` entirely, looping
+    ``while not self.stopped`` and sleeping with :meth:`wait_for_running`.
+    """
+
+    def __init__(self, name: str, *, daemon: bool = True, interval_s: float = 1.0) -> None:
+        if interval_s < 0:
+            raise ValueError(f"interval_s must be >= 0, got {interval_s}")
+        self.name = name
+        self.daemon = daemon
+        self.interval_s = interval_s
+        self._stopped = False
+        self._started = False
+        self._notified = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ state
+    @property
+    def stopped(self) -> bool:
+        """True once :meth:`shutdown` was called (Java ``isStopped()``)."""
+        return self._stopped
+
+    @property
+    def is_alive(self) -> bool:
+        thread = self._thread
+        return thread is not None and thread.is_alive()
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        """Start the thread (named :attr:`name`); a second call does nothing."""
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+            self._stopped = False
+            self._thread = threading.Thread(target=self._main, name=self.name, daemon=self.daemon)
+            self._thread.start()
+
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        """Stop the loop, wake it and join it for at most ``timeout_s`` seconds.
+
+        Java ``shutdown()``; a thread that does not finish in time is reported in the log.
+        """
+        with self._lock:
+            self._stopped = True
+            thread = self._thread
+        self.wakeup()
+        if thread is None or thread is threading.current_thread():
+            return
+        thread.join(timeout_s)
+        if thread.is_alive():
+            log.warning("service thread %s did not stop within %.1f s", self.name, timeout_s)
+
+    def wakeup(self) -> None:
+        """End the current (or the next) :meth:`wait_for_running` early."""
+        self._notified.set()
+
+    def wait_for_running(self, interval_s: float) -> None:
+        """Sleep up to ``interval_s`` seconds; returns early on :meth:`wakeup` or shutdown.
+
+        Java ``waitForRunning``: a pending wakeup makes it return at once; in every case
+        :meth:`on_wait_end` runs before it returns.
+        """
+        if not self._stopped:
+            self._notified.wait(interval_s)
+        self._notified.clear()
+        self.on_wait_end()
+
+    # ------------------------------------------------------------------ overridables
+    def on_wait_end(self) -> None:
+        """Hook run at the end of every :meth:`wait_for_running` (Java ``onWaitEnd``)."""
+
+    def run_once(self) -> None:
+        """One round of work; the default :meth:`run` calls it every ``interval_s``."""
+
+    def run(self) -> None:
+        """The loop: ``run_once`` then ``wait_for_running(interval_s)`` until stopped."""
+        while not self._stopped:
+            try:
+                self.run_once()
+            except Exception:
+                log.exception("service thread %s: run_once failed", self.name)
+            if self.stopped:
+                break
+            self.wait_for_running(self.interval_s)
+
+    def _main(self) -> None:
+        log.debug("service thread %s started", self.name)
+        try:
+            self.run()
+        except Exception:
+            log.exception("service thread %s died", self.name)
+            raise
+        finally:
+            log.debug("service thread %s ended", self.name)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} stopped={self._stopped} alive={self.is_alive}>"
