@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from rocketq.testing.fixtures import embedded_cluster, unique_name  # noqa: F401
+
 _REPO = Path(__file__).resolve().parent.parent
 
 

@@ -34,7 +34,6 @@ from rocketq.errors import IllegalArgumentError
 __all__ = [
     "BrokerConfig",
     "ConfigManager",
-    "chm_order",
     "config_file_path",
     "java_key",
     "load_properties",
@@ -393,38 +392,6 @@ def read_config_file(path: str) -> str | None:
         if text.strip():
             return text
     return None
-
-
-# ---------------------------------------------------------------------- ConcurrentHashMap order
-def _table_size_for(c: int) -> int:
-    n = 1
-    while n < c:
-        n <<= 1
-    return n
-
-
-def chm_order(keys: list[str], initial_capacity: int) -> list[str]:
-    """Iteration order of a Java ``ConcurrentHashMap<String, ?>(initial_capacity)`` holding ``keys``.
-
-    The broker's tables are ``ConcurrentHashMap`` instances (``TopicConfigManager``: 1024,
-    ``ConsumerOffsetManager``: 512, ``SubscriptionGroupManager``: 1024) and fastjson writes
-    them in iteration order, so the config files and bodies list entries by bucket: the table
-    starts at ``tableSizeFor(c + c/2 + 1)`` slots and doubles once ``size >= 0.75 * n``; a
-    bucket keeps insertion order (``keys`` must be in insertion order). Verified against every
-    golden ``store/*.json``.
-    """
-    from rocketq.protocol.java import string_hash
-
-    n = _table_size_for(initial_capacity + (initial_capacity >> 1) + 1)
-    while len(keys) >= n - (n >> 2):
-        n <<= 1
-    mask = n - 1
-
-    def bucket(k: str) -> int:
-        h = string_hash(k) & 0xFFFFFFFF
-        return ((h ^ (h >> 16)) & 0x7FFFFFFF) & mask
-
-    return sorted(keys, key=bucket)
 
 
 class ConfigManager:

@@ -1,16 +1,27 @@
-"""Entry point of the ``rocketq`` command (subcommands are registered in ``rocketq.cli``)."""
+"""Entry point of the ``rocketq`` command: a thin dispatcher over subcommand modules.
+
+Each module listed in :data:`SUBCOMMAND_MODULES` exposes ``register(subparsers)``, which adds
+its subcommands and sets ``func`` (``Callable[[argparse.Namespace], int]``) as a parser
+default. Modules are imported when the parser is built; they import heavy packages lazily.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
-__all__ = ["main"]
+__all__ = ["SUBCOMMAND_MODULES", "build_parser", "main"]
+
+#: Modules that contribute subcommands (add yours here).
+SUBCOMMAND_MODULES: tuple[str, ...] = ("rocketq.cli.servers",)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rocketq", description="rocketq: RocketMQ in pure Python")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
     return parser
 
 
@@ -20,7 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    return 0
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    return int(func(args))
 
 
 if __name__ == "__main__":

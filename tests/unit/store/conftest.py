@@ -57,9 +57,10 @@ def make_msg(
     tags: str | None = None,
     keys: str | None = None,
     uniq: str | None = None,
+    extra: dict[str, str] | None = None,
     **props: str,
 ) -> MessageExtBrokerInner:
-    properties = dict(props)
+    properties = {**props, **(extra or {})}
     if tags is not None:
         properties["TAGS"] = tags
     if keys is not None:

@@ -385,7 +385,7 @@ def test_round_trip_property(factory: StoreFactory, items: list[tuple[int, bytes
     store = factory(root=factory.root / f"example{n}")
     topic = f"Prop{n}"
     for qid, body, props in items:
-        assert store.put_message(make_msg(topic=topic, queue_id=qid, body=body, **props)).ok
+        assert store.put_message(make_msg(topic=topic, queue_id=qid, body=body, extra=props)).ok
     for qid in range(3):
         expected = [(b, p) for q, b, p in items if q == qid]
         got_all = []

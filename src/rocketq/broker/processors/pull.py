@@ -1,0 +1,301 @@
+"""PULL_MESSAGE: validation, store read, response mapping, long polling, offset commit.
+
+Mirrors ``org.apache.rocketmq.broker.processor.PullMessageProcessor`` (4.9.x) and the
+reference sections 6.1-6.3. Invariants:
+
+* Validation runs in Java's order (6.1) with Java's codes and remarks.
+* The response body is the stored records, sliced from the store: the stored format is
+  the wire format, nothing is decoded on this path.
+* A PULL_NOT_FOUND with the SUSPEND flag on the first pass is held (no response now); the
+  re-execution after a wake-up or the timeout never suspends again and never commits the
+  offset, and its response is encoded in JSON whatever the request used (Java writes it
+  outside the normal callback with the default serialize type; golden binary_header seq 29).
+* The commit offset carried by the request is stored only on the first pass, only with
+  the COMMIT_OFFSET flag, and only on a master.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from rocketq.broker.long_polling import PullRequest, PullRequestHoldService
+from rocketq.broker.store import GetMessageStatus, MessageExtBrokerInner
+from rocketq.protocol import fastjson
+from rocketq.protocol.codes import PermName, PullSysFlag, ResponseCode, SerializeType
+from rocketq.protocol.frame import RemotingCommand
+from rocketq.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
+from rocketq.protocol.heartbeat import MessageModel, SubscriptionData, build_subscription_data
+from rocketq.protocol.message import MessageConst, encode_properties, tags_code
+from rocketq.protocol.message_queue import MessageQueue
+from rocketq.remoting.server import Channel
+
+if TYPE_CHECKING:
+    from rocketq.broker.broker import BrokerController
+
+__all__ = ["OFFSET_MOVED_EVENT", "PullMessageProcessor", "subscription_matcher"]
+
+log = logging.getLogger(__name__)
+
+#: ``TopicValidator.RMQ_SYS_OFFSET_MOVED_EVENT``
+OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
+_MASTER_ID = 0
+
+_STATUS_CODE = {
+    GetMessageStatus.FOUND: ResponseCode.SUCCESS,
+    GetMessageStatus.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetMessageStatus.NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetMessageStatus.OFFSET_FOUND_NULL: ResponseCode.PULL_NOT_FOUND,
+    GetMessageStatus.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
+    GetMessageStatus.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
+    GetMessageStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
+}
+
+
+def subscription_matcher(sub: SubscriptionData | None) -> tuple[bool, frozenset[int]]:
+    """``ExpressionMessageFilter.isMatchedByConsumeQueue`` reduced to (match_all, codes)."""
+    if sub is None or sub.class_filter_mode or sub.sub_string == "*" or not sub.code_set:
+        return True, frozenset()
+    return False, frozenset(sub.code_set)
+
+
+def _to_int32(code: int) -> int:
+    """Java ``tagsCode.intValue()``: the low 32 bits, signed."""
+    code &= 0xFFFFFFFF
+    return code - 0x100000000 if code & 0x80000000 else code
+
+
+def _error(request: RemotingCommand, code: int, remark: str) -> RemotingCommand:
+    return request.make_response(code, remark)
+
+
+class PullMessageProcessor:
+    """Serves PULL_MESSAGE (code 11)."""
+
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+        self.hold_service = PullRequestHoldService(
+            max_offset=broker.store.get_max_offset_in_queue,
+            wakeup=self._execute_when_wakeup,
+            long_polling_enable=broker.config.long_polling_enable,
+        )
+
+    async def start(self) -> None:
+        await self.hold_service.start()
+        self.broker.store.add_arrival_listener(self.hold_service.on_message_arrived)
+
+    async def stop(self) -> None:
+        await self.hold_service.stop()
+
+    async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        return self.process_request(channel, request, broker_allow_suspend=True)
+
+    def _execute_when_wakeup(self, pr: PullRequest) -> None:
+        try:
+            response = self.process_request(pr.channel, pr.request, broker_allow_suspend=False)
+        except Exception as exc:
+            log.exception("woken pull failed")
+            response = pr.request.make_response(ResponseCode.SYSTEM_ERROR, str(exc))
+        if response is None or pr.request.is_oneway:
+            return
+        response.serialize_type = SerializeType.JSON
+        pr.channel.write(response)
+
+    # ------------------------------------------------------------------ the request
+    def process_request(
+        self, channel: Channel, request: RemotingCommand, *, broker_allow_suspend: bool
+    ) -> RemotingCommand | None:
+        broker = self.broker
+        cfg = broker.config
+        header = PullMessageRequestHeader.from_ext_fields(request.ext_fields)
+        missing = header.missing_required()
+        if missing:
+            return _error(request, ResponseCode.SYSTEM_ERROR, f"the custom field <{missing[0]}> is null")
+        group = str(header.consumer_group)
+        topic = str(header.topic)
+        queue_id = int(header.queue_id or 0)
+        queue_offset = int(header.queue_offset or 0)
+        sys_flag = int(header.sys_flag or 0)
+
+        if not cfg.broker_permission & PermName.PERM_READ:
+            return _error(
+                request,
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{broker.broker_addr}] pulling message is forbidden",
+            )
+        sgc = broker.subscription_group_manager.find_subscription_group_config(group)
+        if sgc is None:
+            return _error(
+                request,
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group [{group}] does not exist, "
+                "https://rocketmq.apache.org/docs/bestPractice/06FAQ",
+            )
+        if not sgc.consume_enable:
+            return _error(request, ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+
+        has_suspend = bool(sys_flag & PullSysFlag.SUSPEND)
+        has_commit = bool(sys_flag & PullSysFlag.COMMIT_OFFSET)
+        has_subscription = bool(sys_flag & PullSysFlag.SUBSCRIPTION)
+        suspend_timeout_ms = int(header.suspend_timeout_millis or 0) if has_suspend else 0
+
+        tc = broker.topic_config_manager.select_topic_config(topic)
+        if tc is None:
+            return _error(
+                request,
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"topic[{topic}] not exist, apply first please! "
+                "https://rocketmq.apache.org/docs/bestPractice/06FAQ",
+            )
+        if not tc.perm & PermName.PERM_READ:
+            return _error(
+                request, ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden"
+            )
+        if queue_id < 0 or queue_id >= tc.read_queue_nums:
+            return _error(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"queueId[{queue_id}] is illegal, topic:[{topic}] "
+                f"topicConfig.readQueueNums:[{tc.read_queue_nums}] consumer:[{channel.remote_addr}]",
+            )
+
+        sub: SubscriptionData | None
+        if has_subscription:
+            try:
+                sub = build_subscription_data(
+                    topic, header.subscription, expression_type=header.expression_type or "TAG"
+                )
+            except Exception:
+                return _error(
+                    request,
+                    ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+                    "parse the consumer's subscription failed",
+                )
+        else:
+            cgi = broker.consumer_manager.get_consumer_group_info(group)
+            if cgi is None:
+                return _error(
+                    request, ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's group info not exist"
+                )
+            if not sgc.consume_broadcast_enable and cgi.message_model == MessageModel.BROADCASTING:
+                return _error(
+                    request,
+                    ResponseCode.NO_PERMISSION,
+                    f"the consumer group[{group}] can not consume by broadcast way",
+                )
+            sub = cgi.find_subscription_data(topic)
+            if sub is None:
+                return _error(
+                    request, ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's subscription not exist"
+                )
+            if sub.sub_version < int(header.sub_version or 0):
+                return _error(
+                    request, ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
+                )
+        if sub is not None and sub.expression_type not in (None, "", "TAG"):
+            return _error(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                "The broker does not support consumer to filter message by SQL92",
+            )
+
+        match_all, codes = subscription_matcher(sub)
+
+        def matches(code: int) -> bool:
+            return match_all or _to_int32(code) in codes
+
+        result = broker.store.get_message(
+            group,
+            topic,
+            queue_id,
+            queue_offset,
+            int(header.max_msg_nums or 32),
+            None if match_all else matches,
+        )
+        status = result.status
+        if status in (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE):
+            code = ResponseCode.PULL_OFFSET_MOVED if queue_offset != 0 else ResponseCode.PULL_NOT_FOUND
+        else:
+            code = _STATUS_CODE[status]
+        # 6.2a: with slaveReadEnable off a master always suggests itself
+        suggest = _MASTER_ID
+        if cfg.slave_read_enable:
+            suggest = (
+                sgc.which_broker_when_consume_slowly if result.suggest_pulling_from_slave else sgc.broker_id
+            )
+        response_header = PullMessageResponseHeader(
+            suggest_which_broker_id=suggest,
+            next_begin_offset=result.next_begin_offset,
+            min_offset=result.min_offset,
+            max_offset=result.max_offset,
+        )
+        response: RemotingCommand | None = request.make_response(
+            code, status.name, response_header.to_ext_fields(serialize_type=request.serialize_type)
+        )
+        assert response is not None
+        if code == ResponseCode.SUCCESS:
+            response.body = result.body()
+            broker.stats.inc_group_get(group, topic, result.message_count, result.buffer_total_size)
+        elif code == ResponseCode.PULL_NOT_FOUND and broker_allow_suspend and has_suspend:
+            timeout_ms = suspend_timeout_ms if cfg.long_polling_enable else cfg.short_polling_time_mills
+            now = time.monotonic_ns() // 1_000_000
+            self.hold_service.suspend(
+                topic,
+                queue_id,
+                PullRequest(request, channel, timeout_ms, now, queue_offset, matches),
+            )
+            response = None
+        elif code == ResponseCode.PULL_OFFSET_MOVED:
+            mq = MessageQueue(topic, cfg.broker_name, queue_id)
+            self._generate_offset_moved_event(group, mq, queue_offset, result.next_begin_offset)
+            log.warning(
+                "PULL_OFFSET_MOVED: group=%s %s requestOffset=%d newOffset=%d",
+                group,
+                mq,
+                queue_offset,
+                result.next_begin_offset,
+            )
+
+        if broker_allow_suspend and has_commit and cfg.broker_id == _MASTER_ID:
+            broker.consumer_offset_manager.commit_offset(
+                channel.remote_addr, group, topic, queue_id, int(header.commit_offset or 0)
+            )
+        return response
+
+    def _generate_offset_moved_event(
+        self, group: str, mq: MessageQueue, offset_request: int, offset_new: int
+    ) -> None:
+        """``generateOffsetMovedEvent``: a system message telling operators a consumer jumped."""
+        broker = self.broker
+        if broker.topic_config_manager.select_topic_config(OFFSET_MOVED_EVENT) is None:
+            return
+        body = fastjson.dumps(
+            {
+                "consumerGroup": group,
+                "messageQueue": mq.to_json_obj(),
+                "offsetNew": offset_new,
+                "offsetRequest": offset_request,
+            }
+        ).encode()
+        props = {MessageConst.TAGS: group, MessageConst.DELAY: "0", MessageConst.KEYS: group}
+        now = int(time.time() * 1000)
+        inner = MessageExtBrokerInner(
+            topic=OFFSET_MOVED_EVENT,
+            queue_id=0,
+            flag=0,
+            body=body,
+            properties=props,
+            properties_string=encode_properties(props, java_order=True),
+            tags_code=tags_code(group),
+            sys_flag=0,
+            born_timestamp=now,
+            born_host=broker.store_host,
+            store_host=broker.store_host,
+        )
+        try:
+            result = broker.store.put_message(inner)
+            if not result.ok:
+                log.warning("storing an OFFSET_MOVED_EVENT failed: %s", result.status.name)
+        except Exception:
+            log.exception("storing an OFFSET_MOVED_EVENT failed")

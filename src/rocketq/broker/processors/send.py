@@ -1,0 +1,481 @@
+"""SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE and CONSUMER_SEND_MSG_BACK.
+
+Mirrors ``org.apache.rocketmq.broker.processor.SendMessageProcessor`` and
+``AbstractSendMessageProcessor`` (4.9.x; reference 2.4 "Broker send-side behaviour", 3.7,
+5.3). Invariants:
+
+* Checks run in Java's order (``msgCheck``): broker writable, topic name valid and not a
+  system topic, topic exists or is auto-created (TBW102 rules, ``%RETRY%`` topics with one
+  queue), queue id in range. Codes and remarks are Java's.
+* The batch path is chosen by the header's ``batch``/``m`` flag, not the request code
+  (``asyncProcessRequest``); a batch is stored atomically with consecutive queue offsets.
+* Stored property strings are rebuilt in Java HashMap order with ``CLUSTER`` added and
+  ``WAIT`` removed (single messages), so records are byte-identical to Java's.
+* Under SYNC_FLUSH the response is written only once the bytes are durable (or with
+  FLUSH_DISK_TIMEOUT); a message sent with ``WAIT=false`` does not wait.
+* Send responses always carry the ``MSG_REGION`` and ``TRACE_ON`` extFields: the Java
+  client reads them without a null check (``MQClientAPIImpl.processSendResponse``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import re
+from typing import TYPE_CHECKING
+
+from rocketq.broker.store import (
+    MessageExtBrokerInner,
+    PutMessageResult,
+    PutMessageStatus,
+)
+from rocketq.protocol.codes import PermName, RequestCode, ResponseCode, Version
+from rocketq.protocol.frame import RemotingCommand
+from rocketq.protocol.headers import (
+    ConsumerSendMsgBackRequestHeader,
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+)
+from rocketq.protocol.message import (
+    HostAddr,
+    MessageConst,
+    decode_batch,
+    decode_properties,
+    decode_record,
+    encode_properties,
+    tags_code,
+)
+from rocketq.protocol.message_id import create_offset_msg_id
+from rocketq.remoting.server import Channel
+
+if TYPE_CHECKING:
+    from rocketq.broker.broker import BrokerController
+
+__all__ = [
+    "DLQ_PREFIX",
+    "RETRY_PREFIX",
+    "SYSTEM_SEND_FORBIDDEN_TOPICS",
+    "SendMessageProcessor",
+    "parse_host",
+    "validate_topic",
+]
+
+log = logging.getLogger(__name__)
+
+#: ``MixAll.RETRY_GROUP_TOPIC_PREFIX`` / ``MixAll.DLQ_GROUP_TOPIC_PREFIX``
+RETRY_PREFIX = "%RETRY%"
+DLQ_PREFIX = "%DLQ%"
+#: ``AbstractSendMessageProcessor.DLQ_NUMS_PER_GROUP``
+DLQ_NUMS_PER_GROUP = 1
+#: ``TopicValidator``: valid characters and maximum length of a topic name.
+_TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+TOPIC_MAX_LENGTH = 127
+#: ``TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET``
+SYSTEM_SEND_FORBIDDEN_TOPICS = frozenset(
+    {
+        "SCHEDULE_TOPIC_XXXX",
+        "RMQ_SYS_TRANS_HALF_TOPIC",
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+        "TRANS_CHECK_MAX_TIME_TOPIC",
+        "SELF_TEST_TOPIC",
+        "OFFSET_MOVED_EVENT",
+    }
+)
+_FAQ = " https://rocketmq.apache.org/docs/bestPractice/06FAQ"
+_PERM_RW = PermName.PERM_READ | PermName.PERM_WRITE
+
+_PUT_STATUS_RESPONSE: dict[PutMessageStatus, tuple[int, str | None]] = {
+    PutMessageStatus.PUT_OK: (ResponseCode.SUCCESS, None),
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: (ResponseCode.FLUSH_DISK_TIMEOUT, None),
+    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: (ResponseCode.FLUSH_SLAVE_TIMEOUT, None),
+    PutMessageStatus.SLAVE_NOT_AVAILABLE: (ResponseCode.SLAVE_NOT_AVAILABLE, None),
+    PutMessageStatus.CREATE_MAPEDFILE_FAILED: (
+        ResponseCode.SYSTEM_ERROR,
+        "create mapped file failed, server is busy or broken.",
+    ),
+    PutMessageStatus.MESSAGE_ILLEGAL: (
+        ResponseCode.MESSAGE_ILLEGAL,
+        "the message is illegal, maybe msg body or properties length not matched. "
+        "msg body length limit 128k, msg properties length limit 32k.",
+    ),
+    PutMessageStatus.PROPERTIES_SIZE_EXCEEDED: (
+        ResponseCode.MESSAGE_ILLEGAL,
+        "the message is illegal, maybe msg body or properties length not matched. "
+        "msg body length limit 128k, msg properties length limit 32k.",
+    ),
+    PutMessageStatus.SERVICE_NOT_AVAILABLE: (
+        ResponseCode.SERVICE_NOT_AVAILABLE,
+        "service not available now. It may be caused by one of the following reasons: "
+        "the broker's disk is full, messages are put to the slave, message store has been shut down, etc.",
+    ),
+    PutMessageStatus.OS_PAGECACHE_BUSY: (
+        ResponseCode.SYSTEM_ERROR,
+        "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
+    ),
+    PutMessageStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
+}
+
+
+def validate_topic(topic: str | None) -> str | None:
+    """``TopicValidator.validateTopic``: None when valid, else the Java error text."""
+    if not topic or not topic.strip():
+        return "The specified topic is blank."
+    if not _TOPIC_PATTERN.match(topic):
+        return f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    if len(topic) > TOPIC_MAX_LENGTH:
+        return "The specified topic is longer than topic max length."
+    return None
+
+
+def parse_host(addr: str) -> HostAddr:
+    """``"ip:port"`` or ``"[v6]:port"`` into a HostAddr."""
+    host, _, port = addr.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+class SendMessageProcessor:
+    """Serves the send codes and CONSUMER_SEND_MSG_BACK."""
+
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+        self._random = random.Random()
+
+    async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        if request.code == RequestCode.CONSUMER_SEND_MSG_BACK:
+            return await self._consumer_send_msg_back(channel, request)
+        if request.code == RequestCode.SEND_MESSAGE:
+            header = SendMessageRequestHeader.from_ext_fields(request.ext_fields)
+        else:
+            header = SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields).to_v1()
+        missing = header.missing_required()
+        if missing:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR, f"the custom field <{missing[0]}> is null"
+            )
+        if header.batch:
+            return await self._send_batch(channel, request, header)
+        return await self._send_one(channel, request, header)
+
+    # ------------------------------------------------------------------ checks
+    def _response(self, request: RemotingCommand, code: int, remark: str | None) -> RemotingCommand:
+        cfg = self.broker.config
+        resp = request.make_response(code, remark)
+        # preSend: these two ride on every send response
+        resp.ext_fields = {
+            MessageConst.MSG_REGION: cfg.region_id,
+            MessageConst.TRACE_ON: "true" if cfg.trace_on else "false",
+        }
+        return resp
+
+    def _msg_check(
+        self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader
+    ) -> tuple[RemotingCommand | None, int]:
+        """``msgCheck``: an error response, or (None, queue id to use)."""
+        broker = self.broker
+        topic = str(header.topic)
+        if not broker.config.broker_permission & PermName.PERM_WRITE:
+            return (
+                self._response(
+                    request,
+                    ResponseCode.NO_PERMISSION,
+                    f"the broker[{broker.broker_addr}] sending message is forbidden",
+                ),
+                0,
+            )
+        problem = validate_topic(topic)
+        if problem is not None:
+            return self._response(request, ResponseCode.SYSTEM_ERROR, problem), 0
+        if topic in SYSTEM_SEND_FORBIDDEN_TOPICS:
+            return (
+                self._response(
+                    request, ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
+                ),
+                0,
+            )
+        tcm = broker.topic_config_manager
+        tc = tcm.select_topic_config(topic)
+        if tc is None:
+            tc = tcm.create_topic_in_send_message_method(
+                topic,
+                str(header.default_topic or ""),
+                channel.remote_addr,
+                int(header.default_topic_queue_nums or 4),
+                0,
+            )
+            if tc is None and topic.startswith(RETRY_PREFIX):
+                tc = tcm.create_topic_in_send_message_back_method(topic, 1, _PERM_RW, 0)
+            if tc is None:
+                return (
+                    self._response(
+                        request,
+                        ResponseCode.TOPIC_NOT_EXIST,
+                        f"topic[{topic}] not exist, apply first please!{_FAQ}",
+                    ),
+                    0,
+                )
+        queue_id = int(header.queue_id if header.queue_id is not None else -1)
+        id_valid = max(tc.write_queue_nums, tc.read_queue_nums)
+        if queue_id >= id_valid:
+            return (
+                self._response(
+                    request,
+                    ResponseCode.SYSTEM_ERROR,
+                    f"request queueId[{queue_id}] is illegal, {tc} Producer: {channel.remote_addr}",
+                ),
+                0,
+            )
+        if queue_id < 0:
+            queue_id = self._random.randrange(max(tc.write_queue_nums, 1))
+        return None, queue_id
+
+    # ------------------------------------------------------------------ single message
+    async def _send_one(
+        self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader
+    ) -> RemotingCommand | None:
+        broker = self.broker
+        error, queue_id = self._msg_check(channel, request, header)
+        if error is not None:
+            return error
+        topic = str(header.topic)
+        props = decode_properties(header.properties or "")
+        reconsume_times = int(header.reconsume_times or 0)
+        if topic.startswith(RETRY_PREFIX):
+            redirected = self._handle_retry_and_dlq(request, header, props, reconsume_times)
+            if isinstance(redirected, RemotingCommand):
+                return redirected
+            topic, queue_id = redirected
+        props[MessageConst.CLUSTER] = broker.config.broker_cluster_name
+        wait = props.pop(MessageConst.WAIT, None)
+        props_string = encode_properties(props, java_order=True)
+        if wait is not None:
+            props[MessageConst.WAIT] = wait
+        inner = MessageExtBrokerInner(
+            topic=topic,
+            queue_id=queue_id,
+            flag=int(header.flag or 0),
+            body=request.body,
+            properties=props,
+            properties_string=props_string,
+            tags_code=tags_code(props.get(MessageConst.TAGS)),
+            sys_flag=int(header.sys_flag or 0),
+            born_timestamp=int(header.born_timestamp or 0),
+            born_host=parse_host(channel.remote_addr),
+            store_host=broker.store_host,
+            reconsume_times=reconsume_times,
+        )
+        if props.get(MessageConst.TRAN_MSG) == "true":
+            return self._response(
+                request,
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{broker.broker_addr}] sending transaction message is forbidden",
+            )
+        result = broker.store.put_message(inner)
+        wait_flush = wait != "false"
+        return await self._handle_put_result(
+            request, result, topic, queue_id, 1, len(request.body), wait_flush
+        )
+
+    def _handle_retry_and_dlq(
+        self,
+        request: RemotingCommand,
+        header: SendMessageRequestHeader,
+        props: dict[str, str],
+        reconsume_times: int,
+    ) -> RemotingCommand | tuple[str, int]:
+        """``handleRetryAndDLQ``: a retry-topic message over its max goes to the group's DLQ."""
+        broker = self.broker
+        topic = str(header.topic)
+        group = topic[len(RETRY_PREFIX) :]
+        sgc = broker.subscription_group_manager.find_subscription_group_config(group)
+        if sgc is None:
+            return self._response(
+                request,
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group not exist, {group}{_FAQ}",
+            )
+        max_reconsume = sgc.retry_max_times
+        if request.version >= Version.V3_4_9 and header.max_reconsume_times is not None:
+            max_reconsume = int(header.max_reconsume_times)
+        queue_id = int(header.queue_id or 0)
+        if reconsume_times >= max_reconsume:
+            topic = DLQ_PREFIX + group
+            queue_id = self._random.randrange(DLQ_NUMS_PER_GROUP)
+            broker.topic_config_manager.create_topic_in_send_message_back_method(
+                topic, DLQ_NUMS_PER_GROUP, _PERM_RW, 0
+            )
+            props[MessageConst.DELAY] = "0"
+        return topic, queue_id
+
+    # ------------------------------------------------------------------ batch
+    async def _send_batch(
+        self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader
+    ) -> RemotingCommand | None:
+        broker = self.broker
+        error, queue_id = self._msg_check(channel, request, header)
+        if error is not None:
+            return error
+        topic = str(header.topic)
+        if topic.startswith(RETRY_PREFIX):
+            return self._response(
+                request, ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + topic
+            )
+        try:
+            entries = decode_batch(request.body)
+        except Exception as exc:
+            return self._response(
+                request, ResponseCode.MESSAGE_ILLEGAL, f"the batch body is malformed: {exc}"
+            )
+        if not entries:
+            return self._response(request, ResponseCode.MESSAGE_ILLEGAL, "the batch is empty")
+        batch_props = decode_properties(header.properties or "")
+        batch_props[MessageConst.CLUSTER] = broker.config.broker_cluster_name
+        batch_props_string = encode_properties(batch_props, java_order=True)
+        born_host = parse_host(channel.remote_addr)
+        sys_flag = int(header.sys_flag or 0)
+        born_timestamp = int(header.born_timestamp or 0)
+        reconsume_times = int(header.reconsume_times or 0)
+        inners = []
+        for entry in entries:
+            props = decode_properties(entry.properties)
+            if int(props.get(MessageConst.DELAY, "0") or 0) > 0:
+                return self._response(
+                    request, ResponseCode.MESSAGE_ILLEGAL, "Delay message is not supported in batch"
+                )
+            merged = {**props, **batch_props}
+            # CommitLog.MessageExtBatchEncoder: entry properties + separator + batch properties
+            pstr = entry.properties + ("\x02" + batch_props_string if batch_props_string else "")
+            inners.append(
+                MessageExtBrokerInner(
+                    topic=topic,
+                    queue_id=queue_id,
+                    flag=entry.flag,
+                    body=entry.body,
+                    properties=merged,
+                    properties_string=pstr,
+                    tags_code=tags_code(props.get(MessageConst.TAGS)),
+                    sys_flag=sys_flag,
+                    born_timestamp=born_timestamp,
+                    born_host=born_host,
+                    store_host=broker.store_host,
+                    reconsume_times=reconsume_times,
+                )
+            )
+        result = broker.store.put_messages(inners)
+        size = sum(len(e.body) for e in entries)
+        wait_flush = batch_props.get(MessageConst.WAIT) != "false"
+        return await self._handle_put_result(request, result, topic, queue_id, len(entries), size, wait_flush)
+
+    # ------------------------------------------------------------------ result
+    async def _handle_put_result(
+        self,
+        request: RemotingCommand,
+        result: PutMessageResult,
+        topic: str,
+        queue_id: int,
+        msgs: int,
+        size: int,
+        wait_flush: bool,
+    ) -> RemotingCommand:
+        status = result.status
+        if status == PutMessageStatus.PUT_OK and result.flush_future is not None and wait_flush:
+            durable = await asyncio.wrap_future(result.flush_future)
+            if not durable:
+                status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+        code, remark = _PUT_STATUS_RESPONSE.get(status, (ResponseCode.SYSTEM_ERROR, status.name))
+        response = self._response(request, code, remark)
+        append = result.append
+        if append is not None and code in (
+            ResponseCode.SUCCESS,
+            ResponseCode.FLUSH_DISK_TIMEOUT,
+            ResponseCode.FLUSH_SLAVE_TIMEOUT,
+            ResponseCode.SLAVE_NOT_AVAILABLE,
+        ):
+            self.broker.stats.inc_topic_put(topic, msgs, size)
+            header = SendMessageResponseHeader(
+                msg_id=append.msg_id, queue_id=queue_id, queue_offset=append.logics_offset
+            )
+            # MSG_REGION/TRACE_ON were put into the map first (preSend); the header fields join them
+            response.ext_fields = header.to_ext_fields(
+                response.ext_fields, serialize_type=request.serialize_type
+            )
+        return response
+
+    # ------------------------------------------------------------------ send back
+    async def _consumer_send_msg_back(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """``asyncConsumerSendMsgBack`` (5.3): re-store a failed message to %RETRY% or %DLQ%."""
+        broker = self.broker
+        header = ConsumerSendMsgBackRequestHeader.from_ext_fields(request.ext_fields)
+        missing = header.missing_required()
+        if missing:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR, f"the custom field <{missing[0]}> is null"
+            )
+        group = str(header.group)
+        sgc = broker.subscription_group_manager.find_subscription_group_config(group)
+        if sgc is None:
+            return request.make_response(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}{_FAQ}"
+            )
+        if not broker.config.broker_permission & PermName.PERM_WRITE:
+            return request.make_response(
+                ResponseCode.NO_PERMISSION, f"the broker[{broker.broker_addr}] sending message is forbidden"
+            )
+        if sgc.retry_queue_nums <= 0:
+            return request.make_response(ResponseCode.SUCCESS)
+        tcm = broker.topic_config_manager
+        new_topic = RETRY_PREFIX + group
+        queue_id = self._random.randrange(sgc.retry_queue_nums)
+        tc = tcm.create_topic_in_send_message_back_method(new_topic, sgc.retry_queue_nums, _PERM_RW, 0)
+        if not tc.perm & PermName.PERM_WRITE:
+            return request.make_response(
+                ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden"
+            )
+        offset = int(header.offset or 0)
+        # lookMessageByOffset decodes without decompressing: the body is re-stored as it was
+        raw = broker.store.select_one_message_by_offset(offset)
+        msg = decode_record(raw, decompress=False) if raw is not None else None
+        if msg is None:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {offset}"
+            )
+        props = dict(msg.properties)
+        if MessageConst.RETRY_TOPIC not in props:
+            props[MessageConst.RETRY_TOPIC] = msg.topic
+        props[MessageConst.WAIT] = "false"
+        delay_level = int(header.delay_level or 0)
+        max_reconsume = sgc.retry_max_times
+        if request.version >= Version.V3_4_9 and header.max_reconsume_times is not None:
+            max_reconsume = int(header.max_reconsume_times)
+        if msg.reconsume_times >= max_reconsume or delay_level < 0:
+            new_topic = DLQ_PREFIX + group
+            queue_id = self._random.randrange(DLQ_NUMS_PER_GROUP)
+            tcm.create_topic_in_send_message_back_method(new_topic, DLQ_NUMS_PER_GROUP, _PERM_RW, 0)
+        else:
+            if delay_level == 0:
+                delay_level = 3 + msg.reconsume_times
+            props[MessageConst.DELAY] = str(delay_level)
+        if not props.get(MessageConst.ORIGIN_MESSAGE_ID):
+            props[MessageConst.ORIGIN_MESSAGE_ID] = create_offset_msg_id(
+                msg.store_host, msg.commit_log_offset
+            )
+        inner = MessageExtBrokerInner(
+            topic=new_topic,
+            queue_id=queue_id,
+            flag=msg.flag,
+            body=msg.body,
+            properties=props,
+            properties_string=encode_properties(props, java_order=True),
+            tags_code=tags_code(props.get(MessageConst.TAGS)),
+            sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp,
+            born_host=msg.born_host,
+            store_host=msg.store_host,
+            reconsume_times=msg.reconsume_times + 1,
+        )
+        result = broker.store.put_message(inner)
+        if result.status == PutMessageStatus.PUT_OK:
+            broker.stats.inc_topic_put(new_topic, 1, len(msg.body))
+            return request.make_response(ResponseCode.SUCCESS)
+        return request.make_response(ResponseCode.SYSTEM_ERROR, result.status.name)

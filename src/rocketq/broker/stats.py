@@ -1,0 +1,165 @@
+"""Broker statistics: message counts and rates for GET_BROKER_RUNTIME_INFO and admin tools.
+
+Mirrors the parts of ``org.apache.rocketmq.store.stats.BrokerStats`` (``msgPutTotal*`` /
+``msgGetTotal*``) and ``BrokerStatsManager`` (per-topic put and per-group get counters,
+``TOPIC_PUT_NUMS``/``GROUP_GET_NUMS``...) that rocketq reports. Rates are computed like
+``StoreStatsService``: samples of the cumulative counters, and ``(now - then) / seconds``
+over the last 10 s, 1 min and 10 min windows.
+
+Invariants: counters only grow; :meth:`BrokerStats.sample` is called about once a second
+by the broker (any cadence works, windows use the samples' own timestamps);
+:meth:`BrokerStats.record_day` (Java ``record()``, daily at midnight) moves
+"today morning" to "yesterday morning". Thread-safe; the clock is injected.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["BrokerStats", "StatsItem"]
+
+
+def _monotonic_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+@dataclass
+class StatsItem:
+    """Cumulative counters of one key (a topic, or ``topic@group``)."""
+
+    msgs: int = 0
+    size: int = 0
+    times: int = 0
+
+
+class BrokerStats:
+    """Counters for one broker; see the module docstring."""
+
+    #: Windows of the rate strings, seconds (StoreStatsService: 10 s, 60 s, 600 s).
+    WINDOWS_S: tuple[int, ...] = (10, 60, 600)
+
+    def __init__(self, *, clock_ms: Callable[[], int] = _monotonic_ms) -> None:
+        self._clock_ms = clock_ms
+        self._lock = threading.Lock()
+        self.boot_ms = clock_ms()
+        self.msg_put_total = 0
+        self.msg_get_total = 0
+        self.put_size_total = 0
+        self.put_failed_times = 0
+        self.get_found_times = 0
+        self.get_miss_times = 0
+        self.msg_put_total_today_morning = 0
+        self.msg_put_total_yesterday_morning = 0
+        self.msg_get_total_today_morning = 0
+        self.msg_get_total_yesterday_morning = 0
+        self.topic_put: dict[str, StatsItem] = {}
+        self.group_get: dict[str, StatsItem] = {}
+        # (ms, put msgs, got msgs, found times, miss times)
+        self._samples: collections.deque[tuple[int, int, int, int, int]] = collections.deque(maxlen=700)
+
+    # ------------------------------------------------------------------ counting
+    def inc_topic_put(self, topic: str, msgs: int, size: int) -> None:
+        """A put of ``msgs`` messages (``size`` bytes) into ``topic`` succeeded."""
+        with self._lock:
+            item = self.topic_put.setdefault(topic, StatsItem())
+            item.msgs += msgs
+            item.size += size
+            item.times += 1
+            self.msg_put_total += msgs
+            self.put_size_total += size
+
+    def inc_put_failed(self) -> None:
+        with self._lock:
+            self.put_failed_times += 1
+
+    def inc_group_get(self, group: str, topic: str, msgs: int, size: int) -> None:
+        """A pull by ``group`` returned ``msgs`` messages of ``topic`` (0 = a miss)."""
+        with self._lock:
+            item = self.group_get.setdefault(f"{topic}@{group}", StatsItem())
+            item.msgs += msgs
+            item.size += size
+            item.times += 1
+            self.msg_get_total += msgs
+            if msgs:
+                self.get_found_times += 1
+            else:
+                self.get_miss_times += 1
+
+    def topic_put_nums(self, topic: str) -> int:
+        item = self.topic_put.get(topic)
+        return 0 if item is None else item.msgs
+
+    def group_get_nums(self, group: str, topic: str) -> int:
+        item = self.group_get.get(f"{topic}@{group}")
+        return 0 if item is None else item.msgs
+
+    def on_topic_deleted(self, topic: str) -> None:
+        with self._lock:
+            self.topic_put.pop(topic, None)
+            for key in [k for k in self.group_get if k.startswith(topic + "@")]:
+                del self.group_get[key]
+
+    def on_group_deleted(self, group: str) -> None:
+        with self._lock:
+            for key in [k for k in self.group_get if k.endswith("@" + group)]:
+                del self.group_get[key]
+
+    # ------------------------------------------------------------------ sampling
+    def sample(self) -> None:
+        """Take one sample of the cumulative counters (StoreStatsService sampling)."""
+        with self._lock:
+            self._samples.append(
+                (
+                    self._clock_ms(),
+                    self.msg_put_total,
+                    self.msg_get_total,
+                    self.get_found_times,
+                    self.get_miss_times,
+                )
+            )
+
+    def record_day(self) -> None:
+        """``BrokerStats.record``: the daily roll-over of the morning totals."""
+        with self._lock:
+            self.msg_put_total_yesterday_morning = self.msg_put_total_today_morning
+            self.msg_get_total_yesterday_morning = self.msg_get_total_today_morning
+            self.msg_put_total_today_morning = self.msg_put_total
+            self.msg_get_total_today_morning = self.msg_get_total
+
+    def _rate(self, index: int, window_s: int) -> float:
+        samples = list(self._samples)
+        if len(samples) < 2:
+            return 0.0
+        last = samples[-1]
+        first = samples[0]
+        for s in reversed(samples):
+            if last[0] - s[0] >= window_s * 1000:
+                first = s
+                break
+        span_ms = last[0] - first[0]
+        if span_ms <= 0:
+            return 0.0
+        return (last[index] - first[index]) * 1000.0 / span_ms
+
+    def rates(self, index: int) -> list[float]:
+        """Rates of sample column ``index`` (1 put, 2 get, 3 found, 4 miss) over each window."""
+        with self._lock:
+            return [self._rate(index, w) for w in self.WINDOWS_S]
+
+    def put_tps(self) -> list[float]:
+        return self.rates(1)
+
+    def get_transferred_tps(self) -> list[float]:
+        return self.rates(2)
+
+    def runtime_text(self) -> str:
+        """``StoreStatsService.getFormatRuntime``: ``[ D days, H hours, M minutes, S seconds ]``."""
+        secs = max(0, (self._clock_ms() - self.boot_ms) // 1000)
+        days, rem = divmod(secs, 86400)
+        hours, rem = divmod(rem, 3600)
+        minutes, seconds = divmod(rem, 60)
+        return f"[ {days} days, {hours} hours, {minutes} minutes, {seconds} seconds ]"

@@ -1,0 +1,215 @@
+"""The server subcommands: ``rocketq namesrv``, ``rocketq broker`` and ``rocketq server``.
+
+Mirrors ``NamesrvStartup`` and ``BrokerStartup``: a name server, a broker configured by a
+Java ``broker.conf``, or both in one process (``server``, used by the embedded cluster).
+
+Contract (the embedded cluster relies on it):
+
+* When ready, each command prints ONE JSON line on stdout (and, with ``--ready-file F``,
+  writes the same line to ``F`` atomically): ``namesrv`` -> ``{"namesrv": "host:port"}``;
+  ``broker`` -> ``{"broker": "ip:port", "brokerName": ..., "namesrv": ...}``; ``server`` ->
+  ``{"namesrv": "127.0.0.1:P1", "brokers": ["127.0.0.1:P2"]}``. "Ready" means listening
+  and, for a broker, registered with its name servers.
+* Port 0 means OS-assigned. Logs go to stderr through :mod:`logging`.
+* SIGINT/SIGTERM trigger a clean shutdown (broker: unregister, persist, close the store),
+  after which the process exits with status 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+__all__ = ["register"]
+
+log = logging.getLogger("rocketq.cli.servers")
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``namesrv``, ``broker`` and ``server`` subcommands to ``subparsers``."""
+    p = subparsers.add_parser("namesrv", help="run a name server")
+    p.add_argument("-p", "--port", type=int, default=9876, help="listen port (0 = OS-assigned; default 9876)")
+    p.add_argument("--host", default="0.0.0.0", help="bind address (default 0.0.0.0)")
+    p.add_argument("--kv-config", default=None, help="kvConfig.json path (default ~/namesrv/kvConfig.json)")
+    p.add_argument("--ready-file", default=None, help="also write the ready line to this file")
+    p.add_argument("--log-level", default="INFO")
+    p.set_defaults(func=_cmd_namesrv)
+
+    b = subparsers.add_parser("broker", help="run a broker")
+    b.add_argument("-c", "--config", default=None, help="broker.conf (Java properties)")
+    b.add_argument("-n", "--namesrv-addr", default=None, help="name servers, ';'-separated")
+    b.add_argument("-p", "--port", type=int, default=None, help="listen port (0 = OS-assigned)")
+    b.add_argument("--host", default=None, help="bind address; also brokerIP1 unless the config sets it")
+    b.add_argument("--store", default=None, help="storePathRootDir")
+    b.add_argument("--broker-name", default=None)
+    b.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra broker.conf key")
+    b.add_argument("--ready-file", default=None)
+    b.add_argument("--log-level", default="INFO")
+    b.set_defaults(func=_cmd_broker)
+
+    s = subparsers.add_parser("server", help="run a name server and a broker in one process")
+    s.add_argument("--host", default="127.0.0.1", help="bind address and brokerIP1 (default 127.0.0.1)")
+    s.add_argument("--namesrv-port", type=int, default=9876)
+    s.add_argument("--broker-port", type=int, default=10911)
+    s.add_argument("--store", default=os.path.join(os.path.expanduser("~"), "store"), help="storePathRootDir")
+    s.add_argument("-c", "--config", default=None, help="broker.conf (Java properties)")
+    s.add_argument("--broker-name", default=None)
+    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra broker.conf key")
+    s.add_argument("--ready-file", default=None)
+    s.add_argument("--log-level", default="INFO")
+    s.set_defaults(func=_cmd_server)
+
+
+# ---------------------------------------------------------------------- helpers
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def _announce(line: dict[str, object], ready_file: str | None) -> None:
+    text = json.dumps(line)
+    if ready_file:
+        tmp = ready_file + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+        os.replace(tmp, ready_file)
+    print(text, flush=True)
+
+
+def _parse_sets(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"--set expects KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _run(body: Callable[[asyncio.Event], Awaitable[None]]) -> int:
+    """Run ``body(stop_event)`` with SIGINT/SIGTERM setting the event; 0 on a clean exit."""
+
+    async def runner() -> None:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await body(stop)
+
+    try:
+        asyncio.run(runner())
+    except Exception:
+        log.exception("server failed")
+        return 1
+    return 0
+
+
+def _broker_config(args: argparse.Namespace, *, namesrv_addr: str | None, host: str | None) -> Any:
+    from rocketq.broker.config import BrokerConfig, load_properties
+
+    props: dict[str, str] = load_properties(args.config) if args.config else {}
+    overrides = _parse_sets(args.set)
+    if host is not None:
+        overrides.setdefault("listenHost", host)
+        if "brokerIP1" not in props and "brokerIP1" not in overrides:
+            overrides["brokerIP1"] = "127.0.0.1" if host in ("0.0.0.0", "") else host
+    if namesrv_addr is not None:
+        overrides["namesrvAddr"] = namesrv_addr
+    port = getattr(args, "port", None)
+    if port is None:
+        port = getattr(args, "broker_port", None)
+    if port is not None:
+        overrides["listenPort"] = str(port)
+    if args.store:
+        overrides["storePathRootDir"] = args.store
+    if args.broker_name:
+        overrides["brokerName"] = args.broker_name
+    return BrokerConfig.from_properties(props, overrides)
+
+
+# ---------------------------------------------------------------------- commands
+def _cmd_namesrv(args: argparse.Namespace) -> int:
+    _setup_logging(args.log_level)
+    from rocketq.namesrv.config import NamesrvConfig
+    from rocketq.namesrv.namesrv import NamesrvController
+
+    config = NamesrvConfig(host=args.host, listen_port=args.port, kv_config_path=args.kv_config)
+
+    async def body(stop: asyncio.Event) -> None:
+        namesrv = NamesrvController(config)
+        await namesrv.start()
+        try:
+            _announce({"namesrv": namesrv.addr}, args.ready_file)
+            await stop.wait()
+            log.info("name server: shutting down")
+        finally:
+            await namesrv.shutdown()
+
+    return _run(body)
+
+
+def _cmd_broker(args: argparse.Namespace) -> int:
+    _setup_logging(args.log_level)
+    from rocketq.broker.broker import BrokerController
+
+    config = _broker_config(args, namesrv_addr=args.namesrv_addr, host=args.host)
+
+    async def body(stop: asyncio.Event) -> None:
+        broker = BrokerController(config)
+        try:
+            await broker.start()
+            _announce(
+                {
+                    "broker": broker.broker_addr,
+                    "brokerName": config.broker_name,
+                    "namesrv": config.namesrv_addr,
+                },
+                args.ready_file,
+            )
+            await stop.wait()
+            log.info("broker: shutting down")
+        finally:
+            await broker.shutdown()
+
+    return _run(body)
+
+
+def _cmd_server(args: argparse.Namespace) -> int:
+    _setup_logging(args.log_level)
+    from rocketq.broker.broker import BrokerController
+    from rocketq.namesrv.config import NamesrvConfig
+    from rocketq.namesrv.namesrv import NamesrvController
+
+    namesrv_config = NamesrvConfig(
+        host=args.host,
+        listen_port=args.namesrv_port,
+        kv_config_path=os.path.join(args.store, "namesrv", "kvConfig.json"),
+    )
+
+    async def body(stop: asyncio.Event) -> None:
+        namesrv = NamesrvController(namesrv_config)
+        await namesrv.start()
+        broker: BrokerController | None = None
+        try:
+            config = _broker_config(args, namesrv_addr=namesrv.addr, host=args.host)
+            broker = BrokerController(config)
+            await broker.start()
+            _announce({"namesrv": namesrv.addr, "brokers": [broker.broker_addr]}, args.ready_file)
+            await stop.wait()
+            log.info("server: shutting down")
+        finally:
+            if broker is not None:
+                await broker.shutdown()
+            await namesrv.shutdown()
+
+    return _run(body)
