@@ -1,1 +1,73 @@
-"""rocketq.client."""
+"""rocketq.client: the public client API (producer, pull consumers, selectors, configs).
+
+Everything an application needs is importable from here (and from :mod:`rocketq`):
+:class:`Producer`, :class:`PullConsumer`, :class:`LitePullConsumer`,
+:class:`MQPullConsumerScheduleService`, the message types, the selectors, the configs and
+the enums. Mirrors the public classes of ``org.apache.rocketmq.client`` (4.9.7).
+"""
+
+from __future__ import annotations
+
+from rocketq.client.api_results import PullResult, PullStatus, SendResult, SendStatus
+from rocketq.client.config import (
+    ClientConfig,
+    LitePullConsumerConfig,
+    ProducerConfig,
+    PullConsumerConfig,
+)
+from rocketq.client.consumer.allocate import (
+    AllocateMessageQueueAveragely,
+    AllocateMessageQueueAveragelyByCircle,
+    AllocateMessageQueueByConfig,
+    AllocateMessageQueueByMachineRoom,
+    AllocateMessageQueueConsistentHash,
+)
+from rocketq.client.consumer.lite_pull import LitePullConsumer
+from rocketq.client.consumer.pull import PullConsumer
+from rocketq.client.consumer.schedule import MQPullConsumerScheduleService, PullTaskCallback, PullTaskContext
+from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
+from rocketq.client.producer import Producer, SendCallback
+from rocketq.client.selectors import (
+    MessageQueueSelector,
+    SelectMessageQueueByHash,
+    SelectMessageQueueByRandom,
+    SelectMessageQueueByRoundRobin,
+)
+from rocketq.protocol.heartbeat import ConsumeFromWhere, MessageModel
+from rocketq.protocol.message import Message, MessageExt
+from rocketq.protocol.message_queue import MessageQueue
+
+__all__ = [
+    "DEFAULT_MANAGER",
+    "AllocateMessageQueueAveragely",
+    "AllocateMessageQueueAveragelyByCircle",
+    "AllocateMessageQueueByConfig",
+    "AllocateMessageQueueByMachineRoom",
+    "AllocateMessageQueueConsistentHash",
+    "ClientConfig",
+    "ConsumeFromWhere",
+    "LitePullConsumer",
+    "LitePullConsumerConfig",
+    "MQClientInstance",
+    "MQClientManager",
+    "MQPullConsumerScheduleService",
+    "Message",
+    "MessageExt",
+    "MessageModel",
+    "MessageQueue",
+    "MessageQueueSelector",
+    "Producer",
+    "ProducerConfig",
+    "PullConsumer",
+    "PullConsumerConfig",
+    "PullResult",
+    "PullStatus",
+    "PullTaskCallback",
+    "PullTaskContext",
+    "SelectMessageQueueByHash",
+    "SelectMessageQueueByRandom",
+    "SelectMessageQueueByRoundRobin",
+    "SendCallback",
+    "SendResult",
+    "SendStatus",
+]

@@ -171,7 +171,7 @@ class UniqueIdGenerator:
 
     def next_id(self) -> str:
         """A new id: the fixed prefix + ms since the month start (int) + counter (short)."""
-        now_ms = int(self._clock() * 1000)
+        now_ms = round(self._clock() * 1000)
         with self._lock:
             if now_ms >= self._next_start_ms:
                 self._start_ms, self._next_start_ms = _month_bounds_ms(now_ms, self._tz)

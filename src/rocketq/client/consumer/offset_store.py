@@ -96,7 +96,9 @@ class OffsetBrokerHost(Protocol):
 
     def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue) -> int: ...
 
-    def update_consumer_offset(self, addr: str, group: str, mq: MessageQueue, offset: int, oneway: bool) -> None: ...
+    def update_consumer_offset(
+        self, addr: str, group: str, mq: MessageQueue, offset: int, oneway: bool
+    ) -> None: ...
 
 
 class _MemoryTable:
@@ -132,16 +134,14 @@ class _MemoryTable:
 class RemoteBrokerOffsetStore:
     """``RemoteBrokerOffsetStore``: offsets live on the broker (CLUSTERING).
 
-    ``retain_unassigned``: Java's ``persistAll(mqs)`` forgets offsets of queues not in
-    ``mqs``; the plain pull consumer sets this so offsets it updated by hand are still
-    persisted even when no rebalance assigned their queues.
+    ``persist_all(mqs)`` sends the offsets of ``mqs`` and forgets every other queue's
+    offset, as Java does after a rebalance took those queues away.
     """
 
-    def __init__(self, host: OffsetBrokerHost, group: str, *, retain_unassigned: bool = False) -> None:
+    def __init__(self, host: OffsetBrokerHost, group: str) -> None:
         self._host = host
         self.group = group
         self._table = _MemoryTable()
-        self._retain_unassigned = retain_unassigned
 
     def load(self) -> None:
         """Nothing to load: the broker is asked on demand."""
@@ -187,7 +187,7 @@ class RemoteBrokerOffsetStore:
     def persist_all(self, mqs: Iterable[MessageQueue]) -> None:
         wanted = set(mqs)
         for mq, offset in self._table.snapshot().items():
-            if mq in wanted or self._retain_unassigned:
+            if mq in wanted:
                 try:
                     self.update_consume_offset_to_broker(mq, offset, True)
                 except RocketqError as exc:
@@ -214,7 +214,9 @@ class RemoteBrokerOffsetStore:
 class LocalFileOffsetStore:
     """``LocalFileOffsetStore``: offsets in ``<dir>/<client id>/<group>/offsets.json`` (BROADCASTING)."""
 
-    def __init__(self, client_id: str, group: str, *, store_dir: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, client_id: str, group: str, *, store_dir: str | os.PathLike[str] | None = None
+    ) -> None:
         base = Path(store_dir) if store_dir is not None else default_local_offset_store_dir()
         self.group = group
         self.path = base / client_id / group / "offsets.json"
@@ -268,7 +270,9 @@ class LocalFileOffsetStore:
                 try:
                     table = self._read_file(self.path.with_name("offsets.json.bak"))
                 except (ProtocolError, OSError) as exc:
-                    raise ClientError(f"cannot load local offsets of {self.group} from {self.path}: {exc}") from exc
+                    raise ClientError(
+                        f"cannot load local offsets of {self.group} from {self.path}: {exc}"
+                    ) from exc
             if table is not None:
                 self._table.replace(table)
 

@@ -1,0 +1,735 @@
+"""The pull consumer: the application chooses queues and offsets itself.
+
+Mirrors ``org.apache.rocketmq.client.consumer.DefaultMQPullConsumer``,
+``org.apache.rocketmq.client.impl.consumer.DefaultMQPullConsumerImpl``,
+``org.apache.rocketmq.client.impl.consumer.PullAPIWrapper`` and the queue-offset half of
+``org.apache.rocketmq.client.impl.MQAdminImpl`` (reference 2.4, 4.2-4.4, 6.2a, 7.2).
+
+Invariants:
+
+* A pull sends PULL_MESSAGE with sysFlag SUBSCRIPTION (+ SUSPEND when blocking), the
+  expression in ``subscription`` and ``subVersion`` 0, to the broker id the previous answer
+  for that queue suggested (``suggestWhichBrokerId``, master by default); COMMIT_OFFSET is
+  never set on a pull that lands on a slave.
+* Results map 0/19/20/21 to FOUND/NO_NEW_MSG/NO_MATCHED_MSG/OFFSET_ILLEGAL; FOUND records are
+  decoded (bodies decompressed) and re-filtered by tag on the client (the broker compares
+  only hash codes); each message gets MIN_OFFSET/MAX_OFFSET properties and its broker name.
+* ``update_consume_offset`` only changes memory; offsets are persisted every
+  ``persist_consumer_offset_interval_ms`` and at shutdown: to the broker (CLUSTERING, oneway
+  UPDATE_CONSUMER_OFFSET) or to a local file (BROADCASTING).
+* Every pulled topic is subscribed automatically with ``*`` so heartbeats announce the group
+  (``subscriptionAutomatically``); ``register_topics`` / a MessageQueueListener make the
+  rebalance allocate queues among the group (used by the schedule service).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable
+from types import TracebackType
+
+from rocketq.client.api_results import FindBrokerResult, PullResult, PullStatus
+from rocketq.client.config import ClientConfig, PullConsumerConfig, ServiceState, change_instance_name_to_pid
+from rocketq.client.consumer.allocate import AllocateMessageQueueStrategy
+from rocketq.client.consumer.offset_store import (
+    LocalFileOffsetStore,
+    OffsetStore,
+    ReadOffsetType,
+    RemoteBrokerOffsetStore,
+)
+from rocketq.client.consumer.rebalance import MessageQueueListener, RebalancePullImpl
+from rocketq.client.instance import (
+    DEFAULT_MANAGER,
+    MASTER_ID,
+    MQClientInstance,
+    MQClientManager,
+    topic_route_to_subscribe_info,
+)
+from rocketq.errors import ClientError, IllegalArgumentError
+from rocketq.protocol.codes import PullSysFlag, Version
+from rocketq.protocol.headers import PullMessageRequestHeader
+from rocketq.protocol.heartbeat import (
+    ConsumeFromWhere,
+    ConsumeType,
+    ExpressionType,
+    MessageModel,
+    SubscriptionData,
+    build_subscription_data,
+)
+from rocketq.protocol.message import MessageConst, MessageExt, decode_records
+from rocketq.protocol.message_id import decode_offset_msg_id
+from rocketq.protocol.message_queue import MessageQueue
+
+__all__ = [
+    "MQAdmin",
+    "PullAPIWrapper",
+    "PullConsumer",
+    "PullResult",
+    "PullStatus",
+    "build_pull_sys_flag",
+    "filter_by_tags",
+]
+
+log = logging.getLogger(__name__)
+
+
+def build_pull_sys_flag(
+    *,
+    commit_offset: bool,
+    suspend: bool,
+    subscription: bool,
+    class_filter: bool = False,
+    lite_pull: bool = False,
+) -> int:
+    """``PullSysFlag.buildSysFlag``."""
+    flag = 0
+    if commit_offset:
+        flag |= PullSysFlag.COMMIT_OFFSET
+    if suspend:
+        flag |= PullSysFlag.SUSPEND
+    if subscription:
+        flag |= PullSysFlag.SUBSCRIPTION
+    if class_filter:
+        flag |= PullSysFlag.CLASS_FILTER
+    if lite_pull:
+        flag |= PullSysFlag.LITE_PULL_MESSAGE
+    return int(flag)
+
+
+def filter_by_tags(msgs: list[MessageExt], subscription: SubscriptionData) -> list[MessageExt]:
+    """The client-side tag re-check of ``PullAPIWrapper.processPullResult``.
+
+    The broker matches tag *hash codes*, so colliding tags slip through; with a non-empty
+    ``tags_set`` (and no class filter) only messages whose TAGS is in the set are kept;
+    messages without a tag are dropped.
+    """
+    tags = subscription.tags_set
+    if not tags or subscription.class_filter_mode:
+        return msgs
+    wanted = set(tags)
+    return [m for m in msgs if m.tags in wanted]
+
+
+class PullAPIWrapper:
+    """``PullAPIWrapper``: broker choice per queue, the PULL_MESSAGE call, result processing."""
+
+    def __init__(self, instance: MQClientInstance, consumer_group: str) -> None:
+        self._instance = instance
+        self.consumer_group = consumer_group
+        self._lock = threading.Lock()
+        self._pull_from_which_node: dict[MessageQueue, int] = {}
+
+    def update_pull_from_which_node(self, mq: MessageQueue, broker_id: int) -> None:
+        with self._lock:
+            self._pull_from_which_node[mq] = broker_id
+
+    def recalculate_pull_from_which_node(self, mq: MessageQueue) -> int:
+        with self._lock:
+            return self._pull_from_which_node.get(mq, MASTER_ID)
+
+    def _find_broker(self, mq: MessageQueue) -> FindBrokerResult:
+        bid = self.recalculate_pull_from_which_node(mq)
+        found = self._instance.find_broker_address_in_subscribe(mq.broker_name, bid, False)
+        if found is None:
+            self._instance.update_topic_route_info_from_name_server(mq.topic)
+            found = self._instance.find_broker_address_in_subscribe(mq.broker_name, bid, False)
+        if found is None:
+            raise ClientError(f"The broker[{mq.broker_name}] not exist")
+        return found
+
+    def _header(
+        self,
+        mq: MessageQueue,
+        found: FindBrokerResult,
+        sub_expression: str | None,
+        expression_type: str | None,
+        sub_version: int,
+        offset: int,
+        max_nums: int,
+        sys_flag: int,
+        commit_offset: int,
+        broker_suspend_max_time_ms: int,
+    ) -> PullMessageRequestHeader:
+        if not ExpressionType.is_tag_type(expression_type) and found.broker_version < Version.V4_1_0_SNAPSHOT:
+            raise ClientError(
+                f"The broker[{mq.broker_name}, {found.broker_version}] does not upgrade to support for filter "
+                "message by SQL92"
+            )
+        flag = sys_flag
+        if found.slave:
+            flag &= ~PullSysFlag.COMMIT_OFFSET  # only masters store the piggy-backed offset
+        return PullMessageRequestHeader(
+            consumer_group=self.consumer_group,
+            topic=mq.topic,
+            queue_id=mq.queue_id,
+            queue_offset=offset,
+            max_msg_nums=max_nums,
+            sys_flag=int(flag),
+            commit_offset=commit_offset,
+            suspend_timeout_millis=broker_suspend_max_time_ms,
+            subscription=sub_expression,
+            sub_version=sub_version,
+            expression_type=expression_type,
+            bname=mq.broker_name,
+        )
+
+    def pull_kernel_impl(
+        self,
+        mq: MessageQueue,
+        sub_expression: str | None,
+        expression_type: str | None,
+        sub_version: int,
+        offset: int,
+        max_nums: int,
+        sys_flag: int,
+        commit_offset: int,
+        broker_suspend_max_time_ms: int,
+        timeout_ms: int,
+    ) -> PullResult:
+        """One blocking PULL_MESSAGE (records still undecoded)."""
+        found = self._find_broker(mq)
+        header = self._header(
+            mq,
+            found,
+            sub_expression,
+            expression_type,
+            sub_version,
+            offset,
+            max_nums,
+            sys_flag,
+            commit_offset,
+            broker_suspend_max_time_ms,
+        )
+        return self._instance.api.pull_message_sync(found.broker_addr, header, timeout_ms)
+
+    def pull_kernel_impl_async(
+        self,
+        mq: MessageQueue,
+        sub_expression: str | None,
+        expression_type: str | None,
+        sub_version: int,
+        offset: int,
+        max_nums: int,
+        sys_flag: int,
+        commit_offset: int,
+        broker_suspend_max_time_ms: int,
+        timeout_ms: int,
+    ) -> concurrent.futures.Future[PullResult]:
+        """One PULL_MESSAGE whose future completes on the I/O thread (records undecoded)."""
+        found = self._find_broker(mq)
+        header = self._header(
+            mq,
+            found,
+            sub_expression,
+            expression_type,
+            sub_version,
+            offset,
+            max_nums,
+            sys_flag,
+            commit_offset,
+            broker_suspend_max_time_ms,
+        )
+        return self._instance.api.pull_message_async(found.broker_addr, header, timeout_ms)
+
+    def process_pull_result(
+        self, mq: MessageQueue, result: PullResult, subscription: SubscriptionData
+    ) -> PullResult:
+        """``processPullResult``: remember the suggested broker, decode, re-filter, annotate."""
+        self.update_pull_from_which_node(mq, result.suggest_which_broker_id)
+        if result.pull_status is PullStatus.FOUND:
+            msgs = filter_by_tags(decode_records(result.message_binary), subscription)
+            min_off, max_off = str(result.min_offset), str(result.max_offset)
+            for msg in msgs:
+                props = msg.properties
+                props[MessageConst.MIN_OFFSET] = min_off
+                props[MessageConst.MAX_OFFSET] = max_off
+                msg.broker_name = mq.broker_name
+            result.msg_found_list = msgs
+        result.message_binary = b""
+        return result
+
+
+class MQAdmin:
+    """Queue-level lookups (``MQAdminImpl``): offsets, timestamps, a topic's queues."""
+
+    def __init__(self, instance: MQClientInstance) -> None:
+        self._instance = instance
+
+    @property
+    def _timeout(self) -> int:
+        return self._instance.config.mq_client_api_timeout_ms
+
+    def _master(self, mq: MessageQueue) -> str:
+        addr = self._instance.find_broker_address_in_publish(mq.broker_name)
+        if addr is None:
+            self._instance.update_topic_route_info_from_name_server(mq.topic)
+            addr = self._instance.find_broker_address_in_publish(mq.broker_name)
+        if addr is None:
+            raise ClientError(f"The broker[{mq.broker_name}] not exist")
+        return addr
+
+    def fetch_subscribe_message_queues(self, topic: str) -> set[MessageQueue]:
+        """The readable queues of ``topic`` straight from the name server."""
+        route = self._instance.api.get_topic_route_info_from_name_server(topic, self._timeout)
+        if route is None:
+            raise ClientError(f"Can not find Message Queue for this topic, {topic}: no route info")
+        mqs = topic_route_to_subscribe_info(topic, route)
+        if not mqs:
+            raise ClientError(f"Can not find Message Queue for this topic, {topic}: Namesrv return empty")
+        return mqs
+
+    def max_offset(self, mq: MessageQueue) -> int:
+        return self._instance.api.get_max_offset(
+            self._master(mq), mq.topic, mq.queue_id, self._timeout, bname=mq.broker_name
+        )
+
+    def min_offset(self, mq: MessageQueue) -> int:
+        return self._instance.api.get_min_offset(
+            self._master(mq), mq.topic, mq.queue_id, self._timeout, bname=mq.broker_name
+        )
+
+    def earliest_msg_store_time(self, mq: MessageQueue) -> int:
+        return self._instance.api.get_earliest_msg_storetime(
+            self._master(mq), mq.topic, mq.queue_id, self._timeout, bname=mq.broker_name
+        )
+
+    def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        return self._instance.api.search_offset(
+            self._master(mq), mq.topic, mq.queue_id, timestamp_ms, self._timeout, bname=mq.broker_name
+        )
+
+    def view_message(self, offset_msg_id: str) -> MessageExt:
+        (ip, port), offset = decode_offset_msg_id(offset_msg_id)
+        host = f"[{ip}]" if ":" in ip else ip
+        return self._instance.api.view_message(f"{host}:{port}", offset, self._timeout)
+
+
+class PullConsumer:
+    """A pull consumer (``DefaultMQPullConsumer``). Thread-safe; use as a context manager.
+
+    ``consumer_group``/``namesrv_addr``/``message_model`` override the config fields.
+    ``allocate_strategy`` is used when topics are rebalanced (register_topics or a
+    MessageQueueListener); default AllocateMessageQueueAveragely.
+    """
+
+    def __init__(
+        self,
+        consumer_group: str | None = None,
+        *,
+        namesrv_addr: str | None = None,
+        message_model: MessageModel | None = None,
+        config: PullConsumerConfig | None = None,
+        client_config: ClientConfig | None = None,
+        manager: MQClientManager | None = None,
+        allocate_strategy: AllocateMessageQueueStrategy | None = None,
+    ) -> None:
+        cfg = config or PullConsumerConfig()
+        if consumer_group is not None:
+            cfg = dataclasses.replace(cfg, consumer_group=consumer_group)
+        if message_model is not None:
+            cfg = dataclasses.replace(cfg, message_model=message_model)
+        ccfg = client_config or ClientConfig()
+        if namesrv_addr is not None:
+            ccfg = dataclasses.replace(ccfg, namesrv_addr=namesrv_addr)
+        self.config = cfg
+        self.client_config = ccfg
+        self._manager = manager or DEFAULT_MANAGER
+        self._strategy = allocate_strategy
+        self._listener: MessageQueueListener | None = None
+        self._register_topics: set[str] = set(cfg.register_topics)
+        self._state = ServiceState.CREATE_JUST
+        self._state_lock = threading.Lock()
+        self._instance: MQClientInstance | None = None
+        self._wrapper: PullAPIWrapper | None = None
+        self._admin: MQAdmin | None = None
+        self._offset_store: OffsetStore | None = None
+        self._rebalance: RebalancePullImpl | None = None
+
+    # ================================================================== lifecycle
+    @property
+    def consumer_group(self) -> str:
+        return self.config.consumer_group
+
+    @property
+    def state(self) -> ServiceState:
+        return self._state
+
+    @property
+    def client_id(self) -> str:
+        return self._running()[0].client_id
+
+    @property
+    def offset_store(self) -> OffsetStore:
+        store = self._offset_store
+        if store is None:
+            raise ClientError("the consumer has not been started")
+        return store
+
+    def register_message_queue_listener(self, topic: str, listener: MessageQueueListener | None) -> None:
+        """Rebalance ``topic`` among the group and tell ``listener`` of every change."""
+        self._register_topics.add(topic)
+        if listener is not None:
+            self._listener = listener
+        rebalance = self._rebalance
+        if rebalance is not None:
+            rebalance.listener = self._listener
+            self._subscribe_topic(topic)
+            instance = self._instance
+            if instance is not None and self._state is ServiceState.RUNNING:
+                self._refresh_subscribe_info(topic)
+                instance.send_heartbeat_to_all_broker_with_lock()
+                instance.rebalance_immediately()
+
+    def start(self) -> None:
+        with self._state_lock:
+            if self._state is not ServiceState.CREATE_JUST:
+                raise ClientError(
+                    f"the consumer service state not OK, maybe started once, {self._state.name}"
+                )
+            self._state = ServiceState.START_FAILED
+            cfg = self.config
+            ccfg = self.client_config
+            if cfg.message_model is MessageModel.CLUSTERING:
+                ccfg = dataclasses.replace(
+                    ccfg, instance_name=change_instance_name_to_pid(ccfg.instance_name)
+                )
+                self.client_config = ccfg
+            instance = self._manager.get_or_create_instance(ccfg)
+            store: OffsetStore
+            if cfg.message_model is MessageModel.BROADCASTING:
+                store = LocalFileOffsetStore(
+                    instance.client_id, cfg.consumer_group, store_dir=cfg.offset_store_dir
+                )
+            else:
+                store = RemoteBrokerOffsetStore(instance, cfg.consumer_group)
+            store.load()
+            self._offset_store = store
+            self._wrapper = PullAPIWrapper(instance, cfg.consumer_group)
+            self._admin = MQAdmin(instance)
+            self._rebalance = RebalancePullImpl(
+                instance,
+                cfg.consumer_group,
+                cfg.message_model,
+                store,
+                self._strategy,
+                listener=self._listener,
+            )
+            for topic in self._register_topics:
+                self._rebalance.add_subscription(build_subscription_data(topic, "*", sub_version=0))
+            if not instance.register_consumer(cfg.consumer_group, self):
+                raise ClientError(
+                    f"The consumer group[{cfg.consumer_group}] has been created before, specify another name"
+                )
+            try:
+                instance.start()
+            except BaseException:
+                instance.unregister_consumer(cfg.consumer_group)
+                instance.shutdown()
+                raise
+            self._instance = instance
+            self._state = ServiceState.RUNNING
+        if self._register_topics:
+            for topic in self._register_topics:
+                self._refresh_subscribe_info(topic)
+            instance.send_heartbeat_to_all_broker_with_lock()
+            instance.rebalance_immediately()
+
+    def shutdown(self) -> None:
+        """Persist offsets, UNREGISTER_CLIENT, and stop the instance if this was its last user."""
+        with self._state_lock:
+            if self._state is not ServiceState.RUNNING:
+                self._state = ServiceState.SHUTDOWN_ALREADY
+                return
+            self._state = ServiceState.SHUTDOWN_ALREADY
+            instance = self._instance
+        try:
+            self.persist_consumer_offset()
+        finally:
+            if self._rebalance is not None:
+                self._rebalance.destroy()
+            if instance is not None:
+                instance.unregister_consumer(self.config.consumer_group)
+                instance.shutdown()
+
+    def __enter__(self) -> PullConsumer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.shutdown()
+
+    def _running(self) -> tuple[MQClientInstance, PullAPIWrapper, MQAdmin, OffsetStore, RebalancePullImpl]:
+        inst, wrapper, admin, store, reb = (
+            self._instance,
+            self._wrapper,
+            self._admin,
+            self._offset_store,
+            self._rebalance,
+        )
+        if (
+            self._state is not ServiceState.RUNNING
+            or inst is None
+            or wrapper is None
+            or admin is None
+            or store is None
+            or reb is None
+        ):
+            raise ClientError(f"The consumer service state not OK, {self._state.name}")
+        return inst, wrapper, admin, store, reb
+
+    # ================================================================== MQConsumerInner
+    def group_name(self) -> str:
+        return self.config.consumer_group
+
+    def message_model(self) -> MessageModel:
+        return self.config.message_model
+
+    def consume_type(self) -> ConsumeType:
+        return ConsumeType.CONSUME_ACTIVELY
+
+    def consume_from_where(self) -> ConsumeFromWhere:
+        return ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+
+    def subscriptions(self) -> list[SubscriptionData]:
+        reb = self._rebalance
+        return reb.subscriptions() if reb is not None else []
+
+    def do_rebalance(self) -> None:
+        reb = self._rebalance
+        if reb is not None and self._state is ServiceState.RUNNING:
+            reb.do_rebalance(False)
+
+    def persist_consumer_offset(self) -> None:
+        """Persist every offset this consumer knows (owned queues and hand-updated ones)."""
+        store, reb = self._offset_store, self._rebalance
+        if store is None or reb is None:
+            return
+        store.persist_all(reb.owned_queues() | set(store.clone_offset_table()))
+
+    def update_topic_subscribe_info(self, topic: str, info: set[MessageQueue]) -> None:
+        reb = self._rebalance
+        if reb is not None:
+            reb.set_subscribe_info(topic, info)
+
+    def is_subscribe_topic_need_update(self, topic: str) -> bool:
+        reb = self._rebalance
+        return reb is not None and reb.is_subscribe_info_missing(topic)
+
+    # ================================================================== subscriptions
+    def _subscribe_topic(self, topic: str) -> None:
+        reb = self._rebalance
+        if reb is not None:
+            # subscriptionAutomatically: "*" with subVersion 0, as the 4.9.7 pull consumer sends
+            reb.add_subscription(build_subscription_data(topic, "*", sub_version=0), replace=False)
+
+    def _refresh_subscribe_info(self, topic: str) -> None:
+        inst = self._instance
+        if inst is None:
+            return
+        inst.update_topic_route_info_from_name_server(topic)
+        route = inst.topic_route_data(topic)
+        if route is not None:
+            self.update_topic_subscribe_info(topic, topic_route_to_subscribe_info(topic, route))
+
+    # ================================================================== pulls
+    def fetch_subscribe_message_queues(self, topic: str) -> set[MessageQueue]:
+        """Every readable queue of ``topic`` (from the name server)."""
+        _, _, admin, _, _ = self._running()
+        return admin.fetch_subscribe_message_queues(topic)
+
+    def fetch_message_queues_in_balance(self, topic: str) -> set[MessageQueue]:
+        """The queues the rebalance currently assigns to this client."""
+        reb = self._running()[4]
+        return reb.owned_queues(topic)
+
+    def _prepare_pull(
+        self, mq: MessageQueue, sub_expression: str | None, offset: int, max_nums: int, expression_type: str
+    ) -> SubscriptionData:
+        if not isinstance(mq, MessageQueue):
+            raise IllegalArgumentError("mq is null")
+        if offset < 0:
+            raise IllegalArgumentError("offset < 0")
+        if max_nums <= 0:
+            raise IllegalArgumentError("maxNums <= 0")
+        self._subscribe_topic(mq.topic)
+        return build_subscription_data(
+            mq.topic, sub_expression, sub_version=0, expression_type=expression_type
+        )
+
+    def _pull_sync(
+        self,
+        mq: MessageQueue,
+        sub_expression: str | None,
+        offset: int,
+        max_nums: int,
+        block: bool,
+        timeout_ms: int | None,
+        expression_type: str,
+    ) -> PullResult:
+        _, wrapper, _, _, _ = self._running()
+        sd = self._prepare_pull(mq, sub_expression, offset, max_nums, expression_type)
+        cfg = self.config
+        timeout = (
+            cfg.consumer_timeout_millis_when_suspend_ms
+            if block
+            else (timeout_ms or cfg.consumer_pull_timeout_ms)
+        )
+        sys_flag = build_pull_sys_flag(commit_offset=False, suspend=block, subscription=True)
+        result = wrapper.pull_kernel_impl(
+            mq,
+            sd.sub_string,
+            sd.expression_type,
+            0,
+            offset,
+            max_nums,
+            sys_flag,
+            0,
+            cfg.broker_suspend_max_time_ms,
+            timeout,
+        )
+        return wrapper.process_pull_result(mq, result, sd)
+
+    def pull(
+        self,
+        mq: MessageQueue,
+        sub_expression: str | None,
+        offset: int,
+        max_nums: int,
+        *,
+        timeout_ms: int | None = None,
+        expression_type: str = "TAG",
+    ) -> PullResult:
+        """Pull up to ``max_nums`` messages from ``offset``; returns at once if there is none."""
+        return self._pull_sync(mq, sub_expression, offset, max_nums, False, timeout_ms, expression_type)
+
+    def pull_block_if_not_found(
+        self,
+        mq: MessageQueue,
+        sub_expression: str | None,
+        offset: int,
+        max_nums: int,
+        *,
+        expression_type: str = "TAG",
+    ) -> PullResult:
+        """Like :meth:`pull`, but the broker holds the request (long polling, up to
+        ``broker_suspend_max_time_ms``) until a message arrives."""
+        return self._pull_sync(mq, sub_expression, offset, max_nums, True, None, expression_type)
+
+    def pull_async(
+        self,
+        mq: MessageQueue,
+        sub_expression: str | None,
+        offset: int,
+        max_nums: int,
+        *,
+        block: bool = False,
+        timeout_ms: int | None = None,
+        callback: Callable[[concurrent.futures.Future[PullResult]], object] | None = None,
+        expression_type: str = "TAG",
+    ) -> concurrent.futures.Future[PullResult]:
+        """Pull without blocking the caller; records are decoded on the client's callback pool."""
+        inst, wrapper, _, _, _ = self._running()
+        sd = self._prepare_pull(mq, sub_expression, offset, max_nums, expression_type)
+        cfg = self.config
+        timeout = (
+            cfg.consumer_timeout_millis_when_suspend_ms
+            if block
+            else (timeout_ms or cfg.consumer_pull_timeout_ms)
+        )
+        sys_flag = build_pull_sys_flag(commit_offset=False, suspend=block, subscription=True)
+        out: concurrent.futures.Future[PullResult] = concurrent.futures.Future()
+        if callback is not None:
+            out.add_done_callback(callback)
+        raw = wrapper.pull_kernel_impl_async(
+            mq,
+            sd.sub_string,
+            sd.expression_type,
+            0,
+            offset,
+            max_nums,
+            sys_flag,
+            0,
+            cfg.broker_suspend_max_time_ms,
+            timeout,
+        )
+
+        def finish(f: concurrent.futures.Future[PullResult]) -> None:
+            exc = f.exception()
+            if exc is not None:
+                out.set_exception(exc)
+                return
+            try:
+                out.set_result(wrapper.process_pull_result(mq, f.result(), sd))
+            except BaseException as err:
+                out.set_exception(err)
+
+        def on_io(f: concurrent.futures.Future[PullResult]) -> None:
+            # decoding is CPU work: keep it off the I/O thread
+            try:
+                inst.callback_executor().submit(finish, f)
+            except (RuntimeError, ClientError):
+                finish(f)
+
+        raw.add_done_callback(on_io)
+        return out
+
+    # ================================================================== offsets
+    def fetch_consume_offset(self, mq: MessageQueue, from_store: bool = False) -> int:
+        """The group's offset of ``mq``: memory first, or the store (broker/file); -1 if none."""
+        store = self._running()[3]
+        read = ReadOffsetType.READ_FROM_STORE if from_store else ReadOffsetType.MEMORY_FIRST_THEN_STORE
+        return store.read_offset(mq, read)
+
+    def update_consume_offset(self, mq: MessageQueue, offset: int) -> None:
+        """Set the group's next offset of ``mq`` in memory (persisted periodically and at shutdown)."""
+        if offset < 0:
+            raise IllegalArgumentError("offset < 0")
+        self._running()[3].update_offset(mq, offset, False)
+
+    def min_offset(self, mq: MessageQueue) -> int:
+        return self._running()[2].min_offset(mq)
+
+    def max_offset(self, mq: MessageQueue) -> int:
+        return self._running()[2].max_offset(mq)
+
+    def earliest_msg_store_time(self, mq: MessageQueue) -> int:
+        return self._running()[2].earliest_msg_store_time(mq)
+
+    def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        """The offset of the message stored nearest to ``timestamp_ms`` (epoch ms)."""
+        return self._running()[2].search_offset(mq, timestamp_ms)
+
+    def view_message(self, offset_msg_id: str) -> MessageExt:
+        return self._running()[2].view_message(offset_msg_id)
+
+    def send_message_back(
+        self,
+        msg: MessageExt,
+        delay_level: int,
+        broker_name: str | None = None,
+        max_reconsume_times: int | None = None,
+    ) -> None:
+        """CONSUMER_SEND_MSG_BACK: hand a message back for a delayed redelivery via the retry topic."""
+        inst = self._running()[0]
+        name = broker_name or msg.broker_name
+        addr = inst.find_broker_address_in_publish(name) if name else None
+        if addr is None:
+            host, port = msg.store_host
+            addr = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        inst.api.consumer_send_message_back(
+            addr,
+            msg,
+            self.config.consumer_group,
+            delay_level,
+            5000,
+            self.config.max_reconsume_times if max_reconsume_times is None else max_reconsume_times,
+            bname=name or None,
+        )

@@ -1,0 +1,705 @@
+"""The producer: DefaultMQProducer semantics over the shared client instance.
+
+Mirrors ``org.apache.rocketmq.client.producer.DefaultMQProducer`` and
+``org.apache.rocketmq.client.impl.producer.DefaultMQProducerImpl`` (4.9.7; reference 3.5-3.7,
+7.3 and 10.1), plus ``MessageBatch`` and ``Validators.checkMessage``.
+
+Behaviour:
+
+* ``send`` (sync): up to ``1 + retry_times_when_send_failed`` attempts, each on a queue
+  chosen round robin, skipping the broker that just failed; retried after transport errors
+  and after the broker codes of ``retryResponseCodes``. The whole send, retries included,
+  must finish within ``send_msg_timeout_ms``.
+* ``send_async``: same queue choice and ``retry_times_when_send_async_failed`` retries;
+  returns a :class:`concurrent.futures.Future`. The optional ``callback(future)`` runs on
+  the client's callback pool once the future is done. Without a callback the future is
+  completed on the remoting I/O thread, so done-callbacks attached to it directly must be
+  quick and must not block (pass ``callback=`` for real work).
+* ``send_oneway``: one attempt, nothing awaited.
+* ``queue=`` sends to that queue; ``selector=`` (+ ``arg``) picks one from the topic's
+  publish list (see :mod:`rocketq.client.selectors`). Both make exactly one attempt, as
+  ``sendSelectImpl``/``send(msg, mq)`` do, so ordered sends never jump queues.
+* a list of messages is a batch (``MessageBatch``): one topic, no delay level, no retry
+  topic, one WAIT value; each message gets its own UNIQ_KEY.
+* bodies of ``compress_msg_body_over_howmuch`` (4 KiB) or more are zlib-compressed (sysFlag
+  COMPRESSED | ZLIB = 0x301); batches never are. ``max_message_size`` is checked before.
+* every message gets a UNIQ_KEY (``MessageClientIDSetter.setUniqID``) if it has none; it is
+  ``SendResult.msg_id``.
+
+Errors: invalid topic/group/empty or oversized body -> :class:`IllegalArgumentError` (raised
+before anything is sent); no route -> :class:`ClientError`; broker refusal ->
+:class:`BrokerError`; transport -> :class:`ConnectError`/:class:`RequestTimeoutError`.
+**Timeout contract: a send that raised RequestTimeoutError may still have been stored** (and
+a retried send may therefore be stored twice, as with the Java client).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Literal, cast
+
+from rocketq.client.api_results import SendResult, SendStatus
+from rocketq.client.config import (
+    CLIENT_INNER_PRODUCER_GROUP,
+    ClientConfig,
+    ProducerConfig,
+    ServiceState,
+    change_instance_name_to_pid,
+    validate_topic,
+)
+from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
+from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
+from rocketq.client.selectors import SelectorLike, as_selector
+from rocketq.errors import (
+    BrokerError,
+    ClientError,
+    ConnectError,
+    IllegalArgumentError,
+    RemotingError,
+    RequestTimeoutError,
+    RocketqError,
+)
+from rocketq.protocol.codes import MessageSysFlag
+from rocketq.protocol.headers import SendMessageRequestHeader
+from rocketq.protocol.message import (
+    Message,
+    MessageConst,
+    MessageExt,
+    compress_body,
+    encode_batch,
+    encode_properties,
+)
+from rocketq.protocol.message_id import decode_offset_msg_id, new_unique_id
+from rocketq.protocol.message_queue import MessageQueue
+from rocketq.protocol.route import TopicConfig
+
+__all__ = ["Producer", "SendCallback", "SendResult", "SendStatus"]
+
+log = logging.getLogger(__name__)
+
+#: ``callback(future)``, run on the client's callback pool once the send is done.
+SendCallback = Callable[["concurrent.futures.Future[SendResult]"], object]
+
+_Mode = Literal["sync", "async", "oneway"]
+_RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+
+
+def _now_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+@dataclasses.dataclass(slots=True)
+class _Prepared:
+    """One send's wire data: everything but the queue."""
+
+    topic: str
+    body: bytes
+    sys_flag: int
+    flag: int
+    properties: str
+    uniq_id: str
+    batch: bool
+    reconsume_times: int | None
+    max_reconsume_times: int | None
+
+
+class Producer:
+    """A message producer (``DefaultMQProducer``). Thread-safe; use as a context manager.
+
+    ``producer_group`` and ``namesrv_addr`` override the fields of ``config`` /
+    ``client_config``; without any name server address the ``NAMESRV_ADDR`` environment
+    variable is used. ``manager`` defaults to :data:`rocketq.client.instance.DEFAULT_MANAGER`.
+    """
+
+    def __init__(
+        self,
+        producer_group: str | None = None,
+        *,
+        namesrv_addr: str | None = None,
+        config: ProducerConfig | None = None,
+        client_config: ClientConfig | None = None,
+        manager: MQClientManager | None = None,
+        clock_ms: Callable[[], int] = _now_ms,
+    ) -> None:
+        cfg = config or ProducerConfig()
+        if producer_group is not None:
+            cfg = dataclasses.replace(cfg, producer_group=producer_group)
+        ccfg = client_config or ClientConfig()
+        if namesrv_addr is not None:
+            ccfg = dataclasses.replace(ccfg, namesrv_addr=namesrv_addr)
+        self.config = cfg
+        self.client_config = ccfg
+        self._manager = manager or DEFAULT_MANAGER
+        self._clock_ms = clock_ms
+        self._fault = MQFaultStrategy(enabled=cfg.send_latency_fault_enable, clock_ms=clock_ms)
+        self._publish: dict[str, TopicPublishInfo] = {}
+        self._publish_lock = threading.Lock()
+        self._state = ServiceState.CREATE_JUST
+        self._state_lock = threading.Lock()
+        self._instance: MQClientInstance | None = None
+
+    # ================================================================== lifecycle
+    @property
+    def producer_group(self) -> str:
+        return self.config.producer_group
+
+    @property
+    def state(self) -> ServiceState:
+        return self._state
+
+    @property
+    def client_id(self) -> str:
+        """``ip@instanceName`` of the client instance (after :meth:`start`)."""
+        return self._running_instance().client_id
+
+    def start(self) -> None:
+        """Join (or create) the client instance and start it. Raises ClientError if misused."""
+        with self._state_lock:
+            if self._state is not ServiceState.CREATE_JUST:
+                raise ClientError(
+                    f"the producer service state not OK, maybe started once, {self._state.name}"
+                )
+            self._state = ServiceState.START_FAILED
+            ccfg = self.client_config
+            if self.config.producer_group != CLIENT_INNER_PRODUCER_GROUP:
+                ccfg = dataclasses.replace(
+                    ccfg, instance_name=change_instance_name_to_pid(ccfg.instance_name)
+                )
+                self.client_config = ccfg
+            instance = self._manager.get_or_create_instance(ccfg)
+            if not instance.register_producer(self.config.producer_group, self):
+                raise ClientError(
+                    f"the producer group[{self.config.producer_group}] has been created before, specify another name"
+                )
+            with self._publish_lock:
+                self._publish[self.config.create_topic_key] = TopicPublishInfo(
+                    [], have_topic_router_info=False
+                )
+            try:
+                instance.start()
+            except BaseException:
+                instance.unregister_producer(self.config.producer_group)
+                instance.shutdown()
+                raise
+            self._instance = instance
+            self._state = ServiceState.RUNNING
+
+    def shutdown(self) -> None:
+        """UNREGISTER_CLIENT everywhere, then stop the instance if this was its last user."""
+        with self._state_lock:
+            if self._state is not ServiceState.RUNNING:
+                self._state = ServiceState.SHUTDOWN_ALREADY
+                return
+            self._state = ServiceState.SHUTDOWN_ALREADY
+            instance = self._instance
+        if instance is not None:
+            instance.unregister_producer(self.config.producer_group)
+            instance.shutdown()
+
+    def __enter__(self) -> Producer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.shutdown()
+
+    def _running_instance(self) -> MQClientInstance:
+        instance = self._instance
+        if self._state is not ServiceState.RUNNING or instance is None:
+            raise ClientError(f"the producer service state not OK, {self._state.name}")
+        return instance
+
+    # ================================================================== MQProducerInner
+    def publish_topics(self) -> set[str]:
+        with self._publish_lock:
+            return set(self._publish)
+
+    def is_publish_topic_need_update(self, topic: str) -> bool:
+        with self._publish_lock:
+            info = self._publish.get(topic)
+        return info is None or not info.ok()
+
+    def update_topic_publish_info(self, topic: str, info: TopicPublishInfo) -> None:
+        with self._publish_lock:
+            self._publish[topic] = info
+
+    # ================================================================== routes
+    def _find_publish_info(self, topic: str) -> TopicPublishInfo:
+        """``tryToFindTopicPublishInfo``: cache, then the name server, then the TBW102 template."""
+        instance = self._running_instance()
+        with self._publish_lock:
+            info = self._publish.get(topic)
+        if info is None or not info.ok():
+            with self._publish_lock:
+                self._publish.setdefault(topic, TopicPublishInfo([], have_topic_router_info=False))
+            instance.update_topic_route_info_from_name_server(topic)
+            with self._publish_lock:
+                info = self._publish[topic]
+        if info.have_topic_router_info or info.ok():
+            return info
+        instance.update_topic_route_info_from_name_server(
+            topic,
+            default_topic=self.config.create_topic_key,
+            default_queue_nums=self.config.default_topic_queue_nums,
+        )
+        with self._publish_lock:
+            return self._publish[topic]
+
+    def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
+        """The topic's publish queue list in route order (``fetchPublishMessageQueues``)."""
+        validate_topic(topic)
+        info = self._find_publish_info(topic)
+        if not info.ok():
+            raise ClientError(f"No route info of this topic: {topic}")
+        return list(info.message_queue_list)
+
+    # ================================================================== preparation
+    def _check_message(self, msg: Message) -> None:
+        """``Validators.checkMessage``."""
+        if not isinstance(msg, Message):
+            raise IllegalArgumentError(f"the message is not a Message: {msg!r}")
+        validate_topic(msg.topic, for_send=True)
+        if not msg.body:
+            raise IllegalArgumentError("the message body length is zero")
+        if len(msg.body) > self.config.max_message_size:
+            raise IllegalArgumentError(
+                f"the message body size over max value, MAX: {self.config.max_message_size}"
+            )
+
+    def _prepare(self, msg: Message) -> _Prepared:
+        self._check_message(msg)
+        props = msg.properties
+        uniq = props.get(MessageConst.UNIQ_KEY)
+        if not uniq:
+            uniq = new_unique_id()
+            props[MessageConst.UNIQ_KEY] = uniq
+        wire = dict(props)
+        body = msg.body
+        sys_flag = 0
+        if len(body) >= self.config.compress_msg_body_over_howmuch:
+            # DefaultMQProducerImpl.tryToCompressMessage: COMPRESSED_FLAG plus the type bits (ZLIB)
+            body = compress_body(body, self.config.compress_level)
+            sys_flag |= MessageSysFlag.COMPRESSED_FLAG | MessageSysFlag.COMPRESSION_ZLIB_TYPE
+        if wire.get(MessageConst.TRAN_MSG, "").lower() == "true":
+            sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
+        reconsume: int | None = 0
+        max_reconsume: int | None = None
+        if msg.topic.startswith(_RETRY_GROUP_TOPIC_PREFIX):
+            # sendKernelImpl moves these two properties into header fields j and l
+            rt = wire.pop(MessageConst.RECONSUME_TIME, None)
+            mrt = wire.pop(MessageConst.MAX_RECONSUME_TIMES, None)
+            reconsume = int(rt) if rt and rt.lstrip("-").isdigit() else 0
+            max_reconsume = int(mrt) if mrt and mrt.lstrip("-").isdigit() else None
+        return _Prepared(
+            topic=msg.topic,
+            body=body,
+            sys_flag=int(sys_flag),
+            flag=msg.flag,
+            properties=encode_properties(wire, java_order=True),
+            uniq_id=uniq,
+            batch=False,
+            reconsume_times=reconsume,
+            max_reconsume_times=max_reconsume,
+        )
+
+    def _prepare_batch(self, msgs: Sequence[Message]) -> _Prepared:
+        """``MessageBatch.generateFromList`` + ``DefaultMQProducer.batch``."""
+        if not msgs:
+            raise IllegalArgumentError("a batch needs at least one message")
+        first = msgs[0]
+        uniq_ids = []
+        for msg in msgs:
+            self._check_message(msg)
+            if msg.topic != first.topic:
+                raise IllegalArgumentError("The topic of the messages in one batch should be the same")
+            if msg.delay_time_level > 0:
+                raise IllegalArgumentError("TimeDelayLevel is not supported for batching")
+            if msg.topic.startswith(_RETRY_GROUP_TOPIC_PREFIX):
+                raise IllegalArgumentError("Retry Group is not supported for batching")
+            if msg.wait_store_msg_ok != first.wait_store_msg_ok:
+                raise IllegalArgumentError("The waitStoreMsgOK of the messages in one batch should the same")
+            uniq = msg.properties.get(MessageConst.UNIQ_KEY)
+            if not uniq:
+                uniq = new_unique_id()
+                msg.properties[MessageConst.UNIQ_KEY] = uniq
+            uniq_ids.append(uniq)
+        body = encode_batch(msgs)
+        if len(body) > self.config.max_message_size:
+            raise IllegalArgumentError(
+                f"the message body size over max value, MAX: {self.config.max_message_size}"
+            )
+        batch_props = {MessageConst.WAIT: "true" if first.wait_store_msg_ok else "false"}
+        return _Prepared(
+            topic=first.topic,
+            body=body,
+            sys_flag=0,
+            flag=0,
+            properties=encode_properties(batch_props, java_order=True),
+            uniq_id=",".join(uniq_ids),
+            batch=True,
+            reconsume_times=0,
+            max_reconsume_times=None,
+        )
+
+    def _prepare_any(self, msg: Message | Sequence[Message]) -> _Prepared:
+        if isinstance(msg, Message):
+            return self._prepare(msg)
+        if isinstance(cast(object, msg), (str, bytes)):
+            raise IllegalArgumentError("send() takes a Message or a list of Messages")
+        return self._prepare_batch(list(msg))
+
+    def _header(self, prep: _Prepared, mq: MessageQueue) -> SendMessageRequestHeader:
+        return SendMessageRequestHeader(
+            producer_group=self.config.producer_group,
+            topic=prep.topic,
+            default_topic=self.config.create_topic_key,
+            default_topic_queue_nums=self.config.default_topic_queue_nums,
+            queue_id=mq.queue_id,
+            sys_flag=prep.sys_flag,
+            born_timestamp=time.time_ns() // 1_000_000,
+            flag=prep.flag,
+            properties=prep.properties,
+            reconsume_times=prep.reconsume_times,
+            unit_mode=False,
+            batch=prep.batch,
+            max_reconsume_times=prep.max_reconsume_times,
+            bname=mq.broker_name,
+        )
+
+    def _broker_addr(self, mq: MessageQueue) -> str:
+        instance = self._running_instance()
+        addr = instance.find_broker_address_in_publish(mq.broker_name)
+        if addr is None:
+            self._find_publish_info(mq.topic)
+            addr = instance.find_broker_address_in_publish(mq.broker_name)
+        if addr is None:
+            raise ClientError(f"The broker[{mq.broker_name}] not exist")
+        return addr
+
+    # ================================================================== sync / oneway
+    def send(
+        self,
+        msg: Message | Sequence[Message],
+        *,
+        queue: MessageQueue | None = None,
+        selector: SelectorLike | None = None,
+        arg: object = None,
+        timeout_ms: int | None = None,
+    ) -> SendResult:
+        """Send and wait for the broker (``DefaultMQProducer.send``); a list is a batch."""
+        result = self._send(msg, "sync", queue, selector, arg, timeout_ms)
+        assert result is not None  # sync sends always produce a result
+        return result
+
+    def send_batch(
+        self, msgs: Sequence[Message], *, queue: MessageQueue | None = None, timeout_ms: int | None = None
+    ) -> SendResult:
+        """Send a batch (same as ``send(list)``)."""
+        return self.send(list(msgs), queue=queue, timeout_ms=timeout_ms)
+
+    def send_oneway(
+        self,
+        msg: Message | Sequence[Message],
+        *,
+        queue: MessageQueue | None = None,
+        selector: SelectorLike | None = None,
+        arg: object = None,
+    ) -> None:
+        """Send without waiting for any answer (``sendOneway``): one attempt, no result."""
+        self._send(msg, "oneway", queue, selector, arg, None)
+
+    def _send(
+        self,
+        msg: Message | Sequence[Message],
+        mode: _Mode,
+        queue: MessageQueue | None,
+        selector: SelectorLike | None,
+        arg: object,
+        timeout_ms: int | None,
+    ) -> SendResult | None:
+        self._running_instance()
+        timeout = self.config.send_msg_timeout_ms if timeout_ms is None else timeout_ms
+        begin = self._clock_ms()
+        prep = self._prepare_any(msg)
+        if queue is not None or selector is not None:
+            mq = self._choose_explicit(prep, queue, selector, arg, msg)
+            if self._clock_ms() - begin >= timeout:
+                raise RequestTimeoutError("sendSelectImpl call timeout")
+            return self._send_kernel(prep, mq, mode, timeout - (self._clock_ms() - begin))
+        info = self._find_publish_info(prep.topic)
+        if not info.ok():
+            raise ClientError(f"No route info of this topic: {prep.topic}")
+        attempts = 1 + self.config.retry_times_when_send_failed if mode == "sync" else 1
+        last_broker: str | None = None
+        last_exc: RocketqError | None = None
+        brokers_sent: list[str] = []
+        for _ in range(attempts):
+            mq = self._fault.select_one_message_queue(info, last_broker)
+            brokers_sent.append(mq.broker_name)
+            start = self._clock_ms()
+            if start - begin >= timeout:
+                last_exc = RequestTimeoutError(f"sendDefaultImpl call timeout after {timeout}ms")
+                break
+            try:
+                result = self._send_kernel(prep, mq, mode, timeout - (start - begin))
+            except (RemotingError, BrokerError) as exc:
+                self._fault.update_fault_item(mq.broker_name, self._clock_ms() - start, True)
+                log.warning("send to %s failed (%s); retry another broker", mq, exc)
+                last_exc, last_broker = exc, mq.broker_name
+                if isinstance(exc, BrokerError) and not exc.retriable:
+                    raise
+                continue
+            self._fault.update_fault_item(mq.broker_name, self._clock_ms() - start, False)
+            if (
+                result is not None
+                and result.status is not SendStatus.SEND_OK
+                and self.config.retry_another_broker_when_not_store_ok
+            ):
+                last_broker = mq.broker_name
+                continue
+            return result
+        cost = self._clock_ms() - begin
+        info_text = (
+            f"Send [{len(brokers_sent)}] times, still failed, cost [{cost}]ms, "
+            f"Topic: {prep.topic}, BrokersSent: {brokers_sent}"
+        )
+        if isinstance(last_exc, BrokerError):
+            raise last_exc
+        if isinstance(last_exc, RequestTimeoutError):
+            # Timeout contract: the message may still have been stored.
+            raise RequestTimeoutError(f"{info_text}: {last_exc}") from last_exc
+        if isinstance(last_exc, RemotingError):
+            raise type(last_exc)(f"{info_text}: {last_exc}") from last_exc
+        raise ClientError(info_text)
+
+    def _choose_explicit(
+        self,
+        prep: _Prepared,
+        queue: MessageQueue | None,
+        selector: SelectorLike | None,
+        arg: object,
+        msg: Message | Sequence[Message],
+    ) -> MessageQueue:
+        if queue is not None and selector is not None:
+            raise IllegalArgumentError("pass either queue= or selector=, not both")
+        if queue is not None:
+            if queue.topic != prep.topic:
+                raise IllegalArgumentError(
+                    f"message's topic not equal mq's topic: {prep.topic} != {queue.topic}"
+                )
+            return queue
+        assert selector is not None
+        info = self._find_publish_info(prep.topic)
+        if not info.ok():
+            raise ClientError(f"No route info for this topic, {prep.topic}")
+        first = msg if isinstance(msg, Message) else next(iter(msg))
+        mq = as_selector(selector).select(list(info.message_queue_list), first, arg)
+        if not isinstance(mq, MessageQueue):
+            raise ClientError("select message queue return null.")
+        return mq
+
+    def _send_kernel(
+        self, prep: _Prepared, mq: MessageQueue, mode: _Mode, timeout_ms: int
+    ) -> SendResult | None:
+        """``sendKernelImpl``: one attempt to one queue."""
+        addr = self._broker_addr(mq)
+        instance = self._running_instance()
+        header = self._header(prep, mq)
+        if mode == "oneway":
+            instance.api.send_message_oneway(addr, header, prep.body, batch=prep.batch)
+            return None
+        return instance.api.send_message_sync(
+            addr, mq.broker_name, header, prep.body, prep.uniq_id, timeout_ms, batch=prep.batch
+        )
+
+    # ================================================================== async
+    def send_async(
+        self,
+        msg: Message | Sequence[Message],
+        callback: SendCallback | None = None,
+        *,
+        queue: MessageQueue | None = None,
+        selector: SelectorLike | None = None,
+        arg: object = None,
+        timeout_ms: int | None = None,
+    ) -> concurrent.futures.Future[SendResult]:
+        """Send without blocking; the future gets the SendResult or the error.
+
+        Invalid messages raise :class:`IllegalArgumentError` here at once; every other
+        failure is delivered through the future (and the callback). A route lookup may
+        block the caller on the first send to a topic.
+        """
+        instance = self._running_instance()
+        timeout = self.config.send_msg_timeout_ms if timeout_ms is None else timeout_ms
+        begin = self._clock_ms()
+        prep = self._prepare_any(msg)
+        out: concurrent.futures.Future[SendResult] = concurrent.futures.Future()
+        if callback is not None:
+            user_cb = callback
+
+            def run_callback(f: concurrent.futures.Future[SendResult]) -> None:
+                try:
+                    user_cb(f)
+                except Exception:
+                    log.exception("send callback raised")
+
+            out.add_done_callback(run_callback)
+
+        def finish(result: SendResult | None, exc: BaseException | None) -> None:
+            def complete() -> None:
+                if exc is not None:
+                    out.set_exception(exc)
+                else:
+                    assert result is not None
+                    out.set_result(result)
+
+            if callback is not None:
+                # Callbacks never run on the I/O thread.
+                try:
+                    instance.callback_executor().submit(complete)
+                except (RuntimeError, ClientError):
+                    complete()
+            else:
+                complete()
+
+        try:
+            if queue is not None or selector is not None:
+                mq = self._choose_explicit(prep, queue, selector, arg, msg)
+                self._attempt_async(prep, mq, begin, timeout, 0, finish, explicit=True)
+            else:
+                info = self._find_publish_info(prep.topic)
+                if not info.ok():
+                    raise ClientError(f"No route info of this topic: {prep.topic}")
+                mq = self._fault.select_one_message_queue(info, None)
+                self._attempt_async(prep, mq, begin, timeout, 0, finish, explicit=False, info=info)
+        except IllegalArgumentError:
+            raise
+        except RocketqError as exc:
+            finish(None, exc)
+        return out
+
+    def _attempt_async(
+        self,
+        prep: _Prepared,
+        mq: MessageQueue,
+        begin: int,
+        timeout: int,
+        retries: int,
+        finish: Callable[[SendResult | None, BaseException | None], None],
+        *,
+        explicit: bool,
+        info: TopicPublishInfo | None = None,
+    ) -> None:
+        remaining = timeout - (self._clock_ms() - begin)
+        if remaining <= 0:
+            finish(None, RequestTimeoutError(f"sendDefaultImpl call timeout after {timeout}ms"))
+            return
+        start = self._clock_ms()
+        try:
+            addr = self._broker_addr(mq)
+            header = self._header(prep, mq)
+            fut = self._running_instance().api.send_message_async(
+                addr, mq.broker_name, header, prep.body, prep.uniq_id, remaining, batch=prep.batch
+            )
+        except RocketqError as exc:
+            self._on_async_error(prep, mq, begin, timeout, retries, finish, explicit, info, exc, start)
+            return
+
+        def done(f: concurrent.futures.Future[SendResult]) -> None:
+            exc = f.exception()
+            if exc is None:
+                self._fault.update_fault_item(mq.broker_name, self._clock_ms() - start, False)
+                finish(f.result(), None)
+            else:
+                self._on_async_error(prep, mq, begin, timeout, retries, finish, explicit, info, exc, start)
+
+        fut.add_done_callback(done)
+
+    def _on_async_error(
+        self,
+        prep: _Prepared,
+        mq: MessageQueue,
+        begin: int,
+        timeout: int,
+        retries: int,
+        finish: Callable[[SendResult | None, BaseException | None], None],
+        explicit: bool,
+        info: TopicPublishInfo | None,
+        exc: BaseException,
+        start: int,
+    ) -> None:
+        """``onExceptionImpl``: retry on another broker from the callback pool, or give up."""
+        self._fault.update_fault_item(mq.broker_name, self._clock_ms() - start, True)
+        retriable = isinstance(exc, RocketqError) and exc.retriable
+        can_retry = (
+            not explicit
+            and info is not None
+            and retriable
+            and retries < self.config.retry_times_when_send_async_failed
+            and self._state is ServiceState.RUNNING
+        )
+        if not can_retry:
+            finish(None, exc)
+            return
+        assert info is not None
+        next_mq = self._fault.select_one_message_queue(info, mq.broker_name)
+        log.warning("async send to %s failed (%s); retry on %s", mq, exc, next_mq)
+
+        def retry() -> None:
+            self._attempt_async(prep, next_mq, begin, timeout, retries + 1, finish, explicit=False, info=info)
+
+        try:
+            # off the I/O thread: a retry may need to connect to another broker
+            self._running_instance().callback_executor().submit(retry)
+        except (RuntimeError, ClientError):
+            finish(None, exc)
+
+    # ================================================================== admin helpers
+    def view_message(self, offset_msg_id: str) -> MessageExt:
+        """VIEW_MESSAGE_BY_ID from an offsetMsgId (``DefaultMQProducer.viewMessage``)."""
+        (ip, port), offset = decode_offset_msg_id(offset_msg_id)
+        host = f"[{ip}]" if ":" in ip else ip
+        instance = self._running_instance()
+        return instance.api.view_message(
+            f"{host}:{port}", offset, self.client_config.mq_client_api_timeout_ms
+        )
+
+    def create_topic(self, key: str, new_topic: str, queue_num: int, topic_sys_flag: int = 0) -> None:
+        """``MQAdminImpl.createTopic``: UPDATE_AND_CREATE_TOPIC on every master of ``key``'s route."""
+        validate_topic(new_topic)
+        instance = self._running_instance()
+        route = instance.api.get_topic_route_info_from_name_server(
+            key, self.client_config.mq_client_api_timeout_ms
+        )
+        if route is None or not route.broker_datas:
+            raise ClientError(f"Not found broker, maybe key is wrong: {key}")
+        config = TopicConfig(
+            topic_name=new_topic,
+            read_queue_nums=queue_num,
+            write_queue_nums=queue_num,
+            topic_sys_flag=topic_sys_flag,
+        )
+        created = False
+        last: RocketqError | None = None
+        for bd in route.broker_datas:
+            addr = bd.broker_addrs.get(0)
+            if addr is None:
+                continue
+            try:
+                instance.api.create_topic(addr, key, config, self.client_config.mq_client_api_timeout_ms)
+                created = True
+            except (BrokerError, ConnectError, RequestTimeoutError) as exc:
+                last = exc
+        if not created:
+            raise ClientError(f"create topic {new_topic} failed: {last}")
