@@ -6,9 +6,18 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench clean venv
+.PHONY: demo test lint typecheck pytest bench clean venv interop-deps
+
+NODE_STAMP := tests/interop/node_modules/.installed
 
 venv: $(STAMP)
+
+# The interop tests drive rocketq with ali-ons, a real third-party RocketMQ client (Node 20).
+interop-deps: $(NODE_STAMP)
+
+$(NODE_STAMP): tests/interop/package.json tests/interop/package-lock.json
+	cd tests/interop && npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +35,7 @@ lint: venv
 typecheck: venv
 	$(VENV)/bin/mypy
 
-pytest: venv
+pytest: venv interop-deps
 	$(PY) -m pytest -q
 
 test: lint typecheck pytest
@@ -35,4 +44,4 @@ bench: venv
 	$(PY) benchmarks/codec_bench.py
 
 clean:
-	rm -rf $(VENV) build dist .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) build dist .mypy_cache .pytest_cache .ruff_cache tests/interop/node_modules
