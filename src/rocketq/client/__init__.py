@@ -1,7 +1,7 @@
 """rocketq.client: the public client API (producer, pull consumers, selectors, configs).
 
 Everything an application needs is importable from here (and from :mod:`rocketq`):
-:class:`Producer`, :class:`PullConsumer`, :class:`LitePullConsumer`,
+:class:`Producer`, :class:`PushConsumer`, :class:`PullConsumer`, :class:`LitePullConsumer`,
 :class:`MQPullConsumerScheduleService`, the message types, the selectors, the configs and
 the enums. Mirrors the public classes of ``org.apache.rocketmq.client`` (4.9.7).
 """
@@ -22,8 +22,15 @@ from rocketq.client.consumer.allocate import (
     AllocateMessageQueueByMachineRoom,
     AllocateMessageQueueConsistentHash,
 )
+from rocketq.client.consumer.listener import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
+)
 from rocketq.client.consumer.lite_pull import LitePullConsumer
 from rocketq.client.consumer.pull import PullConsumer
+from rocketq.client.consumer.push import PushConsumer, PushConsumerConfig
 from rocketq.client.consumer.schedule import MQPullConsumerScheduleService, PullTaskCallback, PullTaskContext
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
 from rocketq.client.producer import Producer, SendCallback
@@ -45,7 +52,11 @@ __all__ = [
     "AllocateMessageQueueByMachineRoom",
     "AllocateMessageQueueConsistentHash",
     "ClientConfig",
+    "ConsumeConcurrentlyContext",
+    "ConsumeConcurrentlyStatus",
     "ConsumeFromWhere",
+    "ConsumeOrderlyContext",
+    "ConsumeOrderlyStatus",
     "LitePullConsumer",
     "LitePullConsumerConfig",
     "MQClientInstance",
@@ -64,6 +75,8 @@ __all__ = [
     "PullStatus",
     "PullTaskCallback",
     "PullTaskContext",
+    "PushConsumer",
+    "PushConsumerConfig",
     "SelectMessageQueueByHash",
     "SelectMessageQueueByRandom",
     "SelectMessageQueueByRoundRobin",
