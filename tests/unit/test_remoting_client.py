@@ -5,6 +5,7 @@ Also covers ServiceThread (the base of the client's background loops).
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import itertools
 import socket
@@ -53,8 +54,10 @@ class Hold:
 
     def __init__(self) -> None:
         self.received = threading.Event()
+        self.count = 0
 
     async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        self.count += 1
         self.received.set()
         return None
 
@@ -370,10 +373,9 @@ def test_close_fails_pending_calls_and_leaves_no_thread() -> None:
         t = threading.Thread(target=sync_call)
         t.start()
         deadline = time.monotonic() + 5
-        while len(st.call(lambda: st.server.channels)) < 1 and time.monotonic() < deadline:
+        while hold.count < 2 and time.monotonic() < deadline:  # both calls are on the wire
             time.sleep(0.01)
-        assert hold.received.wait(5)
-        time.sleep(0.05)
+        assert hold.count == 2
         t0 = time.monotonic()
         c.close()
         t.join(5)
@@ -399,15 +401,24 @@ def test_not_started_client_refuses_calls() -> None:
     c.close()
 
 
-def test_invoke_sync_on_the_io_thread_raises_instead_of_deadlocking(
-    client: RemotingClient, echo_server: tuple[str, Echo, ServerThread]
-) -> None:
-    addr, _, _ = echo_server
+class Slow:
+    """Answers after 200 ms (so a done-callback is attached before the answer comes)."""
+
+    async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        await asyncio.sleep(0.2)
+        return request.make_response(0, body=request.body)
+
+
+def test_invoke_sync_on_the_io_thread_raises_instead_of_deadlocking(client: RemotingClient) -> None:
+    st, _ = _start_server(processors={11: Slow()})
+    addr = f"127.0.0.1:{st.port}"
     seen: list[BaseException | RemotingCommand] = []
     chained: list[concurrent.futures.Future[RemotingCommand]] = []
+    threads: list[str] = []
     done = threading.Event()
 
     def callback(f: concurrent.futures.Future[RemotingCommand]) -> None:
+        threads.append(threading.current_thread().name)
         try:
             seen.append(client.invoke_sync(addr, _req(2), 1000))
         except ClientError as exc:
@@ -416,11 +427,15 @@ def test_invoke_sync_on_the_io_thread_raises_instead_of_deadlocking(
         chained.append(client.invoke_async(addr, _req(3), 3000))
         done.set()
 
-    client.invoke_async(addr, _req(1), 3000).add_done_callback(callback)
-    assert done.wait(5)
-    assert isinstance(seen[0], ClientError)
-    assert "I/O thread" in str(seen[0])
-    assert chained[0].result(5).body == b"body-3"
+    try:
+        client.invoke_async(addr, _req(1, code=11), 3000).add_done_callback(callback)
+        assert done.wait(5)
+        assert threads == ["tclient-io"]
+        assert isinstance(seen[0], ClientError)
+        assert "I/O thread" in str(seen[0])
+        assert chained[0].result(5).body == b"body-3"
+    finally:
+        st.stop()
 
 
 def test_oneway_is_flagged_and_not_awaited(client: RemotingClient) -> None:
@@ -490,7 +505,7 @@ def test_server_to_client_requests_run_off_the_io_thread() -> None:
         if request.code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
             raise RuntimeError("listener exploded")
         time.sleep(0.05)  # a slow handler must not stall I/O
-        return RemotingCommand(code=0, body=b"running-info")  # opaque/flag set by the client
+        return RemotingCommand(code=0, opaque=12345, body=b"running-info")  # opaque/flag fixed by the client
 
     server = RemotingServer(name="asker")
     server.register_processor(1, Asker(RequestCode.GET_CONSUMER_RUNNING_INFO))

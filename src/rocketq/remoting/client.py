@@ -185,13 +185,15 @@ class RemotingClient:
 
         self._lock = threading.Lock()
         self._conns: dict[str, _Connection] = {}
+        # Every connection not closed yet, mapped or not: the shutdown sweep closes them all.
+        self._live: set[_Connection] = set()
         self._connect_locks: dict[str, threading.Lock] = {}
         self._opaques = itertools.count()
 
-        self._selector = selectors.DefaultSelector()
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._wake_w.setblocking(False)
+        # Made by start(): the selector and the socket pair that wakes it.
+        self._selector: selectors.BaseSelector
+        self._wake_r: socket.socket
+        self._wake_w: socket.socket
         self._wake_pending = False
         self._tasks: collections.deque[Callable[[], None]] = collections.deque()
 
@@ -217,6 +219,10 @@ class RemotingClient:
             if self._started:
                 return
             self._started = True
+            self._selector = selectors.DefaultSelector()
+            self._wake_r, self._wake_w = socket.socketpair()
+            self._wake_r.setblocking(False)
+            self._wake_w.setblocking(False)
             self._selector.register(self._wake_r, _EVENT_READ, None)
             self._handler_pool = concurrent.futures.ThreadPoolExecutor(
                 max_workers=_HANDLER_THREADS, thread_name_prefix=f"{self.name}-handler"
@@ -236,8 +242,6 @@ class RemotingClient:
             self._closed = True
             started = self._started
         if not started:
-            self._selector.close()
-            self._release_wakeup()
             return
         self._stopping = True
         self._wakeup()
@@ -245,8 +249,8 @@ class RemotingClient:
         current = threading.current_thread()
         if io_thread is not None and io_thread is not current:
             io_thread.join()
-            # A connection made concurrently with the shutdown sweep: close it here.
-            for conn in list(self._conns.values()):
+            # Connections the I/O thread's sweep could not see (made or dropped meanwhile).
+            for conn in list(self._live):
                 self._close_connection_now(conn, "remoting client closed")
         pool = self._handler_pool
         if pool is not None:
@@ -302,7 +306,8 @@ class RemotingClient:
         Failures before the request is written (connect, closed client, encoding) raise
         here, as Java's ``invokeAsync`` throws; later ones fail the future with
         :class:`RequestTimeoutError` or :class:`ConnectError`. Done-callbacks run on the I/O
-        thread: keep them short and never block in them.
+        thread: keep them short and never block in them (calling ``invoke_async`` from one
+        is fine, but if it has to open a new connection, the connect blocks I/O meanwhile).
         """
         self._check_open()
         conn = self._connection(addr)
@@ -396,6 +401,7 @@ class RemotingClient:
                     sock.close()
                     raise ClientError(f"remoting client {self.name} is closed")
                 self._conns[addr] = conn
+                self._live.add(conn)
             self._on_io(functools.partial(self._register, conn))
             log.debug("%s: connected to %s", self.name, addr)
             return conn
@@ -510,16 +516,22 @@ class RemotingClient:
                 except Exception:
                     log.exception("%s: I/O task failed", self.name)
             if self._timers:
-                self._expire_timers()
+                try:
+                    self._expire_timers()
+                except Exception:
+                    log.exception("%s: expiring timers failed", self.name)
 
     def _drain_wakeup(self) -> None:
-        # Clear the flag first: a task queued from now on sends a fresh wake byte.
-        self._wake_pending = False
         try:
             while self._wake_r.recv(4096):
                 pass
         except (BlockingIOError, InterruptedError):
             pass
+        # Clear the flag only after draining, and before the task queue runs: a caller that
+        # still saw it set had queued its task already (so it runs now); one that sees it
+        # clear sends a fresh byte. Clearing first would let a byte sent meanwhile be drained
+        # while the flag stays set, and the next caller would never wake this thread.
+        self._wake_pending = False
 
     def _register(self, conn: _Connection) -> None:
         if conn.closed or conn.registered:
@@ -604,6 +616,7 @@ class RemotingClient:
                     self._selector.unregister(conn.sock)
             conn.sock.close()
         with self._lock:
+            self._live.discard(conn)
             if self._conns.get(conn.addr) is conn:
                 del self._conns[conn.addr]
         pending = conn.pending
@@ -620,7 +633,9 @@ class RemotingClient:
                 fut.set_exception(exc)
 
     def _io_shutdown(self) -> None:
-        for conn in list(self._conns.values()):
+        with self._lock:
+            live = list(self._live)
+        for conn in live:
             self._close_connection_now(conn, "remoting client closed")
         with self._timer_lock:
             self._timers.clear()

@@ -391,7 +391,6 @@ class RemotingServer:
             return
         self._server = None
         server.close()
-        await server.wait_closed()
         if self._idle_task is not None:
             self._idle_task.cancel()
         channels = list(self._channels)
@@ -405,6 +404,9 @@ class RemotingServer:
             pending.append(self._idle_task)
         if pending:
             await asyncio.wait(pending, timeout=5.0)
+        # After the channels: from 3.12 on, wait_closed() also waits for every connection.
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(server.wait_closed(), 5.0)
         self._idle_task = None
         log.info("%s: stopped", self.name)
 
