@@ -319,6 +319,13 @@ class EmbeddedCluster:
         if self._temp:
             shutil.rmtree(self.store_dir, ignore_errors=True)
 
+    def broker_pid(self, index: int = 0) -> int:
+        """The OS pid of broker ``index`` (the ``rocketq server`` process in single-process mode)."""
+        popen = self._brokers[index].popen
+        if popen is None:
+            raise ClusterError(f"broker {index} is not running")
+        return popen.pid
+
     def stop_broker(self, index: int = 0) -> int | None:
         """SIGTERM one broker process and return its exit status (0 after a clean shutdown)."""
         return self._terminate(self._brokers[index])
