@@ -4,7 +4,8 @@ Starts an echo :class:`~rocketq.remoting.server.RemotingServer` in a child proce
 client does not share its GIL), then measures, each for ``--seconds``:
 
 * ``raw``: a bare blocking socket that encodes, sends, receives and decodes one frame at a
-  time: the floor any Python client pays; ``sync`` minus ``raw`` is the client's overhead;
+  time: the floor any Python client pays; ``sync`` minus ``raw`` is the client's overhead
+  (as added latency, and as client-process CPU time per call, all threads counted);
 * ``sync``: :meth:`RemotingClient.invoke_sync` from one thread;
 * ``sync x8``: the same from 8 threads;
 * ``async``: :meth:`RemotingClient.invoke_async` with ``--inflight`` (1000) calls in flight.
@@ -48,13 +49,14 @@ def _request() -> RemotingCommand:
     return RemotingCommand.request(10, {"topic": "BenchTopic", "queueId": "0"}, BODY)
 
 
-def bench_raw(addr: tuple[str, int], seconds: float) -> float:
+def bench_raw(addr: tuple[str, int], seconds: float) -> tuple[float, float]:
     sock = socket.create_connection(addr)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     decoder = FrameDecoder()
     n = 0
     end = time.perf_counter() + seconds
     start = time.perf_counter()
+    cpu = time.process_time()
     while time.perf_counter() < end:
         req = _request()
         req.opaque = n
@@ -64,11 +66,12 @@ def bench_raw(addr: tuple[str, int], seconds: float) -> float:
             frames = decoder.feed(sock.recv(65536))
         n += 1
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     sock.close()
-    return n / elapsed
+    return n / elapsed, cpu / n
 
 
-def bench_sync(client: RemotingClient, addr: str, seconds: float, threads: int) -> float:
+def bench_sync(client: RemotingClient, addr: str, seconds: float, threads: int) -> tuple[float, float]:
     counts = [0] * threads
     end = time.perf_counter() + seconds
 
@@ -78,12 +81,14 @@ def bench_sync(client: RemotingClient, addr: str, seconds: float, threads: int) 
             counts[i] += 1
 
     start = time.perf_counter()
+    cpu = time.process_time()
     workers = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
     for w in workers:
         w.start()
     for w in workers:
         w.join()
-    return sum(counts) / (time.perf_counter() - start)
+    n = sum(counts)
+    return n / (time.perf_counter() - start), (time.process_time() - cpu) / n
 
 
 def bench_async(client: RemotingClient, addr: str, seconds: float, inflight: int) -> float:
@@ -108,7 +113,9 @@ def bench_async(client: RemotingClient, addr: str, seconds: float, inflight: int
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--inflight", type=int, default=1000)
@@ -123,16 +130,19 @@ def main() -> None:
         assert child.stdout is not None
         port = int(child.stdout.readline())
         addr = f"127.0.0.1:{port}"
-        raw = bench_raw(("127.0.0.1", port), args.seconds)
-        print(f"raw socket, 1 thread     : {raw:10,.0f} round trips/s  ({1e6 / raw:6.1f} us each)")
+        raw, raw_cpu = bench_raw(("127.0.0.1", port), args.seconds)
+        print(
+            f"raw socket, 1 thread     : {raw:10,.0f} round trips/s  ({1e6 / raw:6.1f} us each, "
+            f"client CPU {raw_cpu * 1e6:5.1f} us/call)"
+        )
         with RemotingClient(name="bench") as client:
             client.invoke_sync(addr, _request(), 3000)
-            sync = bench_sync(client, addr, args.seconds, 1)
+            sync, sync_cpu = bench_sync(client, addr, args.seconds, 1)
             print(
                 f"invoke_sync, 1 thread    : {sync:10,.0f} round trips/s  ({1e6 / sync:6.1f} us each, "
-                f"client overhead vs raw {1e6 / sync - 1e6 / raw:5.1f} us)"
+                f"client CPU {sync_cpu * 1e6:5.1f} us/call; latency over raw {1e6 / sync - 1e6 / raw:5.1f} us)"
             )
-            sync8 = bench_sync(client, addr, args.seconds, 8)
+            sync8, _ = bench_sync(client, addr, args.seconds, 8)
             print(f"invoke_sync, 8 threads   : {sync8:10,.0f} round trips/s")
             asyn = bench_async(client, addr, args.seconds, args.inflight)
             print(f"invoke_async, {args.inflight} in flight: {asyn:10,.0f} round trips/s")

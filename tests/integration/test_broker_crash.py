@@ -93,7 +93,9 @@ def test_sigkill_during_sync_flush_sends_loses_no_acknowledged_message(
                 bodies = dict(stored)
                 mine = {o: b for (q, o), b in acked.items() if q == qid}
                 for offset, body in mine.items():
-                    assert bodies.get(offset) == body, f"queue {qid} offset {offset}: acknowledged message lost"
+                    assert bodies.get(offset) == body, (
+                        f"queue {qid} offset {offset}: acknowledged message lost"
+                    )
                 # send order per queue: the sequence numbers embedded in the bodies only grow
                 seqs = [int(b.split(b"-")[1]) for _, b in stored]
                 assert seqs == sorted(seqs), f"queue {qid}: out of order after recovery"
