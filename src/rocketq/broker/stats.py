@@ -6,6 +6,12 @@ Mirrors the parts of ``org.apache.rocketmq.store.stats.BrokerStats`` (``msgPutTo
 ``StoreStatsService``: samples of the cumulative counters, and ``(now - then) / seconds``
 over the last 10 s, 1 min and 10 min windows.
 
+Per-key figures for VIEW_BROKER_STATS_DATA (``StatsItem.getStatsDataInMinute/Hour/Day``):
+:meth:`BrokerStats.sample` also snapshots the per-topic put and per-``topic@group`` get
+counters into three tiers (every 10 s x 7, every 10 min x 7, every hour x 25, as
+``StatsItem``'s ``csListMinute/Hour/Day``); :meth:`BrokerStats.stats_item` measures from the
+oldest snapshot of a tier to the live counters, so figures are available at once.
+
 Invariants: counters only grow; :meth:`BrokerStats.sample` is called about once a second
 by the broker (any cadence works, windows use the samples' own timestamps);
 :meth:`BrokerStats.record_day` (Java ``record()``, daily at midnight) moves
@@ -20,7 +26,29 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["BrokerStats", "StatsItem"]
+__all__ = [
+    "GROUP_GET_NUMS",
+    "GROUP_GET_SIZE",
+    "TOPIC_PUT_NUMS",
+    "TOPIC_PUT_SIZE",
+    "BrokerStats",
+    "StatsItem",
+    "StatsSnapshot",
+]
+
+#: ``BrokerStatsManager`` stats names (VIEW_BROKER_STATS_DATA ``statsName``); the key is
+#: the topic for TOPIC_*, ``topic@group`` for GROUP_*.
+TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
+TOPIC_PUT_SIZE = "TOPIC_PUT_SIZE"
+GROUP_GET_NUMS = "GROUP_GET_NUMS"
+GROUP_GET_SIZE = "GROUP_GET_SIZE"
+
+#: ``StatsItem`` sampling tiers: name -> (period ms, snapshots kept).
+_TIERS: dict[str, tuple[int, int]] = {
+    "minute": (10_000, 7),
+    "hour": (600_000, 7),
+    "day": (3_600_000, 25),
+}
 
 
 def _monotonic_ms() -> int:
@@ -34,6 +62,19 @@ class StatsItem:
     msgs: int = 0
     size: int = 0
     times: int = 0
+
+
+@dataclass(frozen=True)
+class StatsSnapshot:
+    """``StatsSnapshot``: the counter's growth over a window, its rate and average per call."""
+
+    sum: int = 0
+    tps: float = 0.0
+    avgpt: float = 0.0
+
+
+#: one per-key snapshot: (ms, {(stats name, key): (value, times)})
+_KeySample = tuple[int, dict[tuple[str, str], tuple[int, int]]]
 
 
 class BrokerStats:
@@ -60,6 +101,9 @@ class BrokerStats:
         self.group_get: dict[str, StatsItem] = {}
         # (ms, put msgs, got msgs, found times, miss times)
         self._samples: collections.deque[tuple[int, int, int, int, int]] = collections.deque(maxlen=700)
+        self._key_samples: dict[str, collections.deque[_KeySample]] = {
+            tier: collections.deque(maxlen=kept) for tier, (_, kept) in _TIERS.items()
+        }
 
     # ------------------------------------------------------------------ counting
     def inc_topic_put(self, topic: str, msgs: int, size: int) -> None:
@@ -121,6 +165,63 @@ class BrokerStats:
                     self.get_miss_times,
                 )
             )
+        self._sample_keys()
+
+    def _key_values(self) -> dict[tuple[str, str], tuple[int, int]]:
+        out: dict[tuple[str, str], tuple[int, int]] = {}
+        for topic, item in self.topic_put.items():
+            out[(TOPIC_PUT_NUMS, topic)] = (item.msgs, item.times)
+            out[(TOPIC_PUT_SIZE, topic)] = (item.size, item.times)
+        for key, item in self.group_get.items():
+            out[(GROUP_GET_NUMS, key)] = (item.msgs, item.times)
+            out[(GROUP_GET_SIZE, key)] = (item.size, item.times)
+        return out
+
+    def _sample_keys(self) -> None:
+        now = self._clock_ms()
+        with self._lock:
+            values: dict[tuple[str, str], tuple[int, int]] | None = None
+            for tier, (period, _) in _TIERS.items():
+                samples = self._key_samples[tier]
+                if samples and now - samples[-1][0] < period:
+                    continue
+                if values is None:
+                    values = self._key_values()
+                samples.append((now, values))
+
+    def stats_item(self, stats_name: str, stats_key: str) -> dict[str, StatsSnapshot] | None:
+        """``BrokerStatsManager.getStatsItem`` + ``getStatsDataInMinute/Hour/Day``.
+
+        ``{"minute": ..., "hour": ..., "day": ...}`` for a counter that exists, else None.
+        Each window runs from the tier's oldest snapshot (or the broker's boot, with zero
+        counters) to now.
+        """
+        now = self._clock_ms()
+        with self._lock:
+            current = self._key_values().get((stats_name, stats_key))
+            if current is None:
+                return None
+            out: dict[str, StatsSnapshot] = {}
+            for tier, samples in self._key_samples.items():
+                if samples:
+                    then_ms, values = samples[0]
+                    then = values.get((stats_name, stats_key), (0, 0))
+                else:
+                    then_ms, then = self.boot_ms, (0, 0)
+                total = current[0] - then[0]
+                times = current[1] - then[1]
+                span = now - then_ms
+                out[tier] = StatsSnapshot(
+                    sum=total,
+                    tps=total * 1000.0 / span if span > 0 else 0.0,
+                    avgpt=total / times if times > 0 else 0.0,
+                )
+            return out
+
+    def tps_group_get_nums(self, group: str, topic: str) -> float:
+        """``BrokerStatsManager.tpsGroupGetNums``: the group's pulled messages/s over the last minute."""
+        item = self.stats_item(GROUP_GET_NUMS, f"{topic}@{group}")
+        return item["minute"].tps if item is not None else 0.0
 
     def record_day(self) -> None:
         """``BrokerStats.record``: the daily roll-over of the morning totals."""

@@ -14,7 +14,13 @@ import sys
 __all__ = ["SUBCOMMAND_MODULES", "build_parser", "main"]
 
 #: Modules that contribute subcommands (add yours here).
-SUBCOMMAND_MODULES: tuple[str, ...] = ("rocketq.cli.servers",)
+SUBCOMMAND_MODULES: tuple[str, ...] = (
+    "rocketq.cli.servers",
+    "rocketq.cli.topic",
+    "rocketq.cli.group",
+    "rocketq.cli.message",
+    "rocketq.cli.cluster",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

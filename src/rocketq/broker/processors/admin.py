@@ -16,6 +16,14 @@ Invariants:
   consumer offsets, then re-registers.
 * Every response has Java's shape: ``extFields`` present (``{}``) exactly where Java builds
   the response from a header class; tests compare with the golden frames.
+* Calls to a client (``callConsumer``: GET_CONSUMER_RUNNING_INFO 307 and
+  CONSUME_MESSAGE_DIRECTLY 309) go over the client's own channel and relay its answer;
+  INVOKE_BROKER_TO_RESET_OFFSET (222) and INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223) are
+  served by :class:`~rocketq.broker.broker2client.Broker2Client`, as in Java.
+* GET_CONSUME_STATS reports ``consumeTps`` = the group's pulled messages/s over the last
+  minute per topic (``BrokerStatsManager.tpsGroupGetNums``); VIEW_BROKER_STATS_DATA (315)
+  serves the per-topic put / per-``topic@group`` get counters of
+  :class:`~rocketq.broker.stats.BrokerStats`.
 """
 
 from __future__ import annotations
@@ -35,6 +43,8 @@ from rocketq.broker.processors import (
 from rocketq.broker.topics import validate_topic
 from rocketq.errors import RemotingError, RequestTimeoutError, RocketqError
 from rocketq.protocol.bodies import (
+    BrokerStatsData,
+    BrokerStatsItem,
     Connection,
     ConsumerConnection,
     ConsumeStats,
@@ -48,12 +58,14 @@ from rocketq.protocol.bodies import (
 from rocketq.protocol.codes import CURRENT_VERSION, LanguageCode, RequestCode, ResponseCode, Version
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import (
+    ConsumeMessageDirectlyResultRequestHeader,
     CreateTopicRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicRequestHeader,
     GetBrokerConfigResponseHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerRunningInfoRequestHeader,
+    GetConsumerStatusRequestHeader,
     GetConsumeStatsRequestHeader,
     GetEarliestMsgStoretimeRequestHeader,
     GetEarliestMsgStoretimeResponseHeader,
@@ -64,10 +76,13 @@ from rocketq.protocol.headers import (
     GetProducerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
+    ResetOffsetRequestHeader,
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
+    ViewBrokerStatsDataRequestHeader,
 )
 from rocketq.protocol.java import hashmap_order
+from rocketq.protocol.message_id import decode_offset_msg_id
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.route import KVTable, TopicConfig, TopicFilterType
 from rocketq.remoting.server import Channel
@@ -215,6 +230,10 @@ class AdminBrokerProcessor:
         RequestCode.GET_CONSUME_STATS,
         RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
         RequestCode.GET_CONSUMER_RUNNING_INFO,
+        RequestCode.CONSUME_MESSAGE_DIRECTLY,
+        RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+        RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
+        RequestCode.VIEW_BROKER_STATS_DATA,
     )
 
     def __init__(self, broker: BrokerController) -> None:
@@ -231,6 +250,10 @@ class AdminBrokerProcessor:
             return self.delete_topic(channel, request)
         if code == RequestCode.GET_CONSUMER_RUNNING_INFO:
             return await self.get_consumer_running_info(channel, request)
+        if code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
+            return await self.consume_message_directly(channel, request)
+        if code == RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS:
+            return await self.get_consumer_status(channel, request)
         handler = self._SYNC.get(code)
         if handler is None:
             # AdminBrokerProcessor.getUnknownCmdResponse
@@ -471,6 +494,8 @@ class AdminBrokerProcessor:
                 stats.offset_table[mq] = OffsetWrapper(
                     broker_offset=broker_offset, consumer_offset=consumer_offset, last_timestamp=last
                 )
+            # getConsumeStats: consumeTps += brokerStatsManager.tpsGroupGetNums(group, topic)
+            stats.consume_tps += broker.stats.tps_group_get_nums(group, topic)
         return plain_response(request, ResponseCode.SUCCESS, body=stats.to_json())
 
     def query_topic_consume_by_who(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -485,23 +510,63 @@ class AdminBrokerProcessor:
         )
 
     async def get_consumer_running_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        """``getConsumerRunningInfo`` / ``callConsumer``: relay the request to the client."""
+        """``getConsumerRunningInfo``: relay the request to the client (``callConsumer``)."""
         header = decode_request_header(request, GetConsumerRunningInfoRequestHeader)
         if isinstance(header, RemotingCommand):
             return header
-        group, client_id = header.consumer_group or "", header.client_id or ""
+        return await self._call_consumer(request, header.consumer_group or "", header.client_id or "")
+
+    async def consume_message_directly(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """``consumeMessageDirectly``: hand one stored message to one client of the group.
+
+        ``msgId`` is an offsetMsgId; the broker adds ``brokerName`` to the extFields and the
+        raw record as the body, then relays (``callConsumer``). The client runs its listener
+        on it and answers a ConsumeMessageDirectlyResult.
+        """
+        header = decode_request_header(request, ConsumeMessageDirectlyResultRequestHeader)
+        if isinstance(header, RemotingCommand):
+            return header
+        ext = dict(request.ext_fields or {})
+        ext["brokerName"] = self.broker.config.broker_name
+        body = request.body
+        try:
+            _, offset = decode_offset_msg_id(header.msg_id or "")
+            raw = self.broker.store.select_one_message_by_offset(offset)
+            if raw is not None:
+                body = bytes(raw)
+        except (RocketqError, ValueError) as exc:
+            # Java swallows the UnknownHostException of decodeMessageId and forwards as is
+            log.warning("consumeMessageDirectly: bad msgId %r: %s", header.msg_id, exc)
+        forward = RemotingCommand(
+            code=request.code, ext_fields=ext, body=body, serialize_type=request.serialize_type
+        )
+        return await self._call_consumer(
+            forward, header.consumer_group or "", header.client_id or "", answer_to=request
+        )
+
+    async def _call_consumer(
+        self,
+        request: RemotingCommand,
+        group: str,
+        client_id: str,
+        *,
+        answer_to: RemotingCommand | None = None,
+    ) -> RemotingCommand:
+        """``AdminBrokerProcessor.callConsumer``: forward to the client, relay its answer."""
+        origin = answer_to if answer_to is not None else request
         cci = self.broker.consumer_manager.find_channel(group, client_id)
         if cci is None:
             return plain_response(
-                request, ResponseCode.SYSTEM_ERROR, f"The Consumer <{group}> <{client_id}> not online"
+                origin, ResponseCode.SYSTEM_ERROR, f"The Consumer <{group}> <{client_id}> not online"
             )
         if cci.version < Version.V3_1_8_SNAPSHOT:
             return plain_response(
-                request,
+                origin,
                 ResponseCode.SYSTEM_ERROR,
                 f"The Consumer <{client_id}> Version <{_version_desc(cci.version)}> too low to finish, "
                 "please upgrade it to V3_1_8_SNAPSHOT",
             )
+        # a new request with the same code, extFields and body (createRequestCommand(code, null))
         forward = RemotingCommand.request(request.code, dict(request.ext_fields or {}), request.body)
         try:
             answer = await self.broker.broker2client.call_client(
@@ -509,16 +574,69 @@ class AdminBrokerProcessor:
             )
         except RequestTimeoutError as exc:
             return plain_response(
-                request, ResponseCode.CONSUME_MSG_TIMEOUT, f"consumer <{group}> <{client_id}> Timeout: {exc}"
+                origin, ResponseCode.CONSUME_MSG_TIMEOUT, f"consumer <{group}> <{client_id}> Timeout: {exc}"
             )
         except RemotingError as exc:
             return plain_response(
-                request,
+                origin,
                 ResponseCode.SYSTEM_ERROR,
                 f"invoke consumer <{group}> <{client_id}> Exception: {exc}",
             )
         # relay the client's answer as the response to the admin's request
-        return request.make_response(answer.code, answer.remark, answer.ext_fields, answer.body)
+        return origin.make_response(answer.code, answer.remark, answer.ext_fields, answer.body)
+
+    # ------------------------------------------------------------------ offsets pushed to clients
+    def reset_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """INVOKE_BROKER_TO_RESET_OFFSET (222): ``Broker2Client.resetOffset``."""
+        header = decode_request_header(request, ResetOffsetRequestHeader)
+        if isinstance(header, RemotingCommand):
+            return header
+        log.info(
+            "[reset-offset] reset offset started by %s. topic=%s, group=%s, timestamp=%s, isForce=%s",
+            channel.remote_addr,
+            header.topic,
+            header.group,
+            header.timestamp,
+            header.is_force,
+        )
+        # isC (LanguageCode.CPP -> ResetOffsetBodyForC list form) is not supported: C++ clients
+        # get the map form like every other language.
+        return self.broker.broker2client.reset_offset(
+            self.broker, request, header.topic or "", header.group or "", header.timestamp, header.is_force
+        )
+
+    async def get_consumer_status(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223): ``Broker2Client.getConsumeStatus``."""
+        header = decode_request_header(request, GetConsumerStatusRequestHeader)
+        if isinstance(header, RemotingCommand):
+            return header
+        log.info(
+            "[get-consumer-status] get consumer status by %s. topic=%s, group=%s",
+            channel.remote_addr,
+            header.topic,
+            header.group,
+        )
+        return await self.broker.broker2client.get_consume_status(
+            self.broker, request, header.topic or "", header.group or "", header.client_addr
+        )
+
+    # ------------------------------------------------------------------ statistics
+    def view_broker_stats_data(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """VIEW_BROKER_STATS_DATA (315): minute/hour/day figures of one stats item."""
+        header = decode_request_header(request, ViewBrokerStatsDataRequestHeader)
+        if isinstance(header, RemotingCommand):
+            return header
+        name, key = header.stats_name or "", header.stats_key or ""
+        item = self.broker.stats.stats_item(name, key)
+        if item is None:
+            return plain_response(request, ResponseCode.SYSTEM_ERROR, f"The stats <{name}> <{key}> not exist")
+
+        def conv(tier: str) -> BrokerStatsItem:
+            snap = item[tier]
+            return BrokerStatsItem(sum=snap.sum, tps=snap.tps, avgpt=snap.avgpt)
+
+        data = BrokerStatsData(stats_minute=conv("minute"), stats_hour=conv("hour"), stats_day=conv("day"))
+        return plain_response(request, ResponseCode.SUCCESS, body=data.to_json())
 
     _SYNC: ClassVar[
         dict[int, Callable[[AdminBrokerProcessor, Channel, RemotingCommand], RemotingCommand]]
@@ -538,6 +656,8 @@ class AdminBrokerProcessor:
         RequestCode.GET_PRODUCER_CONNECTION_LIST: get_producer_connection_list,
         RequestCode.GET_CONSUME_STATS: get_consume_stats,
         RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: query_topic_consume_by_who,
+        RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: reset_offset,
+        RequestCode.VIEW_BROKER_STATS_DATA: view_broker_stats_data,
     }
 
 

@@ -1,0 +1,95 @@
+"""``rocketq cluster ...``: list (mqadmin clusterList) and runtime (mqadmin brokerStatus).
+
+Output rules are those of :mod:`rocketq.cli._output`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import time
+from typing import Any
+
+from rocketq.admin import Admin
+from rocketq.cli._output import AdminCommand, Output, add_common_options, run_admin_command
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    """Add ``cluster`` and its subcommands to the ``rocketq`` parser."""
+    cluster = subparsers.add_parser(
+        "cluster",
+        help="clusters and brokers: list, runtime",
+        description="Clusters and brokers (mqadmin clusterList, brokerStatus).",
+    )
+    sub = cluster.add_subparsers(dest="cluster_command", metavar="SUBCOMMAND", required=True)
+
+    p = sub.add_parser(
+        "list", help="every broker with its version, TPS and today's counts (mqadmin clusterList)"
+    )
+    _finish(p, _list)
+
+    p = sub.add_parser("runtime", help="the runtime figures of one broker (mqadmin brokerStatus)")
+    p.add_argument("-b", "--broker-addr", required=True, help="broker address ip:port")
+    _finish(p, _runtime)
+
+
+def _finish(parser: argparse.ArgumentParser, body: AdminCommand) -> None:
+    add_common_options(parser)
+    parser.set_defaults(func=functools.partial(run_admin_command, body=body))
+
+
+def _hours_ago(ms: int) -> str:
+    if ms <= 0:
+        return "-"
+    return f"{max(0.0, time.time() * 1000 - ms) / 3_600_000:.2f}"
+
+
+def _list(args: argparse.Namespace, admin: Admin, out: Output) -> int:
+    view = admin.cluster_list()
+    if out.json_mode:
+        out.json(view.to_json_obj())
+        return 0
+    out.table(
+        [
+            "Cluster",
+            "Broker",
+            "BID",
+            "Address",
+            "Version",
+            "In TPS",
+            "Out TPS",
+            "In today",
+            "Out today",
+            "Hours",
+            "Disk",
+        ],
+        [
+            [
+                b.cluster,
+                b.broker_name,
+                b.broker_id,
+                b.addr,
+                b.version if b.error is None else f"error: {b.error}",
+                b.in_tps,
+                b.out_tps,
+                b.in_today,
+                b.out_today,
+                _hours_ago(b.earliest_message_timestamp),
+                b.commit_log_disk_ratio,
+            ]
+            for b in view.brokers
+        ],
+        caption="Hours: age of the oldest stored message",
+    )
+    return 0
+
+
+def _runtime(args: argparse.Namespace, admin: Admin, out: Output) -> int:
+    info = admin.broker_runtime_info(args.broker_addr)
+    if out.json_mode:
+        out.json(dict(sorted(info.items())))
+    else:
+        out.kv(dict(sorted(info.items())), title=f"Broker {args.broker_addr}")
+    return 0

@@ -1,0 +1,296 @@
+"""``rocketq group ...``: progress, connections, status, producers, reset-offset, client-offsets.
+
+The mqadmin commands ``consumerProgress``, ``consumerConnection``, ``consumerStatus``,
+``producerConnection``, ``resetOffsetByTime`` and ``getConsumerStatus`` over
+:class:`~rocketq.admin.Admin`. Output rules are those of :mod:`rocketq.cli._output`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+from typing import Any
+
+from rocketq.admin import Admin, ResetMode
+from rocketq.admin.models import mq_to_json
+from rocketq.cli._output import (
+    AdminCommand,
+    Output,
+    add_common_options,
+    format_ms,
+    parse_timestamp,
+    run_admin_command,
+)
+from rocketq.protocol.bodies import ConsumerRunningInfo
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    """Add ``group`` and its subcommands to the ``rocketq`` parser."""
+    group = subparsers.add_parser(
+        "group",
+        help="consumer/producer groups: progress, connections, status, reset-offset",
+        description="Consumer and producer groups (mqadmin consumerProgress, consumerConnection, consumerStatus, producerConnection, resetOffsetByTime, getConsumerStatus).",
+    )
+    sub = group.add_subparsers(dest="group_command", metavar="SUBCOMMAND", required=True)
+
+    p = sub.add_parser(
+        "progress",
+        help="per-queue broker/consumer offset, lag and holder; total lag and TPS (mqadmin consumerProgress)",
+    )
+    p.add_argument("-g", "--group", required=True)
+    p.add_argument("-t", "--topic", default=None, help="only this topic")
+    p.add_argument("--no-clients", action="store_true", help="do not ask live clients which queue they hold")
+    _finish(p, _progress)
+
+    p = sub.add_parser(
+        "connections", help="live clients and subscriptions of a group (mqadmin consumerConnection)"
+    )
+    p.add_argument("-g", "--group", required=True)
+    _finish(p, _connections)
+
+    p = sub.add_parser(
+        "status", help="running info of each live client: queues, caches, TPS (mqadmin consumerStatus)"
+    )
+    p.add_argument("-g", "--group", required=True)
+    p.add_argument("-i", "--client-id", default=None, help="only this client")
+    p.add_argument("--jstack", action="store_true", help="also ask for the clients' thread stacks")
+    _finish(p, _status)
+
+    p = sub.add_parser("producers", help="live producers of a producer group (mqadmin producerConnection)")
+    p.add_argument("-g", "--group", required=True, help="producer group")
+    p.add_argument("-t", "--topic", required=True, help="a topic the group sends to (locates the brokers)")
+    _finish(p, _producers)
+
+    p = sub.add_parser(
+        "reset-offset",
+        help="move a group's offsets of a topic to a point in time (mqadmin resetOffsetByTime)",
+        description="Online (default when a client of the group is live): the brokers push the new offsets "
+        "to every live client, which resumes from them at once. Offline: the offsets are written to the "
+        "brokers (UPDATE_CONSUMER_OFFSET per queue); only safe while no client runs.",
+    )
+    p.add_argument("-g", "--group", required=True)
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument(
+        "-s",
+        "--timestamp",
+        required=True,
+        help="epoch ms, 'now', 'earliest', 'latest' (-1) or a local time like 2026-11-22T08:30:00",
+    )
+    p.add_argument("--no-force", action="store_true", help="only move offsets backwards")
+    p.add_argument("--mode", choices=["auto", "online", "offline"], default="auto", help="default auto")
+    _finish(p, _reset_offset)
+
+    p = sub.add_parser(
+        "client-offsets",
+        help="each live client's own offsets of a topic, via the broker (mqadmin getConsumerStatus)",
+    )
+    p.add_argument("-g", "--group", required=True)
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-i", "--client-addr", default=None, help="only the client with this client id")
+    _finish(p, _client_offsets)
+
+
+def _finish(parser: argparse.ArgumentParser, body: AdminCommand) -> None:
+    add_common_options(parser)
+    parser.set_defaults(func=functools.partial(run_admin_command, body=body))
+
+
+def _progress(args: argparse.Namespace, admin: Admin, out: Output) -> int:
+    progress = admin.consumer_progress(args.group, args.topic, with_clients=not args.no_clients)
+    if out.json_mode:
+        out.json(progress.to_json_obj())
+        return 0
+    out.table(
+        ["Topic", "Broker", "Queue", "Broker offset", "Consumer offset", "Lag", "Client", "Last consumed"],
+        [
+            [
+                q.topic,
+                q.broker_name,
+                q.queue_id,
+                q.broker_offset,
+                q.consumer_offset,
+                q.lag,
+                q.client_id or "",
+                format_ms(q.last_timestamp),
+            ]
+            for q in progress.queues
+        ],
+        title=f"Progress of {args.group}",
+        caption=f"Consume TPS: {progress.consume_tps:.2f}   Total lag: {progress.total_lag}",
+    )
+    return 0
+
+
+def _connections(args: argparse.Namespace, admin: Admin, out: Output) -> int:
+    conns = admin.consumer_connections(args.group)
+    if out.json_mode:
+        out.json(conns.to_json_obj())
+        return 0
+    out.table(
+        ["Client id", "Address", "Language", "Version"],
+        [[c.client_id, c.client_addr, c.language, c.version_desc] for c in conns.connections],
+        title=f"Connections of {args.group}",
+    )
+    out.table(["Topic", "Subscription"], [[t, s] for t, s in conns.subscriptions.items()])
+    out.line(
+        f"consume type {conns.consume_type}, message model {conns.message_model}, "
+        f"consume from {conns.consume_from_where}"
+    )
+    return 0
+
+
+def _status(args: argparse.Namespace, admin: Admin, out: Output) -> int:
+    if args.client_id:
+        infos = {args.client_id: admin.consumer_running_info(args.group, args.client_id, jstack=args.jstack)}
+    else:
+        infos = admin.consumer_status(args.group, jstack=args.jstack)
+    if out.json_mode:
+        out.json({cid: _running_info_json(info) for cid, info in infos.items()})
+        return 0
+    for cid, info in infos.items():
+        out.table(
+            [
+                "Topic",
+                "Broker",
+                "Queue",
+                "Commit offset",
+                "Cached",
+                "Cached min",
+                "Cached max",
+                "Locked",
+                "Dropped",
+                "Last pull",
+            ],
+            [
+                [
+                    mq.topic,
+                    mq.broker_name,
+                    mq.queue_id,
+                    pq.commit_offset,
+                    pq.cached_msg_count,
+                    pq.cached_msg_min_offset,
+                    pq.cached_msg_max_offset,
+                    pq.locked,
+                    pq.dropped,
+                    format_ms(pq.last_pull_timestamp),
+                ]
+                for mq, pq in sorted(info.mq_table.items())
+            ],
+            title=f"Client {cid}",
+        )
+        out.table(
+            ["Topic", "Pull TPS", "Pull RT", "Consume OK TPS", "Consume failed TPS", "Consume RT"],
+            [
+                [t, s.pull_tps, s.pull_rt, s.consume_ok_tps, s.consume_failed_tps, s.consume_rt]
+                for t, s in sorted(info.status_table.items())
+            ],
+        )
+        out.table(["Topic", "Subscription"], [[sd.topic, sd.sub_string] for sd in info.subscription_set])
+        if info.jstack:
+            out.line(info.jstack)
+    return 0
+
+
+def _running_info_json(info: ConsumerRunningInfo) -> dict[str, Any]:
+    return {
+        "properties": dict(info.properties),
+        "subscriptions": {sd.topic: sd.sub_string for sd in info.subscription_set},
+        "queues": [
+            {
+                **mq_to_json(mq),
+                "commit_offset": pq.commit_offset,
+                "cached_msg_count": pq.cached_msg_count,
+                "cached_msg_min_offset": pq.cached_msg_min_offset,
+                "cached_msg_max_offset": pq.cached_msg_max_offset,
+                "cached_msg_size_mib": pq.cached_msg_size_in_mib,
+                "locked": pq.locked,
+                "dropped": pq.dropped,
+                "last_pull_timestamp": pq.last_pull_timestamp,
+                "last_consume_timestamp": pq.last_consume_timestamp,
+            }
+            for mq, pq in sorted(info.mq_table.items())
+        ],
+        "status": {
+            t: {
+                "pull_tps": s.pull_tps,
+                "pull_rt": s.pull_rt,
+                "consume_ok_tps": s.consume_ok_tps,
+                "consume_failed_tps": s.consume_failed_tps,
+                "consume_rt": s.consume_rt,
+                "consume_failed_msgs": s.consume_failed_msgs,
+            }
+            for t, s in sorted(info.status_table.items())
+        },
+        "jstack": info.jstack,
+    }
+
+
+def _producers(args: argparse.Namespace, admin: Admin, out: Output) -> int:
+    conns = admin.producer_connections(args.group, args.topic)
+    if out.json_mode:
+        out.json([c.to_json_obj() for c in conns])
+        return 0
+    out.table(
+        ["Client id", "Address", "Language", "Version"],
+        [[c.client_id, c.client_addr, c.language, c.version_desc] for c in conns],
+        title=f"Producers of {args.group}",
+    )
+    return 0
+
+
+def _reset_offset(args: argparse.Namespace, admin: Admin, out: Output) -> int:
+    timestamp = parse_timestamp(args.timestamp)
+    mode = None if args.mode == "auto" else ResetMode(args.mode)
+    result = admin.reset_offset_by_time(args.group, args.topic, timestamp, force=not args.no_force, mode=mode)
+    if out.json_mode:
+        out.json(result.to_json_obj())
+        return 0
+    out.table(
+        ["Topic", "Broker", "Queue", "Old offset", "New offset", "Broker offset"],
+        [
+            [
+                q.message_queue.topic,
+                q.message_queue.broker_name,
+                q.message_queue.queue_id,
+                q.old_offset,
+                q.new_offset,
+                q.broker_offset,
+            ]
+            for q in result.queues
+        ],
+        title=f"Offsets of {args.group} reset ({result.mode.value})",
+        caption=f"to {_describe_time(timestamp)}",
+    )
+    return 0
+
+
+def _describe_time(timestamp: int) -> str:
+    if timestamp == -1:
+        return "the end of each queue"
+    if timestamp == 0:
+        return "the beginning of each queue"
+    return format_ms(timestamp)
+
+
+def _client_offsets(args: argparse.Namespace, admin: Admin, out: Output) -> int:
+    table = admin.consumer_offsets_from_clients(args.group, args.topic, client_addr=args.client_addr)
+    if out.json_mode:
+        out.json(
+            {
+                cid: [{**mq_to_json(mq), "offset": off} for mq, off in sorted(t.items())]
+                for cid, t in table.items()
+            }
+        )
+        return 0
+    out.table(
+        ["Client", "Topic", "Broker", "Queue", "Offset"],
+        [
+            [cid, mq.topic, mq.broker_name, mq.queue_id, off]
+            for cid, t in table.items()
+            for mq, off in sorted(t.items())
+        ],
+        title=f"Client offsets of {args.group}",
+    )
+    return 0
