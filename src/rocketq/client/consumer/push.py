@@ -73,11 +73,16 @@ from rocketq.protocol.bodies import (
     CMResult,
     ConsumeMessageDirectlyResult,
     ConsumerRunningInfo,
+    GetConsumerStatusBody,
     ResetOffsetBody,
 )
 from rocketq.protocol.codes import CURRENT_VERSION, RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
-from rocketq.protocol.headers import ConsumeMessageDirectlyResultRequestHeader, ResetOffsetRequestHeader
+from rocketq.protocol.headers import (
+    ConsumeMessageDirectlyResultRequestHeader,
+    GetConsumerStatusRequestHeader,
+    ResetOffsetRequestHeader,
+)
 from rocketq.protocol.heartbeat import (
     ConsumeFromWhere,
     ConsumeType,
@@ -782,7 +787,16 @@ class PushConsumer:
         """``ClientRemotingProcessor`` for this group: running info, direct consume, reset offset."""
         if request.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
             info = self.running_info(jstack=request.ext("jstackEnable") == "true")
-            return request.make_response(ResponseCode.SUCCESS, body=info.to_json())
+            # Java's client leaves the response's default remark in place (golden admin.jsonl)
+            return request.make_response(
+                ResponseCode.SUCCESS, "not set any response code", body=info.to_json()
+            )
+        if request.code == RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT:
+            status = GetConsumerStatusRequestHeader.from_ext_fields(request.ext_fields)
+            store = self._offset_store
+            table = store.clone_offset_table(status.topic) if store is not None else {}
+            answer = GetConsumerStatusBody(message_queue_table=table)
+            return request.make_response(ResponseCode.SUCCESS, body=answer.to_json())
         if request.code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
             return self._consume_message_directly(request)
         if request.code == RequestCode.RESET_CONSUMER_CLIENT_OFFSET:
