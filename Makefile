@@ -22,7 +22,7 @@ $(NODE_STAMP): tests/interop/package.json tests/interop/package-lock.json
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,spark]'
 	touch $(STAMP)
 
 demo: venv
@@ -40,8 +40,26 @@ pytest: venv interop-deps
 
 test: lint typecheck pytest
 
+# Side-by-side benchmarks (issue #9): rocketq vs Redis Streams vs NATS JetStream, ~15 min.
+# Installs Debian's redis-server and nats-server if missing (a peer that still cannot be found
+# is reported as MISSING in the output and in the report, and the target fails), the peers'
+# Python clients, matplotlib and py-spy into the venv; writes benchmarks/results/REPORT.md.
+BENCH_APT  := redis-server nats-server
+BENCH_PIP  := 'redis[hiredis]' nats-py matplotlib py-spy
+SUDO       := $(shell [ "$$(id -u)" = 0 ] || { command -v sudo >/dev/null && echo sudo; })
+
 bench: venv
-	$(PY) benchmarks/codec_bench.py
+	@if ! command -v redis-server >/dev/null || ! { command -v nats-server >/dev/null || test -x /usr/sbin/nats-server; }; then \
+		if command -v apt-get >/dev/null; then \
+			$(SUDO) apt-get update -qq && \
+			$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BENCH_APT) || \
+			echo "bench: could not install $(BENCH_APT); the suite will report them as missing"; \
+		else \
+			echo "bench: no apt-get here; install $(BENCH_APT) by hand or the suite reports them as missing"; \
+		fi; \
+	fi
+	$(PY) -m pip install --quiet $(BENCH_PIP)
+	$(PY) benchmarks/run_suite.py
 
 clean:
 	rm -rf $(VENV) build dist .mypy_cache .pytest_cache .ruff_cache tests/interop/node_modules

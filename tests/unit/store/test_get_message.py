@@ -139,7 +139,7 @@ def test_in_memory_byte_limit_and_first_message_always(factory: StoreFactory) ->
     store = factory(max_transfer_bytes_on_message_in_memory=1000)
     _fill(store, 10, body=b"x" * 300)
     got = store.get_message("g", "TopicA", 0, 0, 32)
-    size = got.buffers[0].__len__()
+    size = got.buffer_total_size // got.message_count
     assert got.message_count == 1000 // size
     assert got.next_begin_offset == got.message_count
     assert got.buffer_total_size == size * got.message_count
@@ -195,3 +195,20 @@ def test_store_timestamps_and_search_by_time(factory: StoreFactory) -> None:
     assert store.get_offset_in_queue_by_time("TopicA", 0, 0) == 0
     assert store.get_offset_in_queue_by_time("TopicA", 0, stamps[-1] + 10_000) == 4
     assert store.get_offset_in_queue_by_time("Nope", 0, 0) == 0
+
+
+def test_adjacent_records_leave_as_one_slice_and_interleaved_ones_do_not(factory: StoreFactory) -> None:
+    store = factory()
+    _fill(store, 5, body=b"a" * 50)  # queue 0 only: back to back in the commit log
+    got = store.get_message("g", "TopicA", 0, 0, 32)
+    assert got.message_count == 5
+    assert len(got.buffers) == 1
+    records = decode_records(got.body())
+    assert [m.queue_offset for m in records] == [0, 1, 2, 3, 4]
+    assert got.message_queue_offsets == [0, 1, 2, 3, 4]
+    for i in range(4):  # interleave two queues: every record of queue 1 stands alone
+        assert store.put_message(make_msg(topic="TopicB", queue_id=i % 2, body=b"b")).ok
+    got = store.get_message("g", "TopicB", 1, 0, 32)
+    assert got.message_count == 2
+    assert len(got.buffers) == 2
+    assert [m.queue_id for m in decode_records(got.body())] == [1, 1]

@@ -44,7 +44,7 @@ from rocketq.broker.store.config import CQ_STORE_UNIT_SIZE, SYNC_FLUSH, MessageS
 from rocketq.broker.store.consume_queue import ConsumeQueue
 from rocketq.broker.store.flush_service import FlushRealTimeService, GroupCommitService
 from rocketq.broker.store.index import IndexService, index_key_hashes
-from rocketq.broker.store.mapped_file import now_ms
+from rocketq.broker.store.mapped_file import MappedFile, now_ms
 from rocketq.broker.store.message_ext_broker_inner import MessageExtBrokerInner
 from rocketq.broker.store.service_thread import PeriodicService, ServiceThread
 from rocketq.broker.store.status import (
@@ -518,23 +518,6 @@ class MessageStore:
 
     # ================================================================== read path
 
-    def _is_batch_full(self, size_py: int, max_msg_nums: int, total: int, count: int, in_disk: bool) -> bool:
-        # DefaultMessageStore.isTheBatchFull: the first message always goes through
-        if total == 0 or count == 0:
-            return False
-        if max_msg_nums <= count:
-            return True
-        config = self.config
-        if in_disk:
-            return (
-                total + size_py > config.max_transfer_bytes_on_message_in_disk
-                or count > config.max_transfer_count_on_message_in_disk - 1
-            )
-        return (
-            total + size_py > config.max_transfer_bytes_on_message_in_memory
-            or count > config.max_transfer_count_on_message_in_memory - 1
-        )
-
     def get_message(
         self,
         group: str,
@@ -592,31 +575,61 @@ class MessageStore:
                     buffers = result.buffers
                     queue_offsets = result.message_queue_offsets
                     commit_log = self.commit_log
+                    cfg = self.config
+                    mem_bytes = cfg.max_transfer_bytes_on_message_in_memory
+                    mem_count = cfg.max_transfer_count_on_message_in_memory
+                    disk_bytes = cfg.max_transfer_bytes_on_message_in_disk
+                    disk_count = cfg.max_transfer_count_on_message_in_disk
+                    # Hot path: the mapped file is resolved once per file, and records that lie
+                    # back to back in the commit log leave as one slice (a run), not one each.
+                    mf: MappedFile | None = None
+                    file_lo = file_hi = -1
+                    run_lo = run_hi = -1
                     for offset_py, size_py, tags_code in _UNIT.iter_unpack(buf[: units * CQ_STORE_UNIT_SIZE]):
                         max_phy_pulling = offset_py
                         if next_phy_file_start >= 0 and offset_py < next_phy_file_start:
                             scanned += 1
                             continue
-                        in_disk = max_offset_py - offset_py > memory
-                        if count and self._is_batch_full(size_py, max_msg_nums, total, count, in_disk):
-                            break
+                        if count:  # DefaultMessageStore.isTheBatchFull; the first message always goes
+                            if count >= max_msg_nums:
+                                break
+                            if max_offset_py - offset_py > memory:
+                                if total + size_py > disk_bytes or count > disk_count - 1:
+                                    break
+                            elif total + size_py > mem_bytes or count > mem_count - 1:
+                                break
                         scanned += 1
                         if message_filter is not None and not message_filter(tags_code):
-                            if total == 0:
-                                status = GetMessageStatus.NO_MATCHED_MESSAGE
                             continue
-                        data = commit_log.get_message(offset_py, size_py)
-                        if data is None:
-                            if total == 0:
-                                status = GetMessageStatus.MESSAGE_WAS_REMOVING
-                            next_phy_file_start = commit_log.roll_next_file(offset_py)
-                            continue
-                        buffers.append(data)
+                        end_py = offset_py + size_py
+                        if not (file_lo <= offset_py and end_py <= file_hi):
+                            if run_hi > run_lo and mf is not None:
+                                buffers.append(mf.view[run_lo - file_lo : run_hi - file_lo])
+                            run_lo = run_hi = -1
+                            mf = commit_log.queue.find_by_offset(offset_py)
+                            if mf is None or not mf.available:
+                                mf = None
+                                file_lo = file_hi = -1
+                            else:
+                                file_lo = mf.file_from_offset
+                                file_hi = file_lo + mf.wrote_position
+                            if mf is None or end_py > file_hi:
+                                if total == 0:
+                                    status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                                next_phy_file_start = commit_log.roll_next_file(offset_py)
+                                continue
+                        if offset_py != run_hi:
+                            if run_hi > run_lo and mf is not None:
+                                buffers.append(mf.view[run_lo - file_lo : run_hi - file_lo])
+                            run_lo = offset_py
+                        run_hi = end_py
                         queue_offsets.append(offset + scanned - 1)
                         count += 1
                         total += size_py
                         status = GetMessageStatus.FOUND
                         next_phy_file_start = -1
+                    if run_hi > run_lo and mf is not None:
+                        buffers.append(mf.view[run_lo - file_lo : run_hi - file_lo])
                     next_begin = offset + scanned
                     result.message_count = count
                     result.buffer_total_size = total
