@@ -20,6 +20,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "rocketq.cli.group",
     "rocketq.cli.message",
     "rocketq.cli.cluster",
+    "rocketq.cli.demo",
 )
 
 

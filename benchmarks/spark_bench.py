@@ -1,0 +1,131 @@
+"""Read rate of the rocketmq Spark source against Spark reading the same rows from Parquet.
+
+One run, side by side, same SparkSession (local[2]): an embedded broker is filled with N
+messages of 100-byte bodies (default 1,000,000), then
+
+* ``connector``: ``spark.read.format("rocketmq")...load()`` written to the ``noop`` sink
+  (every column of every row materialised in the JVM), and
+* ``parquet``: the very same rows, saved once as Parquet, read the same way,
+
+each timed ``--repeat`` times (best run reported). The broker is configured for bulk reads
+(``maxTransferCountOnMessageInMemory``/``maxTransferBytesOnMessageInMemory`` raised, as an
+operator would for a batch-analytics consumer); everything else is the default.
+
+    .venv/bin/python benchmarks/spark_bench.py [--messages 1000000] [--queues 2] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+from pyspark.sql import SparkSession
+
+import rocketq.spark
+from rocketq.client.producer import Producer
+from rocketq.protocol.message import Message
+from rocketq.protocol.message_queue import MessageQueue
+from rocketq.testing.cluster import EmbeddedCluster
+
+TOPIC = "spark-bench"
+
+
+def session() -> SparkSession:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("rocketq-spark-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    rocketq.spark.register(spark)
+    return spark
+
+
+def fill(cluster: EmbeddedCluster, messages: int, queues: int, body_size: int) -> float:
+    body = b"x" * body_size
+    per_queue = messages // queues
+    t0 = time.perf_counter()
+    with Producer("spark_bench_producer", namesrv_addr=cluster.namesrv_addr) as producer:
+        for q in range(queues):
+            mq = MessageQueue(TOPIC, "broker-a", q)
+            left = per_queue + (1 if q < messages % queues else 0)
+            while left:
+                n = min(1000, left)
+                producer.send([Message(TOPIC, body) for _ in range(n)], queue=mq)
+                left -= n
+    return time.perf_counter() - t0
+
+
+def timed(label: str, action: object, repeat: int, rows: int) -> float:
+    best = float("inf")
+    for i in range(repeat):
+        t0 = time.perf_counter()
+        action()  # type: ignore[operator]
+        elapsed = time.perf_counter() - t0
+        best = min(best, elapsed)
+        print(f"  {label:9s} run {i + 1}: {elapsed:6.2f} s  {rows / elapsed:12,.0f} rows/s", flush=True)
+    return rows / best
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--messages", type=int, default=1_000_000)
+    parser.add_argument("--queues", type=int, default=2)
+    parser.add_argument("--body-size", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    workdir = tempfile.mkdtemp(prefix="rocketq-spark-bench-")
+    conf = {
+        "maxTransferCountOnMessageInMemory": "4096",
+        "maxTransferBytesOnMessageInMemory": str(4 * 1024 * 1024),
+    }
+    try:
+        with EmbeddedCluster(broker_conf=conf, mapped_file_size_commit_log=256 * 1024 * 1024) as cluster:
+            cluster.create_topic(TOPIC, args.queues)
+            print(
+                f"filling {args.messages:,} messages of {args.body_size} bytes into {args.queues} queues ..."
+            )
+            secs = fill(cluster, args.messages, args.queues, args.body_size)
+            print(f"  produced in {secs:.1f} s ({args.messages / secs:,.0f} msg/s)")
+            spark = session()
+            df = (
+                spark.read.format("rocketmq")
+                .option("nameserver", cluster.namesrv_addr)
+                .option("topic", TOPIC)
+                .option("pullBatchSize", "4096")
+                .load()
+            )
+            parquet = os.path.join(workdir, "rows.parquet")
+            df.write.parquet(parquet)  # also warms up the JVM and the Python workers
+            pq = spark.read.parquet(parquet)
+            rows = pq.count()
+            assert rows == args.messages, f"parquet has {rows} rows, expected {args.messages}"
+            print(f"reading {rows:,} rows, every column, into the noop sink (best of {args.repeat}):")
+            connector = timed(
+                "connector", lambda: df.write.format("noop").mode("overwrite").save(), args.repeat, rows
+            )
+            parquet_rate = timed(
+                "parquet", lambda: pq.write.format("noop").mode("overwrite").save(), args.repeat, rows
+            )
+            spark.stop()
+        print()
+        print(f"connector: {connector:12,.0f} rows/s")
+        print(f"parquet:   {parquet_rate:12,.0f} rows/s")
+        print(f"ratio:     {connector / parquet_rate:12.2f}x  (target >= 0.5x)")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""The ``rocketmq`` Spark format: a PySpark Python data source over rocketq topics.
+
+``RocketMQDataSource`` (pyspark 4.3 ``DataSource``) is registered with
+:func:`rocketq.spark.register` and serves ``spark.read``, ``spark.readStream``,
+``df.write`` and ``df.writeStream``. Modelled on Spark's Kafka connector
+(``KafkaSourceProvider``): a fixed read schema (:data:`READ_DDL`), options checked up
+front (unknown ones are errors, see :mod:`rocketq.spark.options`), partitions that are
+message queues and offsets that are JSON per queue.
+
+Invariants: options are parsed on the driver when a reader or writer is created, so a bad
+option fails the query before any task runs; a user-specified read schema must equal the
+connector's (``spark.read.schema(...)`` cannot change how records decode).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
+from pyspark.sql.session import SparkSession
+from pyspark.sql.types import (
+    BinaryType,
+    DataType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from rocketq.errors import IllegalArgumentError
+from rocketq.spark.columnar import READ_COLUMNS
+from rocketq.spark.options import parse_read_options, parse_write_options
+from rocketq.spark.reader import RocketMQReader, RocketMQStreamReader
+from rocketq.spark.sink import check_write_columns
+from rocketq.spark.writer import RocketMQStreamWriter, RocketMQWriter
+
+__all__ = ["FORMAT", "READ_DDL", "RocketMQDataSource", "read_schema", "register"]
+
+#: The format name: ``spark.read.format("rocketmq")``.
+FORMAT = "rocketmq"
+
+_TYPES: dict[str, DataType] = {
+    "string": StringType(),
+    "int": IntegerType(),
+    "bigint": LongType(),
+    "binary": BinaryType(),
+    "timestamp": TimestampType(),
+    "map<string,string>": MapType(StringType(), StringType(), valueContainsNull=False),
+}
+
+#: The read schema as DDL (nullability aside: only ``keys`` and ``tags`` may be null).
+READ_DDL = ", ".join(f"{name} {kind}" for name, kind, _ in READ_COLUMNS)
+
+
+def read_schema() -> StructType:
+    """The read schema (:data:`rocketq.spark.columnar.READ_COLUMNS` as a ``StructType``)."""
+    return StructType([StructField(name, _TYPES[kind], nullable) for name, kind, nullable in READ_COLUMNS])
+
+
+def _check_schema(schema: StructType) -> None:
+    ours = read_schema()
+    if [(f.name, f.dataType) for f in schema.fields] != [(f.name, f.dataType) for f in ours.fields]:
+        raise IllegalArgumentError(
+            f"format rocketmq has a fixed schema ({READ_DDL}); do not pass a different one with .schema()"
+        )
+
+
+class RocketMQDataSource(DataSource):
+    """The ``rocketmq`` data source (read, readStream, write, writeStream)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> StructType:
+        return read_schema()
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        _check_schema(schema)
+        return RocketMQReader(parse_read_options(self.options, streaming=False))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 - pyspark API
+        _check_schema(schema)
+        return RocketMQStreamReader(parse_read_options(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        options = parse_write_options(self.options)
+        check_write_columns({f.name: f.dataType.simpleString() for f in schema.fields}, options.topic)
+        return RocketMQWriter(options)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802 - pyspark API
+        options = parse_write_options(self.options)
+        check_write_columns({f.name: f.dataType.simpleString() for f in schema.fields}, options.topic)
+        return RocketMQStreamWriter(options)
+
+
+def register(spark: SparkSession) -> None:
+    """Register the ``rocketmq`` format with ``spark`` (``spark.dataSource.register``)."""
+    spark.dataSource.register(RocketMQDataSource)

@@ -1,0 +1,183 @@
+"""The Spark source: batch reader and micro-batch stream reader of the ``rocketmq`` format.
+
+Mirrors the shape of Spark's Kafka source (``KafkaBatch``, ``KafkaMicroBatchStream``) on
+the Python Data Source API of pyspark 4.3: ``DataSourceReader`` and
+``DataSourceStreamReader`` with ``latestOffset(start, limit)`` admission control and
+``SupportsTriggerAvailableNow``. The RocketMQ side is the pull-consumer protocol of
+:mod:`rocketq.spark.source` and :mod:`rocketq.spark.client`.
+
+Invariants:
+
+* Partitions are message queues (:class:`QueuePartition` wraps a plain, picklable
+  :class:`~rocketq.spark.source.QueueRange`); executors open their own clients in
+  ``read()`` and close them when the partition is done.
+* Offsets are the JSON form of :mod:`rocketq.spark.offsets`; each micro-batch reads
+  ``[start, end)`` per queue, so a query restarted from its checkpoint replays exactly the
+  planned ranges (exactly-once into an idempotent sink). Queues that appear mid-stream are
+  included from their earliest offset.
+* ``maxOffsetsPerTrigger`` becomes ``ReadMaxRows``; the engine's limit is always obeyed
+  (``ReadAllAvailable`` for Trigger.AvailableNow batches, which are capped by the offsets
+  recorded in :meth:`RocketMQStreamReader.prepareForTriggerAvailableNow`).
+* ``commit(end)`` writes ``end`` to the broker for ``consumerGroup`` (UPDATE_CONSUMER_OFFSET,
+  ``RemoteBrokerOffsetStore.updateConsumeOffsetToBroker``) so consumer-progress tools show
+  the pipeline's lag; so does ``latestOffset(start)``, whose ``start`` is always a
+  completed batch (Spark does not call commit for the last batch of a query). Failures
+  there are logged, never fatal.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+from rocketq.errors import RocketqError
+from rocketq.spark.client import SourceClient
+from rocketq.spark.offsets import OffsetMap, from_json_obj, split_limit, to_json_obj
+from rocketq.spark.options import ReadOptions
+from rocketq.spark.source import (
+    QueueRange,
+    all_queues,
+    check_start,
+    plan_ranges,
+    read_range,
+    resolve_ending,
+    resolve_starting,
+)
+
+__all__ = ["QueuePartition", "RocketMQReader", "RocketMQStreamReader"]
+
+log = logging.getLogger(__name__)
+
+
+class QueuePartition(InputPartition):
+    """One message queue's offset range (``range``: a :class:`QueueRange`)."""
+
+    def __init__(self, range_: QueueRange) -> None:
+        super().__init__(range_)
+        self.range = range_
+
+    def __repr__(self) -> str:
+        r = self.range
+        return f"QueuePartition({r.topic}@{r.broker}:{r.queue_id} [{r.start}, {r.end}))"
+
+
+def _client(options: ReadOptions) -> SourceClient:
+    return SourceClient(options.nameserver, group=options.consumer_group, timeout_ms=options.pull_timeout_ms)
+
+
+class RocketMQReader(DataSourceReader):
+    """Batch reads: ``startingOffsets``/``startingTimestamp`` to ``endingOffsets``."""
+
+    def __init__(self, options: ReadOptions) -> None:
+        self.options = options
+
+    def partitions(self) -> Sequence[InputPartition]:
+        with _client(self.options) as client:
+            queues = all_queues(client, self.options.topics)
+            start = check_start(client, self.options, resolve_starting(client, self.options, queues))
+            end = resolve_ending(client, self.options, queues)
+        return [QueuePartition(r) for r in plan_ranges(self.options, start, end)]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        if isinstance(partition, QueuePartition):  # Spark reads one empty partition when there is none
+            yield from read_range(partition.range)
+
+
+class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batch reads with admission control and Trigger.AvailableNow."""
+
+    def __init__(self, options: ReadOptions) -> None:
+        self.options = options
+        self._client: SourceClient | None = None
+        self._target: OffsetMap | None = None
+        self._committed: OffsetMap = {}
+
+    @property
+    def client(self) -> SourceClient:
+        if self._client is None:
+            self._client = _client(self.options)
+        return self._client
+
+    def _latest(self) -> OffsetMap:
+        client = self.client
+        return {mq: client.max_offset(mq) for mq in all_queues(client, self.options.topics)}
+
+    def initialOffset(self) -> dict[str, dict[str, int]]:  # noqa: N802 - pyspark API
+        client = self.client
+        queues = all_queues(client, self.options.topics)
+        start = check_start(client, self.options, resolve_starting(client, self.options, queues))
+        return to_json_obj(start)
+
+    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802 - pyspark API
+        if self.options.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self.options.max_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 - pyspark API
+        self._target = self._latest()
+        log.info("rocketmq source: Trigger.AvailableNow target %s", to_json_obj(self._target))
+
+    def latestOffset(self, start: dict[str, dict[str, int]], limit: ReadLimit) -> dict[str, dict[str, int]]:  # noqa: N802 - pyspark API
+        begin = from_json_obj(start)
+        # MicroBatchExecution asks for the next batch only once the batch ending at
+        # ``start`` is committed, but calls commit(end) only when it constructs a batch:
+        # the last batch of a query (e.g. AvailableNow) would never reach the broker.
+        self._commit_group(begin)
+        latest = self._latest()
+        if self._target is not None:
+            # never past the offsets recorded when the AvailableNow query began; queues
+            # created since then are not read by this query
+            latest = {mq: min(off, self._target.get(mq, begin.get(mq, 0))) for mq, off in latest.items()}
+        latest = {mq: max(off, begin.get(mq, 0)) for mq, off in latest.items()}
+        for mq, off in begin.items():
+            latest.setdefault(mq, off)  # a queue that vanished from the route keeps its offset
+        if isinstance(limit, ReadMaxRows):
+            end = split_limit(begin, latest, int(limit.max_rows))
+        else:
+            end = latest
+        return to_json_obj(end)
+
+    def partitions(
+        self, start: dict[str, dict[str, int]], end: dict[str, dict[str, int]]
+    ) -> Sequence[InputPartition]:
+        return [
+            QueuePartition(r) for r in plan_ranges(self.options, from_json_obj(start), from_json_obj(end))
+        ]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        if isinstance(partition, QueuePartition):  # Spark reads one empty partition when there is none
+            yield from read_range(partition.range)
+
+    def commit(self, end: dict[str, dict[str, int]]) -> None:
+        self._commit_group(from_json_obj(end))
+
+    def _commit_group(self, offsets: OffsetMap) -> None:
+        """UPDATE_CONSUMER_OFFSET for ``consumerGroup`` (only the offsets that moved)."""
+        group = self.options.consumer_group
+        if group is None:
+            return
+        client = self.client
+        for mq, offset in offsets.items():
+            if self._committed.get(mq) == offset:
+                continue
+            try:
+                client.update_consumer_offset(group, mq, offset)
+                self._committed[mq] = offset
+            except RocketqError as exc:
+                log.warning(
+                    "rocketmq source: could not commit offset %d of %s for %s: %s", offset, mq, group, exc
+                )
+
+    def stop(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None

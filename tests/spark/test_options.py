@@ -1,0 +1,119 @@
+"""Options and offsets of the Spark connector (pure: no Spark, no broker)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rocketq.errors import IllegalArgumentError
+from rocketq.protocol.message_queue import MessageQueue
+from rocketq.spark.offsets import from_json_obj, split_limit, to_json_obj
+from rocketq.spark.options import parse_read_options, parse_write_options
+
+NS = "127.0.0.1:9876"
+
+
+def test_defaults_differ_between_batch_and_stream() -> None:
+    batch = parse_read_options({"nameserver": NS, "topic": "a, b"}, streaming=False)
+    assert batch.topics == ("a", "b")
+    assert batch.starting_offsets == "earliest"
+    assert batch.fail_on_data_loss is True
+    assert batch.pull_batch_size == 1024
+    assert batch.tags == ()
+    stream = parse_read_options({"NameServer": NS, "TOPIC": "a", "maxOffsetsPerTrigger": "7"}, streaming=True)
+    assert stream.starting_offsets == "latest"
+    assert stream.max_offsets_per_trigger == 7
+
+
+def test_json_offsets_and_tags() -> None:
+    opts = parse_read_options(
+        {
+            "nameserver": NS,
+            "topic": "a",
+            "startingOffsets": '{"a": {"broker-a:0": 5, "broker-a:1": -2}}',
+            "endingOffsets": '{"a": {"broker-a:0": -1}}',
+            "subExpression": "TagA || TagB",
+            "failOnDataLoss": "FALSE",
+        },
+        streaming=False,
+    )
+    assert opts.starting_offsets == {"a": {"broker-a:0": 5, "broker-a:1": -2}}
+    assert opts.ending_offsets == {"a": {"broker-a:0": -1}}
+    assert sorted(opts.tags) == ["TagA", "TagB"]
+    assert opts.fail_on_data_loss is False
+
+
+@pytest.mark.parametrize(
+    ("options", "streaming", "message"),
+    [
+        ({"topic": "a"}, False, "nameserver is required"),
+        ({"nameserver": NS}, False, "topic is required"),
+        ({"nameserver": NS, "topic": "a", "bogus": "1"}, False, "unknown read option"),
+        ({"nameserver": NS, "topic": "a", "startingOffsets": "{nope"}, False, "not JSON"),
+        ({"nameserver": NS, "topic": "a", "startingOffsets": '{"b": {}}'}, False, "not read"),
+        (
+            {"nameserver": NS, "topic": "a", "startingOffsets": '{"a": {"q0": 1}}'},
+            False,
+            "brokerName:queueId",
+        ),
+        ({"nameserver": NS, "topic": "a", "endingOffsets": "latest"}, True, "batch reads only"),
+        ({"nameserver": NS, "topic": "a", "endingOffsets": "earliest"}, False, "cannot be earliest"),
+        ({"nameserver": NS, "topic": "a", "maxOffsetsPerTrigger": "5"}, False, "streaming reads only"),
+        ({"nameserver": NS, "topic": "a", "maxOffsetsPerTrigger": "0"}, True, ">= 1"),
+        ({"nameserver": NS, "topic": "a", "failOnDataLoss": "yes"}, False, "true or false"),
+        (
+            {"nameserver": NS, "topic": "a", "startingOffsets": "earliest", "startingTimestamp": "1"},
+            False,
+            "exclude",
+        ),
+        ({"nameserver": "nohost", "topic": "a"}, False, "host:port"),
+        ({"nameserver": NS, "topic": "bad topic"}, False, "illegal characters"),
+    ],
+)
+def test_bad_read_options(options: dict[str, str], streaming: bool, message: str) -> None:
+    with pytest.raises(IllegalArgumentError, match=message):
+        parse_read_options(options, streaming=streaming)
+
+
+def test_write_options() -> None:
+    opts = parse_write_options({"nameserver": NS, "topic": "t", "path": "x", "checkpointLocation": "/c"})
+    assert (opts.topic, opts.producer_group, opts.batch_size) == ("t", "rocketq_spark_writer", 256)
+    with pytest.raises(IllegalArgumentError, match="unknown write option"):
+        parse_write_options({"nameserver": NS, "startingOffsets": "earliest"})
+
+
+def test_offsets_json_round_trip() -> None:
+    offsets = {
+        MessageQueue("t", "broker-a", 1): 7,
+        MessageQueue("t", "broker-b", 0): 3,
+        MessageQueue("u", "broker-a", 0): 0,
+    }
+    obj = to_json_obj(offsets)
+    assert obj == {"t": {"broker-a:1": 7, "broker-b:0": 3}, "u": {"broker-a:0": 0}}
+    assert from_json_obj(obj) == offsets
+    with pytest.raises(IllegalArgumentError):
+        from_json_obj({"t": {"broker-a:x": 1}})
+
+
+def test_split_limit_is_proportional_to_backlog() -> None:
+    q = [MessageQueue("t", "broker-a", i) for i in range(4)]
+    start = {q[0]: 0, q[1]: 10, q[2]: 0, q[3]: 5}
+    latest = {q[0]: 40, q[1]: 40, q[2]: 20, q[3]: 15}  # backlogs 40, 30, 20, 10
+    assert split_limit(start, latest, 30) == {q[0]: 12, q[1]: 19, q[2]: 6, q[3]: 8}
+    assert split_limit(start, latest, 1000) == latest
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 1000), st.integers(0, 1000)), min_size=1, max_size=8),
+    st.integers(0, 3000),
+)
+def test_split_limit_never_exceeds_limit_or_backlog(pairs: list[tuple[int, int]], limit: int) -> None:
+    queues = [MessageQueue("t", "broker-a", i) for i in range(len(pairs))]
+    start = {mq: s for mq, (s, _) in zip(queues, pairs, strict=True)}
+    latest = {mq: s + lag for mq, (s, lag) in zip(queues, pairs, strict=True)}
+    end = split_limit(start, latest, limit)
+    taken = [end[mq] - start[mq] for mq in queues]
+    assert all(0 <= t <= latest[mq] - start[mq] for t, mq in zip(taken, queues, strict=True))
+    assert sum(taken) == min(limit, sum(latest[mq] - start[mq] for mq in queues))
+    assert split_limit(start, latest, limit) == end  # deterministic
