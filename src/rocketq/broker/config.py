@@ -30,6 +30,7 @@ from typing import Any
 
 from rocketq.broker.store.config import MessageStoreConfig
 from rocketq.errors import IllegalArgumentError
+from rocketq.protocol.java_properties import parse_properties
 
 __all__ = [
     "BrokerConfig",
@@ -37,7 +38,6 @@ __all__ = [
     "config_file_path",
     "java_key",
     "load_properties",
-    "parse_properties",
     "read_config_file",
     "write_config_file",
 ]
@@ -292,74 +292,6 @@ def load_properties(path: str | Path) -> dict[str, str]:
     return parse_properties(text)
 
 
-def parse_properties(text: str) -> dict[str, str]:
-    """:func:`load_properties` over a string (``MixAll.string2Properties``)."""
-    out: dict[str, str] = {}
-    logical: list[str] = []
-    for raw in text.splitlines():
-        line = raw.lstrip() if logical else raw.strip()
-        if not logical and (not line or line[0] in "#!"):
-            continue
-        if _CONTINUATION.search(line):
-            logical.append(line[:-1])
-            continue
-        logical.append(line)
-        entry = "".join(logical)
-        logical = []
-        key, value = _split_entry(entry)
-        out[_unescape(key)] = _unescape(value)
-    if logical:
-        key, value = _split_entry("".join(logical))
-        out[_unescape(key)] = _unescape(value)
-    return out
-
-
-def _split_entry(entry: str) -> tuple[str, str]:
-    i = 0
-    n = len(entry)
-    while i < n:
-        ch = entry[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch in "=: \t\f":
-            break
-        i += 1
-    key = entry[:i]
-    rest = entry[i:].lstrip(" \t\f")
-    if rest[:1] in ("=", ":"):
-        rest = rest[1:].lstrip(" \t\f")
-    return key, rest
-
-
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def _unescape(s: str) -> str:
-    if "\\" not in s:
-        return s
-    out: list[str] = []
-    i = 0
-    while i < len(s):
-        ch = s[i]
-        if ch == "\\" and i + 1 < len(s):
-            nxt = s[i + 1]
-            if nxt == "u" and i + 6 <= len(s):
-                try:
-                    out.append(chr(int(s[i + 2 : i + 6], 16)))
-                    i += 6
-                    continue
-                except ValueError:
-                    pass
-            out.append(_ESCAPES.get(nxt, nxt))
-            i += 2
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
-
-
-# ---------------------------------------------------------------------- config files
 def config_file_path(store_root: str, name: str) -> str:
     """``BrokerPathConfigHelper``: ``<root>/config/<name>`` (topics.json, consumerOffset.json, ...)."""
     return os.path.join(store_root, "config", name)

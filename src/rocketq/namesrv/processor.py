@@ -27,7 +27,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from rocketq.errors import IllegalArgumentError, ProtocolError
-from rocketq.namesrv.config import format_properties, parse_properties
 from rocketq.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
 from rocketq.protocol.codes import RequestCode, ResponseCode, Version
 from rocketq.protocol.frame import RemotingCommand
@@ -51,6 +50,7 @@ from rocketq.protocol.headers import (
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
 )
+from rocketq.protocol.java_properties import format_properties, parse_properties
 from rocketq.protocol.route import DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper, TopicList
 
 if TYPE_CHECKING:

@@ -13,12 +13,12 @@ from rocketq.broker.config import (
     BrokerConfig,
     java_key,
     load_properties,
-    parse_properties,
     read_config_file,
     write_config_file,
 )
 from rocketq.errors import IllegalArgumentError
 from rocketq.protocol.java import concurrent_hashmap_order
+from rocketq.protocol.java_properties import parse_properties
 from tests.conftest import golden_dir
 
 

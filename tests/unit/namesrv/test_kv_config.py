@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from rocketq.errors import IllegalArgumentError
-from rocketq.namesrv.config import NamesrvConfig, format_properties, parse_properties
+from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
 from rocketq.protocol.fastjson import JsonError
+from rocketq.protocol.java_properties import format_properties, parse_properties
 
 
 def test_put_get_delete_and_persist_in_fastjson_format(tmp_path: Path) -> None:

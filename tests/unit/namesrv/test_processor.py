@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from rocketq.namesrv.config import NamesrvConfig, parse_properties
+from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.namesrv import NamesrvController
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand, decode_frame
+from rocketq.protocol.java_properties import parse_properties
 from rocketq.protocol.route import DataVersion, KVTable, RegisterBrokerBody, TopicConfig, TopicList
 from tests.conftest import load_golden_frames
 
