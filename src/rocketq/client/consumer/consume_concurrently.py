@@ -34,6 +34,8 @@ from rocketq.client.consumer.listener import (
     ConsumeMessageHook,
     ConsumeReturnType,
     MessageListenerConcurrently,
+    run_hooks,
+    shutdown_consume_pool,
 )
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.stats import ConsumerStatsManager
@@ -117,13 +119,7 @@ class ConsumeMessageConcurrentlyService:
     def shutdown(self, await_termination_ms: int = 0) -> None:
         """Stop accepting work; wait up to ``await_termination_ms`` for running listeners."""
         self._stopped = True
-        if await_termination_ms > 0:
-            deadline = time.monotonic() + await_termination_ms / 1000.0
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            for thread in list(getattr(self._executor, "_threads", ())):
-                thread.join(max(0.0, deadline - time.monotonic()))
-        else:
-            self._executor.shutdown(wait=True, cancel_futures=True)
+        shutdown_consume_pool(self._executor, await_termination_ms)
 
     @property
     def core_pool_size(self) -> int:
@@ -203,14 +199,7 @@ class ConsumeMessageConcurrentlyService:
         self.process_consume_result(status, context, msgs, pq, mq)
 
     def _run_hooks(self, ctx: ConsumeMessageContext, *, before: bool) -> None:
-        for hook in self.host.hooks:
-            try:
-                if before:
-                    hook.consume_message_before(ctx)
-                else:
-                    hook.consume_message_after(ctx)
-            except Exception:
-                log.exception("consume hook %s failed", hook.hook_name())
+        run_hooks(self.host.hooks, ctx, before=before)
 
     # ------------------------------------------------------------------ results
     def process_consume_result(

@@ -36,6 +36,8 @@ from rocketq.client.consumer.listener import (
     ConsumeOrderlyStatus,
     ConsumeReturnType,
     MessageListenerOrderly,
+    run_hooks,
+    shutdown_consume_pool,
 )
 from rocketq.client.consumer.process_queue import REBALANCE_LOCK_INTERVAL_MS, ProcessQueue
 from rocketq.client.consumer.stats import ConsumerStatsManager
@@ -141,13 +143,7 @@ class ConsumeMessageOrderlyService:
 
     def shutdown(self, await_termination_ms: int = 0) -> None:
         self._stopped = True
-        if await_termination_ms > 0:
-            deadline = time.monotonic() + await_termination_ms / 1000.0
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            for thread in list(getattr(self._executor, "_threads", ())):
-                thread.join(max(0.0, deadline - time.monotonic()))
-        else:
-            self._executor.shutdown(wait=True, cancel_futures=True)
+        shutdown_consume_pool(self._executor, await_termination_ms)
 
     @property
     def core_pool_size(self) -> int:
@@ -268,14 +264,7 @@ class ConsumeMessageOrderlyService:
         return self.process_consume_result(msgs, status, context, pq, mq)
 
     def _run_hooks(self, ctx: ConsumeMessageContext, *, before: bool) -> None:
-        for hook in self.host.hooks:
-            try:
-                if before:
-                    hook.consume_message_before(ctx)
-                else:
-                    hook.consume_message_after(ctx)
-            except Exception:
-                log.exception("consume hook %s failed", hook.hook_name())
+        run_hooks(self.host.hooks, ctx, before=before)
 
     # ------------------------------------------------------------------ results
     def process_consume_result(

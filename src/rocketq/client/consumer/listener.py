@@ -11,7 +11,10 @@ SUSPEND_CURRENT_QUEUE_A_MOMENT for orderly), exactly as Java treats a null statu
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+import logging
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -28,7 +31,16 @@ __all__ = [
     "ConsumeReturnType",
     "MessageListenerConcurrently",
     "MessageListenerOrderly",
+    "run_hooks",
+    "shutdown_consume_pool",
 ]
+
+log = logging.getLogger(__name__)
+
+#: How long shutdown() waits for running listeners when no bound is configured (Java's
+#: awaitTerminationMillisWhenShutdown=0 does not wait at all; rocketq waits this long so an
+#: orderly batch can finish, yet a hung listener never blocks shutdown forever).
+DEFAULT_SHUTDOWN_WAIT_MS = 10_000
 
 _INT_MAX = 2**31 - 1
 
@@ -111,3 +123,26 @@ MessageListenerConcurrently = Callable[
     [list[MessageExt], ConsumeConcurrentlyContext], "ConsumeConcurrentlyStatus | None"
 ]
 MessageListenerOrderly = Callable[[list[MessageExt], ConsumeOrderlyContext], "ConsumeOrderlyStatus | None"]
+
+
+def run_hooks(hooks: Sequence[ConsumeMessageHook], ctx: ConsumeMessageContext, *, before: bool) -> None:
+    """Call every hook's before/after method; a failing hook is logged and skipped."""
+    for hook in hooks:
+        try:
+            if before:
+                hook.consume_message_before(ctx)
+            else:
+                hook.consume_message_after(ctx)
+        except Exception:
+            log.exception("consume hook %s failed", hook.hook_name())
+
+
+def shutdown_consume_pool(executor: ThreadPoolExecutor, await_termination_ms: int) -> None:
+    """Stop a consume pool: queued requests are dropped, running listeners get a bounded wait."""
+    wait_ms = await_termination_ms if await_termination_ms > 0 else DEFAULT_SHUTDOWN_WAIT_MS
+    deadline = time.monotonic() + wait_ms / 1000.0
+    executor.shutdown(wait=False, cancel_futures=True)
+    for thread in list(getattr(executor, "_threads", ())):
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            log.warning("consume thread %s still running after shutdown's %d ms wait", thread.name, wait_ms)
