@@ -71,6 +71,7 @@ __all__ = [
     "PullStatus",
     "build_pull_sys_flag",
     "filter_by_tags",
+    "start_consumer_instance",
 ]
 
 log = logging.getLogger(__name__)
@@ -111,6 +112,33 @@ def filter_by_tags(msgs: list[MessageExt], subscription: SubscriptionData) -> li
         return msgs
     wanted = set(tags)
     return [m for m in msgs if m.tags in wanted]
+
+
+def start_consumer_instance(
+    manager: MQClientManager,
+    client_config: ClientConfig,
+    group: str,
+    message_model: MessageModel,
+    offset_store_dir: str | None,
+) -> tuple[ClientConfig, MQClientInstance, OffsetStore]:
+    """The start sequence every consumer shares (``DefaultMQ*ConsumerImpl.start``).
+
+    CLUSTERING consumers replace the ``DEFAULT`` instance name with ``<pid>#<ns>`` (Java
+    4.9); the shared client instance is fetched or created; the offset store is created and
+    loaded: a local file for BROADCASTING, the broker otherwise.
+    """
+    if message_model is MessageModel.CLUSTERING:
+        client_config = dataclasses.replace(
+            client_config, instance_name=change_instance_name_to_pid(client_config.instance_name)
+        )
+    instance = manager.get_or_create_instance(client_config)
+    store: OffsetStore
+    if message_model is MessageModel.BROADCASTING:
+        store = LocalFileOffsetStore(instance.client_id, group, store_dir=offset_store_dir)
+    else:
+        store = RemoteBrokerOffsetStore(instance, group)
+    store.load()
+    return client_config, instance, store
 
 
 class PullAPIWrapper:
@@ -391,21 +419,9 @@ class PullConsumer:
                 )
             self._state = ServiceState.START_FAILED
             cfg = self.config
-            ccfg = self.client_config
-            if cfg.message_model is MessageModel.CLUSTERING:
-                ccfg = dataclasses.replace(
-                    ccfg, instance_name=change_instance_name_to_pid(ccfg.instance_name)
-                )
-                self.client_config = ccfg
-            instance = self._manager.get_or_create_instance(ccfg)
-            store: OffsetStore
-            if cfg.message_model is MessageModel.BROADCASTING:
-                store = LocalFileOffsetStore(
-                    instance.client_id, cfg.consumer_group, store_dir=cfg.offset_store_dir
-                )
-            else:
-                store = RemoteBrokerOffsetStore(instance, cfg.consumer_group)
-            store.load()
+            self.client_config, instance, store = start_consumer_instance(
+                self._manager, self.client_config, cfg.consumer_group, cfg.message_model, cfg.offset_store_dir
+            )
             self._offset_store = store
             self._wrapper = PullAPIWrapper(instance, cfg.consumer_group)
             self._admin = MQAdmin(instance)

@@ -43,7 +43,6 @@ from rocketq.client.api_results import PullResult, PullStatus
 from rocketq.client.config import (
     ClientConfig,
     ServiceState,
-    change_instance_name_to_pid,
     validate_group,
     validate_topic,
 )
@@ -56,13 +55,11 @@ from rocketq.client.consumer.listener import (
     MessageListenerOrderly,
 )
 from rocketq.client.consumer.offset_store import (
-    LocalFileOffsetStore,
     OffsetStore,
     ReadOffsetType,
-    RemoteBrokerOffsetStore,
 )
 from rocketq.client.consumer.process_queue import ProcessQueue
-from rocketq.client.consumer.pull import MQAdmin, PullAPIWrapper, build_pull_sys_flag
+from rocketq.client.consumer.pull import MQAdmin, PullAPIWrapper, build_pull_sys_flag, start_consumer_instance
 from rocketq.client.consumer.pull_message_service import PullMessageService, PullRequest, ScheduledExecutor
 from rocketq.client.consumer.rebalance_push import RebalancePushImpl
 from rocketq.client.consumer.stats import ConsumerStatsManager
@@ -327,21 +324,9 @@ class PushConsumer:
                 raise ClientError("no subscription: call subscribe() before start()")
             self._state = ServiceState.START_FAILED
             cfg = self.config
-            ccfg = self.client_config
-            if cfg.message_model is MessageModel.CLUSTERING:
-                ccfg = dataclasses.replace(
-                    ccfg, instance_name=change_instance_name_to_pid(ccfg.instance_name)
-                )
-                self.client_config = ccfg
-            instance = self._manager.get_or_create_instance(ccfg)
-            store: OffsetStore
-            if cfg.message_model is MessageModel.BROADCASTING:
-                store = LocalFileOffsetStore(
-                    instance.client_id, cfg.consumer_group, store_dir=cfg.offset_store_dir
-                )
-            else:
-                store = RemoteBrokerOffsetStore(instance, cfg.consumer_group)
-            store.load()
+            self.client_config, instance, store = start_consumer_instance(
+                self._manager, self.client_config, cfg.consumer_group, cfg.message_model, cfg.offset_store_dir
+            )
             self._offset_store = store
             self._wrapper = PullAPIWrapper(instance, cfg.consumer_group)
             reb = RebalancePushImpl(
