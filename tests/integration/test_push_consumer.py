@@ -22,6 +22,7 @@ from rocketq.client.consumer.listener import ConsumeConcurrentlyContext, Consume
 from rocketq.client.consumer.pull import PullConsumer
 from rocketq.client.consumer.push import PushConsumer, PushConsumerConfig
 from rocketq.client.producer import Producer
+from rocketq.errors import RocketqError
 from rocketq.protocol.heartbeat import ConsumeFromWhere, MessageModel
 from rocketq.protocol.message import Message, MessageExt
 from rocketq.protocol.message_queue import MessageQueue
@@ -79,12 +80,13 @@ def _send(producer: Producer, topic: str, n: int, prefix: str = "m") -> list[str
     return bodies
 
 
-def _no_threads_of(group: str) -> None:
-    wait_until(
-        lambda: not [t.name for t in threading.enumerate() if group in t.name],
-        5,
-        f"threads of {group} to end",
-    )
+def _no_new_threads(before: set[threading.Thread]) -> None:
+    """Every thread started since ``before`` has ended (shutdown leaves nothing behind)."""
+
+    def leftover() -> list[str]:
+        return [t.name for t in threading.enumerate() if t not in before and t.is_alive()]
+
+    wait_until(lambda: not leftover(), 10, "the consumer's threads to end")
 
 
 def test_every_message_consumed_exactly_once(
@@ -102,6 +104,7 @@ def test_every_message_consumed_exactly_once(
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
     consumer = _consumer(embedded_cluster, group, topic, listener, consume_message_batch_max_size=4)
+    threads_before = set(threading.enumerate())
     consumer.start()
     try:
         wait_until(lambda: sum(seen.values()) >= 400, 30, "all messages")
@@ -111,7 +114,7 @@ def test_every_message_consumed_exactly_once(
         assert {mq.queue_id for mq in consumer.assigned_queues(topic)} == {0, 1, 2, 3}
     finally:
         consumer.shutdown()
-    _no_threads_of(group)
+    _no_new_threads(threads_before)
     # the final offsets were persisted: a new consumer of the group starts at the end
     again: list[str] = []
     second = _consumer(
@@ -348,3 +351,43 @@ def test_sigkill_of_a_consumer_loses_nothing(
         if victim.stdout is not None:
             victim.stdout.close()
         survivor.shutdown()
+
+
+@pytest.mark.slow
+def test_broker_restart_is_survived_without_loss(unique_name: Callable[..., str], tmp_path: Path) -> None:
+    topic, group = unique_name("T"), unique_name("G")
+    deliveries: list[str] = []
+    lock = threading.Lock()
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        time.sleep(0.002)
+        with lock:
+            deliveries.extend(m.body.decode() for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    with EmbeddedCluster(store_dir=tmp_path / "store", separate_namesrv=True) as cluster:
+        cluster.create_topic(topic, 4)
+        producer = Producer(unique_name("pg"), namesrv_addr=cluster.namesrv_addr)
+        producer.start()
+        consumer = _consumer(cluster, group, topic, listener)
+        try:
+            first = _send(producer, topic, 300, "before")
+            consumer.start()
+            wait_until(lambda: len(deliveries) >= 100, 30, "consumption to get going")
+            cluster.kill_broker(0)
+            cluster.restart_broker(0)
+            second: list[str] = []
+            deadline = time.monotonic() + 30
+            while len(second) < 300 and time.monotonic() < deadline:  # the producer recovers by itself
+                try:
+                    second += _send(producer, topic, 1, f"after{len(second)}")
+                except RocketqError:
+                    time.sleep(0.1)
+            expected = set(first) | set(second)
+            assert len(expected) == 600
+            wait_until(lambda: expected <= set(deliveries), 60, "every message after the restart")
+            duplicates = len(deliveries) - len(set(deliveries))
+            assert duplicates <= 300, f"{duplicates} re-deliveries: more than the unpersisted window"
+        finally:
+            consumer.shutdown()
+            producer.shutdown()
