@@ -245,9 +245,10 @@ def test_message_and_group_commands(
             return [p["client_id"] for p in json.loads(out)] if code == 0 else []
 
         wait_until(lambda: producers() == [producer.client_id], what="the producer's heartbeat")
-    assert (
-        cli.json("group", "client-offsets", "-g", group, "-t", topic) == {}
-    )  # rocketq clients do not answer 221
+    # rocketq consumers answer GET_CONSUMER_STATUS_FROM_CLIENT (221) with their offsets
+    client_offsets = cli.json("group", "client-offsets", "-g", group, "-t", topic)
+    assert list(client_offsets) == [consumer.client_id]
+    assert {q["topic"] for q in client_offsets[consumer.client_id]} == {topic}
 
     # resend: directly to the live client, then the dead letter out of the DLQ
     direct = cli.json("message", "resend", "-g", group, "-i", sent[4]["offset_msg_id"])
