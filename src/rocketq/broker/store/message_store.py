@@ -24,7 +24,9 @@ topic-queue offset table is rebuilt from the consume queues.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import itertools
 import logging
 import os
 import shutil
@@ -518,6 +520,38 @@ class MessageStore:
 
     # ================================================================== read path
 
+    def _contiguous_run(
+        self, buf: memoryview | bytes, units: int, max_msg_nums: int, max_offset_py: int, memory: int
+    ) -> tuple[memoryview, int, int, int] | None:
+        """The common case of ``get_message`` in bulk: no filter, data in memory, and the
+        wanted records back to back in one commit-log file (one queue written at a time, or
+        batches). Returns (one slice, count, bytes, last physical offset), or None to fall back
+        to the per-entry scan. The limits are ``isTheBatchFull``'s, applied to the run.
+        """
+        cfg = self.config
+        n = min(units, max_msg_nums, cfg.max_transfer_count_on_message_in_memory)
+        if n <= 1:
+            return None
+        flat = struct.unpack_from(">" + "qiq" * n, buf, 0)
+        offsets = flat[0::3]
+        sizes = flat[1::3]
+        first = offsets[0]
+        if max_offset_py - first > memory:
+            return None  # on-disk limits apply: let the scan handle it
+        ends = list(itertools.accumulate(sizes, initial=first))
+        # at most max_transfer_bytes in memory, but the first message always goes
+        count = max(1, bisect.bisect_right(ends, first + cfg.max_transfer_bytes_on_message_in_memory) - 1)
+        if ends[1:count] != list(offsets[1:count]):
+            return None  # not back to back
+        end = ends[count]
+        mf = self.commit_log.queue.find_by_offset(first)
+        if mf is None or not mf.available:
+            return None
+        lo = mf.file_from_offset
+        if end - lo > mf.wrote_position:
+            return None
+        return mf.view[first - lo : end - lo], count, end - first, offsets[count - 1]
+
     def get_message(
         self,
         group: str,
@@ -580,6 +614,19 @@ class MessageStore:
                     mem_count = cfg.max_transfer_count_on_message_in_memory
                     disk_bytes = cfg.max_transfer_bytes_on_message_in_disk
                     disk_count = cfg.max_transfer_count_on_message_in_disk
+                    fast = None
+                    if message_filter is None:
+                        fast = self._contiguous_run(buf, units, max_msg_nums, max_offset_py, memory)
+                    if fast is not None:
+                        view, count, total, last_phy = fast
+                        buffers.append(view)
+                        queue_offsets.extend(range(offset, offset + count))
+                        result.message_count = count
+                        result.buffer_total_size = total
+                        result.suggest_pulling_from_slave = max_offset_py - last_phy > memory
+                        units = 0
+                        scanned = count
+                        status = GetMessageStatus.FOUND
                     # Hot path: the mapped file is resolved once per file, and records that lie
                     # back to back in the commit log leave as one slice (a run), not one each.
                     mf: MappedFile | None = None
@@ -631,9 +678,10 @@ class MessageStore:
                     if run_hi > run_lo and mf is not None:
                         buffers.append(mf.view[run_lo - file_lo : run_hi - file_lo])
                     next_begin = offset + scanned
-                    result.message_count = count
-                    result.buffer_total_size = total
-                    result.suggest_pulling_from_slave = max_offset_py - max_phy_pulling > memory
+                    if fast is None:
+                        result.message_count = count
+                        result.buffer_total_size = total
+                        result.suggest_pulling_from_slave = max_offset_py - max_phy_pulling > memory
         result.status = status
         result.next_begin_offset = next_begin
         result.min_offset = min_offset
