@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import TypeVar
 
@@ -43,8 +44,14 @@ def hashmap_order(keys: Iterable[str], initial_capacity: int = 16) -> list[str]:
     ``HashMap.tableSizeFor`` rounds the capacity up to a power of two and the table doubles
     while the size exceeds 3/4 of it; entries iterate by bucket and, within a bucket, in
     insertion order (a resize splits buckets without reordering them). Duplicates keep
-    their first position.
+    their first position. Results are memoized: the same key sequences (header fields,
+    property names) come back on every request.
     """
+    return list(_hashmap_order(tuple(keys), initial_capacity))
+
+
+@functools.lru_cache(maxsize=4096)
+def _hashmap_order(keys: tuple[str, ...], initial_capacity: int) -> tuple[str, ...]:
     unique = list(dict.fromkeys(keys))
     capacity = 1
     while capacity < initial_capacity:
@@ -53,7 +60,7 @@ def hashmap_order(keys: Iterable[str], initial_capacity: int = 16) -> list[str]:
         capacity <<= 1
     mask = capacity - 1
     # sorted() is stable: keys sharing a bucket keep their insertion order.
-    return sorted(unique, key=lambda k: _spread(k) & mask)
+    return tuple(sorted(unique, key=lambda k: _spread(k) & mask))
 
 
 def _java_hash(key: str | int) -> int:
