@@ -1,0 +1,257 @@
+"""The workloads against rocketq, through the public client API only.
+
+* 1: ``Producer.send`` (sync), queues chosen round robin by the producer.
+* 2: ``Producer.send(list of 32)`` - one ``MessageBatch`` per round trip.
+* 3: ``Producer.send_async`` with a semaphore keeping 1,000 sends in flight.
+* 4: ``PushConsumer`` (CLUSTERING, CONSUME_FROM_FIRST_OFFSET, listener batches of 32,
+  CONSUME_SUCCESS acks by advancing the offset); 1 consumer, then 4 in one group (each its
+  own client instance, so its own connection), over the same pre-published topic.
+* 5: a ``PushConsumer`` (long polling) receives messages a sync producer sends 1 ms apart;
+  latency = receive time - the ``perf_counter_ns`` stamp in the body.
+
+Each workload uses its own topic of 4 queues. A drain's window runs from the consumers'
+``start()`` to the last message (it includes the first rebalance).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import itertools
+import threading
+import time
+from collections.abc import Callable
+
+from rocketq.client import ClientConfig, ConsumeFromWhere, Message, MessageExt, Producer, ProducerConfig
+from rocketq.client.api_results import SendResult
+from rocketq.client.consumer.listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from rocketq.client.consumer.push import PushConsumer, PushConsumerConfig
+from rocketq.testing.cluster import EmbeddedCluster
+
+from .common import QUEUES, Meter, Sizes, body, stamped_body, unstamp
+
+__all__ = ["RocketqBench"]
+
+PushListener = Callable[[list[MessageExt], ConsumeConcurrentlyContext], ConsumeConcurrentlyStatus]
+_ids = itertools.count(1)
+#: Rebalance and route polling fast enough that a group of 4 settles within a couple of seconds.
+_CLIENT = ClientConfig(poll_name_server_interval_ms=1000, rebalance_interval_ms=2000)
+
+
+class RocketqBench:
+    """The workloads over a started :class:`EmbeddedCluster`."""
+
+    def __init__(self, cluster: EmbeddedCluster) -> None:
+        self.cluster = cluster
+        self.namesrv = cluster.namesrv_addr
+        self._run = f"b{time.monotonic_ns() % 10**9}"
+        cfg = ProducerConfig(producer_group=f"{self._run}_pg", send_msg_timeout_ms=30_000)
+        self.producer = Producer(namesrv_addr=self.namesrv, config=cfg)
+        self.producer.start()
+        self._drain_topic = ""
+
+    def _topic(self, name: str) -> str:
+        topic = f"{self._run}_{name}_{next(_ids)}"
+        self.cluster.create_topic(topic, QUEUES)
+        return topic
+
+    def close(self) -> None:
+        self.producer.shutdown()
+
+    # ------------------------------------------------------------------ publish
+    def _warm(self, topic: str, seconds: float) -> None:
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            self.producer.send(Message(topic, body()))
+
+    def publish_one(self, m: Meter, sizes: Sizes) -> None:
+        topic = self._topic("w1")
+        self._warm(topic, sizes.warmup_seconds)
+        payload = body()
+        send = self.producer.send
+        lat: list[int] = []
+        n = 0
+        m.start()
+        deadline = time.perf_counter() + sizes.publish_seconds
+        while time.perf_counter() < deadline:
+            t0 = time.perf_counter_ns()
+            send(Message(topic, payload))
+            lat.append(time.perf_counter_ns() - t0)
+            n += 1
+        m.stop(n, lat)
+
+    def publish_batch(self, m: Meter, sizes: Sizes) -> None:
+        topic = self._topic("w2")
+        self._warm(topic, sizes.warmup_seconds)
+        payload = body()
+        lat: list[int] = []
+        n = 0
+        m.start()
+        deadline = time.perf_counter() + sizes.publish_seconds
+        while time.perf_counter() < deadline:
+            t0 = time.perf_counter_ns()
+            self.producer.send([Message(topic, payload) for _ in range(sizes.batch)])
+            lat.append(time.perf_counter_ns() - t0)
+            n += sizes.batch
+        m.stop(n, lat)
+
+    def _async_window(self, topic: str, seconds: float, in_flight: int) -> tuple[int, int]:
+        """Send asynchronously for ``seconds`` with ``in_flight`` outstanding; (acked, errors)."""
+        sem = threading.Semaphore(in_flight)
+        lock = threading.Lock()
+        counts = [0, 0]  # ok, errors
+        payload = body()
+
+        def done(f: concurrent.futures.Future[SendResult]) -> None:
+            with lock:
+                counts[0 if f.exception() is None else 1] += 1
+            sem.release()
+
+        sent = 0
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            sem.acquire()
+            self.producer.send_async(Message(topic, payload)).add_done_callback(done)
+            sent += 1
+        for _ in range(in_flight):  # wait for the tail
+            sem.acquire()
+        return counts[0], counts[1]
+
+    def publish_async(self, m: Meter, sizes: Sizes) -> None:
+        topic = self._topic("w3")
+        self._async_window(topic, sizes.warmup_seconds, sizes.in_flight)
+        m.start()
+        ok, errors = self._async_window(topic, sizes.publish_seconds, sizes.in_flight)
+        m.stop(ok, errors=errors)
+
+    # ------------------------------------------------------------------ drain
+    def prepare_drain(self, sizes: Sizes) -> None:
+        topic = self._topic("w4")
+        payload = body()
+        sem = threading.Semaphore(8)  # 8 batches in flight
+        errors: list[BaseException] = []
+
+        def done(f: concurrent.futures.Future[SendResult]) -> None:
+            exc = f.exception()
+            if exc is not None:
+                errors.append(exc)
+            sem.release()
+
+        left = sizes.drain_messages
+        while left > 0:
+            n = min(sizes.batch, left)
+            sem.acquire()
+            self.producer.send_async([Message(topic, payload) for _ in range(n)]).add_done_callback(done)
+            left -= n
+        for _ in range(8):
+            sem.acquire()
+        if errors:
+            raise RuntimeError(f"pre-publishing failed: {errors[0]!r}")
+        self._drain_topic = topic
+
+    def _push_consumer(
+        self,
+        group: str,
+        topic: str,
+        listener: PushListener,
+        batch: int,
+    ) -> PushConsumer:
+        cfg = PushConsumerConfig(
+            consumer_group=group,
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+            consume_message_batch_max_size=batch,
+        )
+        client = dataclasses.replace(_CLIENT, instance_name=f"{group}_{next(_ids)}")
+        consumer = PushConsumer(config=cfg, namesrv_addr=self.namesrv, client_config=client)
+        consumer.subscribe(topic, "*")
+        consumer.register_message_listener(listener)
+        return consumer
+
+    def drain(self, m: Meter, sizes: Sizes, consumers: int) -> None:
+        topic = self._drain_topic
+        group = f"{self._run}_g{consumers}_{next(_ids)}"
+        total = sizes.drain_messages
+        lock = threading.Lock()
+        seen: set[tuple[int, int]] = set()  # (queue id, queue offset): redeliveries are not progress
+        redelivered = [0]
+        finished = threading.Event()
+
+        def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+            with lock:
+                before = len(seen)
+                seen.update((msg.queue_id, msg.queue_offset) for msg in msgs)
+                redelivered[0] += len(msgs) - (len(seen) - before)
+                if len(seen) >= total:
+                    finished.set()
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        group_members = [self._push_consumer(group, topic, listener, sizes.batch) for _ in range(consumers)]
+        m.start()
+        try:
+            for consumer in group_members:
+                consumer.start()
+            if not finished.wait(sizes.wait_timeout_s):
+                raise RuntimeError(f"rocketq drain: {len(seen)} of {total} after {sizes.wait_timeout_s} s")
+            with lock:
+                done, again = len(seen), redelivered[0]
+            m.stop(done, note=f"{again} redelivered (rebalance)" if again else "")
+        finally:
+            for consumer in group_members:
+                consumer.shutdown()
+
+    # ------------------------------------------------------------------ latency
+    def latency(self, m: Meter, sizes: Sizes) -> None:
+        topic = self._topic("w5")
+        group = f"{self._run}_lat_{next(_ids)}"
+        lat: list[int] = []
+        lock = threading.Lock()
+        want = [0]
+        got_all = threading.Event()
+        measuring = [False]
+
+        def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+            now = time.perf_counter_ns()
+            with lock:
+                for msg in msgs:
+                    if measuring[0]:
+                        lat.append(now - unstamp(msg.body))
+                    want[0] -= 1
+                if want[0] <= 0:
+                    got_all.set()
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        consumer = self._push_consumer(group, topic, listener, 1)
+        consumer.start()
+        try:
+            deadline = time.monotonic() + 30
+            while len(consumer.assigned_queues(topic)) < QUEUES:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("rocketq latency: consumer never got its queues")
+                time.sleep(0.02)
+            # warm-up: one message per queue, until each came back
+            warm = 4 * QUEUES
+            with lock:
+                want[0] = warm
+            for _ in range(warm):
+                self.producer.send(Message(topic, stamped_body(time.perf_counter_ns())))
+            if not got_all.wait(30):
+                raise RuntimeError("rocketq latency: warm-up messages never arrived")
+            got_all.clear()
+            with lock:
+                want[0] = sizes.latency_messages
+                measuring[0] = True
+            m.start()
+            interval_ns = int(sizes.latency_interval_ms * 1e6)
+            start = time.perf_counter_ns()
+            for i in range(sizes.latency_messages):
+                delay = start + i * interval_ns - time.perf_counter_ns()
+                if delay > 0:
+                    time.sleep(delay / 1e9)
+                self.producer.send(Message(topic, stamped_body(time.perf_counter_ns())))
+            if not got_all.wait(sizes.wait_timeout_s):
+                raise RuntimeError(f"rocketq latency: {len(lat)} of {sizes.latency_messages} arrived")
+            with lock:
+                samples = list(lat)
+            m.stop(len(samples), samples)
+        finally:
+            consumer.shutdown()

@@ -1,0 +1,312 @@
+"""Run the workloads against every system in alternation and reduce the rounds to medians.
+
+Order of one round: for each variant (default, then durable), each system in turn
+(rocketq, redis, nats) gets a fresh server (new process, new temporary data dir), runs its
+workloads, and the server is stopped before the next system starts - so only one server
+runs at a time and rounds alternate A B C A B C .... Workloads 1-5 run in the default
+variant; 1-3 in the durable one.
+
+Invariants: a peer whose binary or client is missing is recorded in
+:attr:`SuiteResult.missing` (and reported), never dropped silently; a workload that fails
+is recorded in :attr:`SuiteResult.failures` and the run goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import statistics
+import subprocess
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from .common import Bench, Measurement, Meter, Sizes, Variant, Workload, read_busy_cpu_s
+from .peers import PeerMissing, Server, check_peer, make_server
+
+__all__ = [
+    "DEFAULT_WORKLOADS",
+    "DURABLE_WORKLOADS",
+    "SYSTEMS",
+    "Row",
+    "SuiteResult",
+    "machine_info",
+    "run_suite",
+    "summarize",
+    "wait_quiet",
+]
+
+log = logging.getLogger(__name__)
+
+SYSTEMS = ("rocketq", "redis", "nats")
+DEFAULT_WORKLOADS = tuple(Workload)
+DURABLE_WORKLOADS = (Workload.PUBLISH_ONE, Workload.PUBLISH_BATCH, Workload.PUBLISH_ASYNC)
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class SuiteResult:
+    """Everything one run measured, plus what kept parts of it from running."""
+
+    sizes: Sizes
+    measurements: list[Measurement] = field(default_factory=list)
+    #: system -> why it could not run (missing binary / client).
+    missing: dict[str, str] = field(default_factory=dict)
+    #: "system variant workload round: error" lines.
+    failures: list[str] = field(default_factory=list)
+    #: (system, variant) -> (server version, durability setting).
+    servers: dict[tuple[str, Variant], tuple[str, str]] = field(default_factory=dict)
+    machine: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Row:
+    """The median of one (system, variant, workload) over its rounds."""
+
+    system: str
+    variant: Variant
+    workload: Workload
+    rounds: int
+    throughput: float
+    throughput_min: float
+    throughput_max: float
+    latency_ms: dict[str, float]
+    server_cpu_s: float
+    server_cpu_us_per_msg: float
+    server_peak_rss_mib: float
+    client_cpu_s: float
+    other_cpu_s: float
+    errors: int
+
+
+def _bench_for(server: Server) -> Bench:
+    if server.system == "rocketq":
+        from .peers import RocketqServer
+        from .rocketq_bench import RocketqBench
+
+        assert isinstance(server, RocketqServer)
+        return RocketqBench(server.cluster)
+    if server.system == "redis":
+        from .redis_bench import RedisBench
+
+        return RedisBench(server.url)
+    from .nats_bench import NatsBench
+
+    return NatsBench(server.url)
+
+
+def _run_workload(bench: Bench, workload: Workload, m: Meter, sizes: Sizes) -> None:
+    if workload is Workload.PUBLISH_ONE:
+        bench.publish_one(m, sizes)
+    elif workload is Workload.PUBLISH_BATCH:
+        bench.publish_batch(m, sizes)
+    elif workload is Workload.PUBLISH_ASYNC:
+        bench.publish_async(m, sizes)
+    elif workload is Workload.DRAIN_ONE:
+        bench.prepare_drain(sizes)
+        bench.drain(m, sizes, 1)
+    elif workload is Workload.DRAIN_GROUP:
+        bench.drain(m, sizes, 4)
+    else:
+        bench.latency(m, sizes)
+
+
+def wait_quiet(sizes: Sizes, say: Callable[[str], None]) -> float:
+    """Wait (at most ``sizes.quiet_wait_s``) until other processes use < ``quiet_cores``.
+
+    Called while no server of ours runs and this process idles, so the machine's busy CPU
+    time over one second is other processes' load. Returns the last load seen, in cores.
+    """
+    deadline = time.monotonic() + sizes.quiet_wait_s
+    load = 0.0
+    while True:
+        busy0 = read_busy_cpu_s()
+        time.sleep(1.0)
+        load = read_busy_cpu_s() - busy0
+        if load < sizes.quiet_cores or time.monotonic() >= deadline:
+            break
+    if load >= sizes.quiet_cores:
+        say(f"  note: other processes still use {load:.1f} cores; measuring anyway")
+    return load
+
+
+def _run_system(
+    result: SuiteResult,
+    system: str,
+    variant: Variant,
+    workloads: Sequence[Workload],
+    rnd: int,
+    say: Callable[[str], None],
+) -> None:
+    sizes = result.sizes
+    with make_server(system, variant) as server:
+        result.servers[(system, variant)] = (server.version, server.durability_note)
+        bench = _bench_for(server)
+        try:
+            for workload in workloads:
+                if workload is Workload.DRAIN_GROUP and any(
+                    f.startswith(f"{system} {variant.value} {Workload.DRAIN_ONE.short} r{rnd}")
+                    for f in result.failures
+                ):
+                    continue  # nothing was pre-published
+                m = Meter(server.pid)
+                try:
+                    _run_workload(bench, workload, m, sizes)
+                    one = m.measurement(system, variant, workload, rnd)
+                except Exception as exc:
+                    result.failures.append(f"{system} {variant.value} {workload.short} r{rnd}: {exc!r}")
+                    log.error(
+                        "%s %s %s failed:\n%s", system, variant.value, workload.value, traceback.format_exc()
+                    )
+                    continue
+                result.measurements.append(one)
+                lat = " ".join(f"{k}={v:.2f}ms" for k, v in one.latency_ms.items())
+                say(
+                    f"  r{rnd} {variant.value:<7} {system:<7} {workload.value:<34} "
+                    f"{one.throughput:>11,.0f} msg/s  cpu {one.server_cpu_s:5.2f}s  {lat}"
+                )
+        finally:
+            bench.close()
+
+
+def run_suite(
+    sizes: Sizes,
+    *,
+    systems: Sequence[str] = SYSTEMS,
+    variants: Sequence[Variant] = (Variant.DEFAULT, Variant.DURABLE),
+    say: Callable[[str], None] = print,
+) -> SuiteResult:
+    """Run every workload ``sizes.rounds`` times against each available system."""
+    result = SuiteResult(sizes=sizes, machine=machine_info())
+    t0 = time.monotonic()
+    present = []
+    for system in systems:
+        if system == "rocketq":
+            present.append(system)
+            continue
+        try:
+            check_peer(system)
+        except PeerMissing as exc:
+            result.missing[system] = str(exc)
+            say(f"MISSING {system}: {exc}")
+            continue
+        present.append(system)
+    for rnd in range(1, sizes.rounds + 1):
+        for variant in variants:
+            workloads = DEFAULT_WORKLOADS if variant is Variant.DEFAULT else DURABLE_WORKLOADS
+            for system in present:
+                if sizes.quiet_wait_s > 0:
+                    wait_quiet(sizes, say)
+                try:
+                    _run_system(result, system, variant, workloads, rnd, say)
+                except Exception as exc:
+                    result.failures.append(f"{system} {variant.value} server r{rnd}: {exc!r}")
+                    log.error(
+                        "%s %s round %d failed:\n%s", system, variant.value, rnd, traceback.format_exc()
+                    )
+    result.seconds = time.monotonic() - t0
+    result.machine["load average (1/5/15 min) at the end"] = _loadavg()
+    return result
+
+
+def _loadavg() -> str:
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def summarize(measurements: Sequence[Measurement]) -> list[Row]:
+    """Median of every (system, variant, workload) group, in a stable order."""
+    groups: dict[tuple[str, Variant, Workload], list[Measurement]] = {}
+    for one in measurements:
+        groups.setdefault((one.system, one.variant, one.workload), []).append(one)
+    order = {name: i for i, name in enumerate(SYSTEMS)}
+    rows = []
+    for (system, variant, workload), ms in groups.items():
+        keys = sorted({k for one in ms for k in one.latency_ms})
+        rates = [one.throughput for one in ms]
+        cpu = statistics.median(one.server_cpu_s for one in ms)
+        cpu_per_msg = statistics.median(
+            one.server_cpu_s / one.messages * 1e6 if one.messages else 0.0 for one in ms
+        )
+        rows.append(
+            Row(
+                system=system,
+                variant=variant,
+                workload=workload,
+                rounds=len(ms),
+                throughput=statistics.median(rates),
+                throughput_min=min(rates),
+                throughput_max=max(rates),
+                latency_ms={
+                    k: statistics.median(one.latency_ms[k] for one in ms if k in one.latency_ms) for k in keys
+                },
+                server_cpu_s=cpu,
+                server_cpu_us_per_msg=cpu_per_msg,
+                server_peak_rss_mib=statistics.median(one.server_peak_rss_bytes for one in ms) / 2**20,
+                client_cpu_s=statistics.median(one.client_cpu_s for one in ms),
+                other_cpu_s=statistics.median(one.other_cpu_s for one in ms),
+                errors=sum(one.errors for one in ms),
+            )
+        )
+    workloads = list(Workload)
+    rows.sort(
+        key=lambda r: (r.variant.value != "default", workloads.index(r.workload), order.get(r.system, 9))
+    )
+    return rows
+
+
+def _first_line(path: str, prefix: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith(prefix):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def _pkg(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def machine_info() -> dict[str, str]:
+    """CPU, memory, kernel, Python, client library versions and the rocketq commit."""
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no", "src"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=10,
+        ).stdout.strip()
+        if dirty:
+            commit += " + uncommitted changes in src/"
+    except OSError:
+        commit = "unknown"
+    return {
+        "cpu": _first_line("/proc/cpuinfo", "model name"),
+        "cores": str(os.cpu_count()),
+        "memory": _first_line("/proc/meminfo", "MemTotal"),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "rocketq commit": commit or "unknown",
+        "redis-py": _pkg("redis"),
+        "hiredis": _pkg("hiredis"),
+        "nats-py": _pkg("nats-py"),
+        "load average (1/5/15 min) at the start": _loadavg(),
+    }
