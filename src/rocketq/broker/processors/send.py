@@ -84,7 +84,8 @@ SYSTEM_SEND_FORBIDDEN_TOPICS = frozenset(
     }
 )
 _FAQ = " https://rocketmq.apache.org/docs/bestPractice/06FAQ"
-_PERM_RW = PermName.PERM_READ | PermName.PERM_WRITE
+_PERM_RW = int(PermName.PERM_READ | PermName.PERM_WRITE)
+_PERM_WRITE = int(PermName.PERM_WRITE)  # plain int: no IntFlag arithmetic per request
 
 _PUT_STATUS_RESPONSE: dict[PutMessageStatus, tuple[int, str | None]] = {
     PutMessageStatus.PUT_OK: (ResponseCode.SUCCESS, None),
@@ -175,7 +176,7 @@ class SendMessageProcessor:
         """``msgCheck``: an error response, or (None, queue id to use)."""
         broker = self.broker
         topic = str(header.topic)
-        if not broker.config.broker_permission & PermName.PERM_WRITE:
+        if not broker.config.broker_permission & _PERM_WRITE:
             return (
                 self._response(
                     request,
@@ -418,7 +419,7 @@ class SendMessageProcessor:
             return request.make_response(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}{_FAQ}"
             )
-        if not broker.config.broker_permission & PermName.PERM_WRITE:
+        if not broker.config.broker_permission & _PERM_WRITE:
             return request.make_response(
                 ResponseCode.NO_PERMISSION, f"the broker[{broker.broker_addr}] sending message is forbidden"
             )
@@ -428,7 +429,7 @@ class SendMessageProcessor:
         new_topic = RETRY_PREFIX + group
         queue_id = self._random.randrange(sgc.retry_queue_nums)
         tc = tcm.create_topic_in_send_message_back_method(new_topic, sgc.retry_queue_nums, _PERM_RW, 0)
-        if not tc.perm & PermName.PERM_WRITE:
+        if not tc.perm & _PERM_WRITE:
             return request.make_response(
                 ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden"
             )
