@@ -249,6 +249,13 @@ class ProducerConfig:
     max_message_size: int = 4 * 1024 * 1024
     #: ``sendLatencyFaultEnable`` (``MQFaultStrategy``): avoid slow or failed brokers.
     send_latency_fault_enable: bool = False
+    #: ``autoBatch`` (RocketMQ 5.x): asynchronous sends of small messages to one topic leave
+    #: as SEND_BATCH_MESSAGE while a batch of the topic is in flight (see
+    #: :mod:`rocketq.client.produce_accumulator`); off by default, as in Java.
+    auto_batch: bool = False
+    #: the most messages / bytes one automatic batch carries
+    auto_batch_max_messages: int = 256
+    auto_batch_max_bytes: int = 1024 * 1024
 
     def __post_init__(self) -> None:
         validate_group(self.producer_group)
@@ -256,6 +263,8 @@ class ProducerConfig:
         _positive("send_msg_timeout_ms", self.send_msg_timeout_ms)
         _positive("max_message_size", self.max_message_size)
         _positive("compress_msg_body_over_howmuch", self.compress_msg_body_over_howmuch)
+        _positive("auto_batch_max_messages", self.auto_batch_max_messages)
+        _positive("auto_batch_max_bytes", self.auto_batch_max_bytes)
         if not 0 <= self.compress_level <= 9:
             raise IllegalArgumentError(f"compress_level must be 0..9, got {self.compress_level}")
         for name in ("retry_times_when_send_failed", "retry_times_when_send_async_failed"):

@@ -55,6 +55,7 @@ from rocketq.client.config import (
 )
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
+from rocketq.client.produce_accumulator import ProduceAccumulator
 from rocketq.client.selectors import SelectorLike, as_selector
 from rocketq.errors import (
     BrokerError,
@@ -143,6 +144,13 @@ class Producer:
         self._state = ServiceState.CREATE_JUST
         self._state_lock = threading.Lock()
         self._instance: MQClientInstance | None = None
+        self._accumulator: ProduceAccumulator | None = None
+        if cfg.auto_batch:
+            self._accumulator = ProduceAccumulator(
+                lambda msgs: self._send_async_now(msgs[0] if len(msgs) == 1 else msgs),
+                max_messages=cfg.auto_batch_max_messages,
+                max_bytes=cfg.auto_batch_max_bytes,
+            )
 
     # ================================================================== lifecycle
     @property
@@ -538,8 +546,53 @@ class Producer:
 
         Invalid messages raise :class:`IllegalArgumentError` here at once; every other
         failure is delivered through the future (and the callback). A route lookup may
-        block the caller on the first send to a topic.
+        block the caller on the first send to a topic. With ``config.auto_batch``, small
+        single messages are batched while a batch of their topic is in flight.
         """
+        acc = self._accumulator
+        if (
+            acc is not None
+            and queue is None
+            and selector is None
+            and timeout_ms is None
+            and isinstance(msg, Message)
+            and ProduceAccumulator.eligible(msg)
+            and len(msg.body) < self.config.compress_msg_body_over_howmuch
+        ):
+            self._check_message(msg)
+            instance = self._running_instance()
+            inner = acc.add(msg)
+            if callback is not None:
+                user_cb = callback
+
+                def relay(f: concurrent.futures.Future[SendResult]) -> None:
+                    def run() -> None:
+                        try:
+                            user_cb(f)
+                        except Exception:
+                            log.exception("send callback raised")
+
+                    try:  # callbacks never run on the I/O thread
+                        instance.callback_executor().submit(run)
+                    except (RuntimeError, ClientError):
+                        run()
+
+                inner.add_done_callback(relay)
+            return inner
+        return self._send_async_now(
+            msg, callback, queue=queue, selector=selector, arg=arg, timeout_ms=timeout_ms
+        )
+
+    def _send_async_now(
+        self,
+        msg: Message | Sequence[Message],
+        callback: SendCallback | None = None,
+        *,
+        queue: MessageQueue | None = None,
+        selector: SelectorLike | None = None,
+        arg: object = None,
+        timeout_ms: int | None = None,
+    ) -> concurrent.futures.Future[SendResult]:
         instance = self._running_instance()
         timeout = self.config.send_msg_timeout_ms if timeout_ms is None else timeout_ms
         begin = self._clock_ms()

@@ -1,0 +1,75 @@
+"""Producer auto_batch: asynchronous sends of one topic leave as batches while one is in flight."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import pytest
+
+from rocketq.client import Message, Producer, ProducerConfig, PullConsumer, SendStatus
+from rocketq.client.api_results import PullStatus
+from rocketq.protocol.message_queue import MessageQueue
+from rocketq.testing.cluster import EmbeddedCluster
+
+pytestmark = pytest.mark.integration
+
+
+def test_auto_batched_async_sends_each_get_their_own_result(
+    embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
+) -> None:
+    topic = unique_name("T")
+    embedded_cluster.create_topic(topic, 4)
+    config = ProducerConfig(producer_group=unique_name("pg"), auto_batch=True, auto_batch_max_messages=64)
+    n = 2000
+    callbacks = threading.Semaphore(0)
+    with Producer(config=config, namesrv_addr=embedded_cluster.namesrv_addr) as producer:
+        futures = [
+            producer.send_async(
+                Message(topic, f"ab-{i}".encode(), tags="TagA"), lambda f: callbacks.release()
+            )
+            for i in range(n)
+        ]
+        results = [f.result(timeout=30) for f in futures]
+        for _ in range(n):
+            assert callbacks.acquire(timeout=10)
+        accumulator = producer._accumulator
+        assert accumulator is not None
+        batches = accumulator.batches_sent
+    assert {r.status for r in results} == {SendStatus.SEND_OK}
+    assert len({r.msg_id for r in results}) == n
+    assert len({r.offset_msg_id for r in results}) == n
+    positions = {(r.message_queue.queue_id, r.queue_offset) for r in results}
+    assert len(positions) == n
+    assert batches < n / 4, f"{batches} requests for {n} messages: nothing was batched"
+    # every message is stored where its own SendResult says
+    by_position = {(r.message_queue.queue_id, r.queue_offset): f"ab-{i}" for i, r in enumerate(results)}
+    with PullConsumer(unique_name("verify"), namesrv_addr=embedded_cluster.namesrv_addr) as puller:
+        for qid in range(4):
+            offset = 0
+            while True:
+                pulled = puller.pull(
+                    MessageQueue(topic, embedded_cluster.broker_names[0], qid), "*", offset, 32
+                )
+                if pulled.pull_status is not PullStatus.FOUND:
+                    break
+                for m in pulled.msg_found_list:
+                    assert by_position[(qid, m.queue_offset)] == m.body.decode()
+                    assert m.tags == "TagA"
+                offset = pulled.next_begin_offset
+
+
+def test_auto_batch_leaves_ineligible_sends_alone(
+    embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
+) -> None:
+    topic = unique_name("T")
+    embedded_cluster.create_topic(topic, 2)
+    config = ProducerConfig(producer_group=unique_name("pg"), auto_batch=True)
+    with Producer(config=config, namesrv_addr=embedded_cluster.namesrv_addr) as producer:
+        delayed = producer.send_async(Message(topic, b"later", delay_time_level=1)).result(timeout=10)
+        big = producer.send_async(Message(topic, b"x" * 5000)).result(timeout=10)
+        assert delayed.status is SendStatus.SEND_OK
+        assert big.status is SendStatus.SEND_OK
+        accumulator = producer._accumulator
+        assert accumulator is not None
+        assert accumulator.batches_sent == 0
