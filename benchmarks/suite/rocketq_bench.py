@@ -48,6 +48,11 @@ class RocketqBench:
         cfg = ProducerConfig(producer_group=f"{self._run}_pg", send_msg_timeout_ms=30_000)
         self.producer = Producer(namesrv_addr=self.namesrv, config=cfg)
         self.producer.start()
+        # workload 3 (1,000 in flight): the producer's auto_batch, RocketMQ 5.x's autoBatch
+        # idea, is the analogue of the Redis pipeline and NATS async publishing
+        auto = dataclasses.replace(cfg, producer_group=f"{self._run}_apg", auto_batch=True)
+        self.async_producer = Producer(namesrv_addr=self.namesrv, config=auto)
+        self.async_producer.start()
         self._drain_topic = ""
 
     def _topic(self, name: str) -> str:
@@ -56,6 +61,7 @@ class RocketqBench:
         return topic
 
     def close(self) -> None:
+        self.async_producer.shutdown()
         self.producer.shutdown()
 
     # ------------------------------------------------------------------ publish
@@ -111,7 +117,7 @@ class RocketqBench:
         deadline = time.perf_counter() + seconds
         while time.perf_counter() < deadline:
             sem.acquire()
-            self.producer.send_async(Message(topic, payload)).add_done_callback(done)
+            self.async_producer.send_async(Message(topic, payload)).add_done_callback(done)
             sent += 1
         for _ in range(in_flight):  # wait for the tail
             sem.acquire()
