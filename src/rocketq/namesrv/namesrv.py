@@ -24,15 +24,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import threading
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.kv_config import KVConfigManager
 from rocketq.namesrv.processor import DefaultRequestProcessor
 from rocketq.namesrv.route_info import RouteInfoManager, monotonic_ms
-from rocketq.remoting.server import Channel, RemotingServer
+from rocketq.remoting.server import Channel, LoopThread, RemotingServer
 
 __all__ = ["NamesrvController", "NamesrvThread"]
 
@@ -155,7 +153,7 @@ class NamesrvController:
             delay_s = self._config.scan_not_active_broker_interval_ms / 1000.0
 
 
-class NamesrvThread:
+class NamesrvThread(LoopThread):
     """Runs a :class:`NamesrvController` on its own event loop in a named thread.
 
     :meth:`start` returns once the server listens (re-raising a bind or load error);
@@ -164,78 +162,10 @@ class NamesrvThread:
     """
 
     def __init__(self, controller: NamesrvController, *, name: str = "namesrv-loop") -> None:
+        super().__init__(controller.start, controller.shutdown, name=name)
         self.controller = controller
-        self.name = name
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
 
     @property
     def addr(self) -> str:
         """The controller's client-facing ``host:port``."""
         return self.controller.addr
-
-    def start(self, timeout_s: float = 10.0) -> None:
-        """Start the thread and wait until the name server listens."""
-        if self._thread is not None:
-            return
-        self._thread = threading.Thread(target=self._main, name=self.name, daemon=True)
-        self._thread.start()
-        if not self._ready.wait(timeout_s):
-            raise TimeoutError(f"name server did not start within {timeout_s} s")
-        if self._error is not None:
-            self._thread.join(timeout_s)
-            self._thread = None
-            raise self._error
-
-    def call(self, fn: Callable[[], Any], timeout_s: float = 10.0) -> Any:
-        """Call ``fn()`` on the name server's loop and return its result."""
-        loop = self._loop
-        if loop is None:
-            raise RuntimeError("name server thread is not started")
-
-        async def _run() -> Any:
-            return fn()
-
-        return asyncio.run_coroutine_threadsafe(_run(), loop).result(timeout_s)
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        """Shut the name server down and join the thread."""
-        thread, loop = self._thread, self._loop
-        if thread is None or loop is None:
-            return
-        try:
-            asyncio.run_coroutine_threadsafe(self.controller.shutdown(), loop).result(timeout_s)
-        finally:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(timeout_s)
-            self._thread = None
-
-    def __enter__(self) -> NamesrvThread:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _main(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        try:
-            asyncio.set_event_loop(loop)
-            try:
-                loop.run_until_complete(self.controller.start())
-            except BaseException as exc:
-                self._error = exc
-                return
-            finally:
-                self._ready.set()
-            loop.run_forever()
-            loop.run_until_complete(self.controller.shutdown())
-        finally:
-            try:
-                loop.run_until_complete(loop.shutdown_asyncgens())
-            finally:
-                asyncio.set_event_loop(None)
-                loop.close()

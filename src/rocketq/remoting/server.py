@@ -41,7 +41,7 @@ from rocketq.protocol.frame import (
 )
 from rocketq.remoting.client import exception_desc
 
-__all__ = ["Channel", "ChannelListener", "RemotingServer", "RequestProcessor", "ServerThread"]
+__all__ = ["Channel", "ChannelListener", "LoopThread", "RemotingServer", "RequestProcessor", "ServerThread"]
 
 log = logging.getLogger(__name__)
 
@@ -527,16 +527,27 @@ class RemotingServer:
                     channel._close_now()
 
 
-class ServerThread:
-    """Runs a :class:`RemotingServer` on its own event loop in a named thread.
+_L = TypeVar("_L", bound="LoopThread")
 
-    For tests and for embedding in synchronous programs: :meth:`start` returns once the
-    server listens, :meth:`stop` stops it and joins the thread.
+
+class LoopThread:
+    """Runs an async service on its own event loop in a named thread.
+
+    For tests and for embedding in synchronous programs: :meth:`start` returns once
+    ``start_fn()`` completed (re-raising its error, e.g. a bind error), :meth:`stop` awaits
+    ``stop_fn()`` and joins the thread; :meth:`run` / :meth:`call` execute on the loop.
     """
 
-    def __init__(self, server: RemotingServer, *, name: str | None = None) -> None:
-        self.server = server
-        self.name = name or f"{server.name}-loop"
+    def __init__(
+        self,
+        start_fn: Callable[[], Coroutine[Any, Any, object]],
+        stop_fn: Callable[[], Coroutine[Any, Any, object]],
+        *,
+        name: str,
+    ) -> None:
+        self._start_fn = start_fn
+        self._stop_fn = stop_fn
+        self.name = name
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = threading.Event()
@@ -545,32 +556,28 @@ class ServerThread:
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
-            raise RuntimeError("server thread is not started")
+            raise RuntimeError(f"{self.name} is not started")
         return self._loop
 
-    @property
-    def port(self) -> int:
-        return self.server.port
-
     def start(self, timeout_s: float = 10.0) -> None:
-        """Start the thread and return once the server listens (re-raises a bind error)."""
+        """Start the thread and return once the service started (re-raises its error)."""
         if self._thread is not None:
             return
         self._thread = threading.Thread(target=self._main, name=self.name, daemon=True)
         self._thread.start()
         if not self._ready.wait(timeout_s):
-            raise TimeoutError(f"server {self.server.name} did not start within {timeout_s} s")
+            raise TimeoutError(f"{self.name} did not start within {timeout_s} s")
         if self._error is not None:
             self._thread.join(timeout_s)
             self._thread = None
             raise self._error
 
     def run(self, coro: Coroutine[Any, Any, _T], timeout_s: float | None = 10.0) -> _T:
-        """Run ``coro`` on the server's loop and wait for its result."""
+        """Run ``coro`` on the loop and wait for its result."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout_s)
 
     def call(self, fn: Callable[[], _T], timeout_s: float | None = 10.0) -> _T:
-        """Call ``fn`` on the server's loop and wait for its result."""
+        """Call ``fn`` on the loop and wait for its result."""
 
         async def _call() -> _T:
             return fn()
@@ -578,16 +585,23 @@ class ServerThread:
         return self.run(_call(), timeout_s)
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        """Stop the server, end the loop and join the thread."""
+        """Stop the service, end the loop and join the thread."""
         thread, loop = self._thread, self._loop
         if thread is None or loop is None:
             return
         try:
-            asyncio.run_coroutine_threadsafe(self.server.stop(), loop).result(timeout_s)
+            asyncio.run_coroutine_threadsafe(self._stop_fn(), loop).result(timeout_s)
         finally:
             loop.call_soon_threadsafe(loop.stop)
             thread.join(timeout_s)
             self._thread = None
+
+    def __enter__(self: _L) -> _L:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     def _main(self) -> None:
         loop = asyncio.new_event_loop()
@@ -595,18 +609,30 @@ class ServerThread:
         try:
             asyncio.set_event_loop(loop)
             try:
-                loop.run_until_complete(self.server.start())
+                loop.run_until_complete(self._start_fn())
             except BaseException as exc:
                 self._error = exc
                 return
             finally:
                 self._ready.set()
             loop.run_forever()
-            # stop() stopped the server first; this covers a loop stopped some other way.
-            loop.run_until_complete(self.server.stop())
+            # stop() stopped the service first; this covers a loop stopped some other way.
+            loop.run_until_complete(self._stop_fn())
         finally:
             try:
                 loop.run_until_complete(loop.shutdown_asyncgens())
             finally:
                 asyncio.set_event_loop(None)
                 loop.close()
+
+
+class ServerThread(LoopThread):
+    """Runs a :class:`RemotingServer` on its own event loop in a named thread."""
+
+    def __init__(self, server: RemotingServer, *, name: str | None = None) -> None:
+        super().__init__(server.start, server.stop, name=name or f"{server.name}-loop")
+        self.server = server
+
+    @property
+    def port(self) -> int:
+        return self.server.port
