@@ -500,3 +500,28 @@ def test_message_ext_defaults_and_msg_id() -> None:
     decoded.broker_name = "broker-a"
     decoded.properties["MIN_OFFSET"] = "0"  # the client adds these after a pull
     assert decoded.properties["MIN_OFFSET"] == "0" and decoded.tags == "a"
+
+
+def test_put_properties_lazily_wins_over_stored_values_without_parsing_first() -> None:
+    record = encode_record(
+        topic="T",
+        queue_id=0,
+        flag=0,
+        queue_offset=0,
+        physical_offset=0,
+        sys_flag=0,
+        born_timestamp=1,
+        born_host=("127.0.0.1", 1),
+        store_timestamp=2,
+        store_host=("127.0.0.1", 2),
+        reconsume_times=0,
+        prepared_transaction_offset=0,
+        body=b"b",
+        properties="TAGS\x01a\x02MAX_OFFSET\x01old",
+    )
+    msg = decode_record(record)
+    msg.put_properties_lazily({"MAX_OFFSET": "9", "MIN_OFFSET": "0"})
+    assert msg.stored_properties == "TAGS\x01a\x02MAX_OFFSET\x01old"  # the record is untouched
+    assert msg.properties == {"TAGS": "a", "MAX_OFFSET": "9", "MIN_OFFSET": "0"}
+    msg.put_properties_lazily({"MIN_OFFSET": "1"})  # already parsed: a plain update
+    assert msg.properties["MIN_OFFSET"] == "1"

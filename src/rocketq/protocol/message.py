@@ -326,6 +326,19 @@ class Message:
         """``Message.getProperty``: the value or ``None``."""
         return self.properties.get(name)
 
+    def put_properties_lazily(self, props: Mapping[str, str]) -> None:
+        """Set properties without parsing the stored ones first (they win over stored values).
+
+        For hot paths that tag every received message (MIN_OFFSET/MAX_OFFSET after a pull,
+        CONSUME_START_TIME before a listener call): while the stored string has not been
+        parsed, the entries are appended to it — a later entry wins when it is parsed.
+        """
+        if self._props is None:
+            extra = encode_properties(props)
+            self._raw_props = f"{self._raw_props}\x02{extra}" if self._raw_props else extra
+        else:
+            self._props.update(props)
+
     def put_property(self, name: str, value: str) -> None:
         """``Message.putProperty``: set any property, system ones included (no checks)."""
         self.properties[name] = value

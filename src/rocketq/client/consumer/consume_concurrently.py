@@ -167,9 +167,9 @@ class ConsumeMessageConcurrentlyService:
         status: ConsumeConcurrentlyStatus | None = None
         has_exception = False
         try:
-            start_ms = str(self._clock_ms())
+            start = {MessageConst.CONSUME_START_TIME: str(self._clock_ms())}
             for msg in msgs:
-                msg.properties[MessageConst.CONSUME_START_TIME] = start_ms
+                msg.put_properties_lazily(start)
             result = self.listener(list(msgs), context)
             status = result if isinstance(result, ConsumeConcurrentlyStatus) else None
             if result is not None and status is None:

@@ -269,11 +269,12 @@ class PullAPIWrapper:
         self.update_pull_from_which_node(mq, result.suggest_which_broker_id)
         if result.pull_status is PullStatus.FOUND:
             msgs = filter_by_tags(decode_records(result.message_binary), subscription)
-            min_off, max_off = str(result.min_offset), str(result.max_offset)
+            offsets = {
+                MessageConst.MIN_OFFSET: str(result.min_offset),
+                MessageConst.MAX_OFFSET: str(result.max_offset),
+            }
             for msg in msgs:
-                props = msg.properties
-                props[MessageConst.MIN_OFFSET] = min_off
-                props[MessageConst.MAX_OFFSET] = max_off
+                msg.put_properties_lazily(offsets)  # no property parsing on the pull path
                 msg.broker_name = mq.broker_name
             result.msg_found_list = msgs
         result.message_binary = b""

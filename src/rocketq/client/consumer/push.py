@@ -538,9 +538,10 @@ class PushConsumer:
         """Messages of ``%RETRY%<group>`` are shown under their original topic."""
         group_topic = RETRY_PREFIX + self.config.consumer_group
         for msg in msgs:
-            retry_topic = msg.properties.get(MessageConst.RETRY_TOPIC)
-            if retry_topic and msg.topic == group_topic:
-                msg.topic = retry_topic
+            if msg.topic == group_topic:  # only then is it worth parsing the properties
+                retry_topic = msg.properties.get(MessageConst.RETRY_TOPIC)
+                if retry_topic:
+                    msg.topic = retry_topic
 
     def lock_one(self, mq: MessageQueue) -> bool:
         reb = self._rebalance
