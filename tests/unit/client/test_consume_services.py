@@ -287,3 +287,23 @@ def test_orderly_without_lock_tries_to_lock_first() -> None:
     service.shutdown()
     assert host.locks >= 1
     assert seen == [0, 1]
+
+
+def test_consume_timeout_sends_back_and_removes_the_oldest_stuck_messages() -> None:
+    host = FakeHost()
+    now = [1_000_000_000]
+    service = ConsumeMessageConcurrentlyService(
+        host,
+        lambda m, c: ConsumeConcurrentlyStatus.CONSUME_SUCCESS,
+        consume_timeout_ms=60_000,
+        clock_ms=lambda: now[0],
+    )
+    msgs = _msgs(3)
+    host.pq.put_messages(msgs)
+    msgs[0].put_properties_lazily({"CONSUME_START_TIME": str(now[0] - 61_000)})  # stuck for 61 s
+    msgs[1].put_properties_lazily({"CONSUME_START_TIME": str(now[0] - 1_000)})
+    service._clean_expired_messages()
+    service.shutdown()
+    assert host.sent_back == [(0, 3)]  # delay level 3, like cleanExpiredMsg
+    assert host.pq.min_offset() == 1
+    assert host.offsets == [(1, True)]
