@@ -218,10 +218,8 @@ class PullAPIWrapper:
         timeout_ms: int,
     ) -> PullResult:
         """One blocking PULL_MESSAGE (records still undecoded)."""
-        found = self._find_broker(mq)
-        header = self._header(
+        return self.pull_kernel_impl_async(
             mq,
-            found,
             sub_expression,
             expression_type,
             sub_version,
@@ -230,8 +228,9 @@ class PullAPIWrapper:
             sys_flag,
             commit_offset,
             broker_suspend_max_time_ms,
-        )
-        return self._instance.api.pull_message_sync(found.broker_addr, header, timeout_ms)
+            timeout_ms,
+            sync=True,
+        ).result()
 
     def pull_kernel_impl_async(
         self,
@@ -245,8 +244,13 @@ class PullAPIWrapper:
         commit_offset: int,
         broker_suspend_max_time_ms: int,
         timeout_ms: int,
+        *,
+        sync: bool = False,
     ) -> concurrent.futures.Future[PullResult]:
-        """One PULL_MESSAGE whose future completes on the I/O thread (records undecoded)."""
+        """One PULL_MESSAGE whose future completes on the I/O thread (records undecoded).
+
+        With ``sync`` the call blocks and returns an already completed future (errors raise).
+        """
         found = self._find_broker(mq)
         header = self._header(
             mq,
@@ -260,7 +264,12 @@ class PullAPIWrapper:
             commit_offset,
             broker_suspend_max_time_ms,
         )
-        return self._instance.api.pull_message_async(found.broker_addr, header, timeout_ms)
+        api = self._instance.api
+        if not sync:
+            return api.pull_message_async(found.broker_addr, header, timeout_ms)
+        done: concurrent.futures.Future[PullResult] = concurrent.futures.Future()
+        done.set_result(api.pull_message_sync(found.broker_addr, header, timeout_ms))
+        return done
 
     def process_pull_result(
         self, mq: MessageQueue, result: PullResult, subscription: SubscriptionData
