@@ -38,6 +38,7 @@ __all__ = [
     "LitePullConsumerConfig",
     "ProducerConfig",
     "PullConsumerConfig",
+    "PushConsumerConfig",
     "ServiceState",
     "SubscriptionType",
     "change_instance_name_to_pid",
@@ -385,3 +386,71 @@ class LitePullConsumerConfig:
             raise IllegalArgumentError(
                 "consumer_timeout_millis_when_suspend_ms must be greater than broker_suspend_max_time_ms"
             )
+
+
+def _range(name: str, value: int, low: int, high: int, *, allow_minus_one: bool = False) -> None:
+    if allow_minus_one and value == -1:
+        return
+    if not low <= value <= high:
+        raise IllegalArgumentError(f"{name} out of range [{low}, {high}]: {value}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PushConsumerConfig:
+    """``DefaultMQPushConsumer`` settings with the Java defaults (``checkConfig`` ranges)."""
+
+    consumer_group: str = "DEFAULT_CONSUMER"
+    #: CLUSTERING shares queues within the group; BROADCASTING delivers everything to everyone
+    message_model: MessageModel = MessageModel.CLUSTERING
+    consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+    #: ``yyyyMMddHHmmss`` for CONSUME_FROM_TIMESTAMP; default now - 30 min
+    consume_timestamp: str | None = None
+    consume_thread_min: int = 20
+    consume_thread_max: int = 20
+    consume_concurrently_max_span: int = 2000
+    pull_threshold_for_queue: int = 1000
+    pull_threshold_size_for_queue_mib: int = 100
+    pull_threshold_for_topic: int = -1
+    pull_threshold_size_for_topic_mib: int = -1
+    pull_interval_ms: int = 0
+    consume_message_batch_max_size: int = 1
+    pull_batch_size: int = 32
+    post_subscription_when_pull: bool = False
+    #: -1: 16 for concurrent listeners, unlimited for orderly ones
+    max_reconsume_times: int = -1
+    suspend_current_queue_time_millis: int = 1000
+    consume_timeout_minutes: int = 15
+    await_termination_millis_when_shutdown: int = 0
+    #: BROADCASTING offsets live in a local file under this folder (default ~/.rocketmq_offsets)
+    offset_store_dir: str | None = None
+    #: orderly: renew broker queue locks this often (``rocketmq.client.rebalance.lockInterval``)
+    lock_interval_ms: int = 20_000
+    #: orderly: a lock not renewed for this long is treated as lost
+    #: (``rocketmq.client.rebalance.lockMaxLiveTime``); keep it below the broker's 60 s lease
+    lock_max_live_time_ms: int = 30_000
+
+    def __post_init__(self) -> None:
+        validate_group(self.consumer_group)
+        _range("consume_thread_min", self.consume_thread_min, 1, 1000)
+        _range("consume_thread_max", self.consume_thread_max, 1, 1000)
+        if self.consume_thread_min > self.consume_thread_max:
+            raise IllegalArgumentError("consume_thread_min must not exceed consume_thread_max")
+        _range("consume_concurrently_max_span", self.consume_concurrently_max_span, 1, 65535)
+        _range("pull_threshold_for_queue", self.pull_threshold_for_queue, 1, 65535)
+        _range("pull_threshold_for_topic", self.pull_threshold_for_topic, 1, 6_553_500, allow_minus_one=True)
+        _range("pull_threshold_size_for_queue_mib", self.pull_threshold_size_for_queue_mib, 1, 1024)
+        _range(
+            "pull_threshold_size_for_topic_mib",
+            self.pull_threshold_size_for_topic_mib,
+            1,
+            102_400,
+            allow_minus_one=True,
+        )
+        _range("pull_interval_ms", self.pull_interval_ms, 0, 65535)
+        _range("consume_message_batch_max_size", self.consume_message_batch_max_size, 1, 1024)
+        _range("pull_batch_size", self.pull_batch_size, 1, 1024)
+        _range("max_reconsume_times", self.max_reconsume_times, -1, 2**31 - 1)
+        _range("consume_timeout_minutes", self.consume_timeout_minutes, 1, 24 * 60)
+        _range("lock_interval_ms", self.lock_interval_ms, 10, 3_600_000)
+        if self.lock_max_live_time_ms <= self.lock_interval_ms:
+            raise IllegalArgumentError("lock_max_live_time_ms must exceed lock_interval_ms")

@@ -24,9 +24,7 @@ topic-queue offset table is rebuilt from the consume queues.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
-import itertools
 import logging
 import os
 import shutil
@@ -48,6 +46,7 @@ from rocketq.broker.store.flush_service import FlushRealTimeService, GroupCommit
 from rocketq.broker.store.index import IndexService, index_key_hashes
 from rocketq.broker.store.mapped_file import MappedFile, now_ms
 from rocketq.broker.store.message_ext_broker_inner import MessageExtBrokerInner
+from rocketq.broker.store.read_path import contiguous_run
 from rocketq.broker.store.service_thread import PeriodicService, ServiceThread
 from rocketq.broker.store.status import (
     GetMessageResult,
@@ -520,38 +519,6 @@ class MessageStore:
 
     # ================================================================== read path
 
-    def _contiguous_run(
-        self, buf: memoryview | bytes, units: int, max_msg_nums: int, max_offset_py: int, memory: int
-    ) -> tuple[memoryview, int, int, int] | None:
-        """The common case of ``get_message`` in bulk: no filter, data in memory, and the
-        wanted records back to back in one commit-log file (one queue written at a time, or
-        batches). Returns (one slice, count, bytes, last physical offset), or None to fall back
-        to the per-entry scan. The limits are ``isTheBatchFull``'s, applied to the run.
-        """
-        cfg = self.config
-        n = min(units, max_msg_nums, cfg.max_transfer_count_on_message_in_memory)
-        if n <= 1:
-            return None
-        flat = struct.unpack_from(">" + "qiq" * n, buf, 0)
-        offsets = flat[0::3]
-        sizes = flat[1::3]
-        first = offsets[0]
-        if max_offset_py - first > memory:
-            return None  # on-disk limits apply: let the scan handle it
-        ends = list(itertools.accumulate(sizes, initial=first))
-        # at most max_transfer_bytes in memory, but the first message always goes
-        count = max(1, bisect.bisect_right(ends, first + cfg.max_transfer_bytes_on_message_in_memory) - 1)
-        if ends[1:count] != list(offsets[1:count]):
-            return None  # not back to back
-        end = ends[count]
-        mf = self.commit_log.queue.find_by_offset(first)
-        if mf is None or not mf.available:
-            return None
-        lo = mf.file_from_offset
-        if end - lo > mf.wrote_position:
-            return None
-        return mf.view[first - lo : end - lo], count, end - first, offsets[count - 1]
-
     def get_message(
         self,
         group: str,
@@ -616,7 +583,9 @@ class MessageStore:
                     disk_count = cfg.max_transfer_count_on_message_in_disk
                     fast = None
                     if message_filter is None:
-                        fast = self._contiguous_run(buf, units, max_msg_nums, max_offset_py, memory)
+                        fast = contiguous_run(
+                            self.commit_log, self.config, buf, units, max_msg_nums, max_offset_py, memory
+                        )
                     if fast is not None:
                         view, count, total, last_phy = fast
                         buffers.append(view)
