@@ -89,7 +89,7 @@ def parse_timestamp(text: str) -> int:
     if lower == "earliest":
         return 0
     if lower == "now":
-        return int(_dt.datetime.now().timestamp() * 1000)
+        return round(_dt.datetime.now().timestamp() * 1000)
     if value.lstrip("-").isdigit():
         ms = int(value)
         if ms < -1:
@@ -97,7 +97,8 @@ def parse_timestamp(text: str) -> int:
         return ms
     for fmt in _TIME_FORMATS:
         try:
-            return int(_dt.datetime.strptime(value, fmt).timestamp() * 1000)
+            # round, not int: t * 1000 of an exact millisecond can land just below it
+            return round(_dt.datetime.strptime(value, fmt).timestamp() * 1000)
         except ValueError:
             continue
     raise ValueError(
