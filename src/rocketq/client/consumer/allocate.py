@@ -17,6 +17,7 @@ from typing import Protocol
 from rocketq.protocol.message_queue import MessageQueue
 
 __all__ = [
+    "AbstractAllocateMessageQueueStrategy",
     "AllocateMachineRoomNearby",
     "AllocateMessageQueueAveragely",
     "AllocateMessageQueueAveragelyByCircle",
@@ -56,10 +57,15 @@ def _check(current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[s
     return True
 
 
-class AllocateMessageQueueAveragely:
-    """``AllocateMessageQueueAveragely`` ("AVG"): contiguous blocks, the first ``mod`` clients get one more."""
+class AbstractAllocateMessageQueueStrategy:
+    """``AbstractAllocateMessageQueueStrategy``: the shared check, then the strategy's split.
 
-    name = "AVG"
+    ``allocate`` returns nothing when there is nothing to allocate or ``current_cid`` is
+    not in ``cid_all``; otherwise subclasses divide ``mq_all`` knowing the client's
+    ``index`` in ``cid_all``.
+    """
+
+    name = "ABSTRACT"
 
     def allocate(
         self,
@@ -70,8 +76,33 @@ class AllocateMessageQueueAveragely:
     ) -> list[MessageQueue]:
         if not _check(current_cid, mq_all, cid_all):
             return []
+        return self._divide(consumer_group, current_cid, mq_all, cid_all, list(cid_all).index(current_cid))
+
+    def _divide(
+        self,
+        consumer_group: str,
+        current_cid: str,
+        mq_all: Sequence[MessageQueue],
+        cid_all: Sequence[str],
+        index: int,
+    ) -> list[MessageQueue]:
+        raise NotImplementedError
+
+
+class AllocateMessageQueueAveragely(AbstractAllocateMessageQueueStrategy):
+    """``AllocateMessageQueueAveragely`` ("AVG"): contiguous blocks, the first ``mod`` clients get one more."""
+
+    name = "AVG"
+
+    def _divide(
+        self,
+        consumer_group: str,
+        current_cid: str,
+        mq_all: Sequence[MessageQueue],
+        cid_all: Sequence[str],
+        index: int,
+    ) -> list[MessageQueue]:
         n_mq, n_cid = len(mq_all), len(cid_all)
-        index = list(cid_all).index(current_cid)
         mod = n_mq % n_cid
         if n_mq <= n_cid:
             average = 1
@@ -84,21 +115,19 @@ class AllocateMessageQueueAveragely:
         return [mq_all[(start + i) % n_mq] for i in range(max(count, 0))]
 
 
-class AllocateMessageQueueAveragelyByCircle:
+class AllocateMessageQueueAveragelyByCircle(AbstractAllocateMessageQueueStrategy):
     """``AllocateMessageQueueAveragelyByCircle`` ("AVG_BY_CIRCLE"): queue i goes to client i mod n."""
 
     name = "AVG_BY_CIRCLE"
 
-    def allocate(
+    def _divide(
         self,
         consumer_group: str,
         current_cid: str,
         mq_all: Sequence[MessageQueue],
         cid_all: Sequence[str],
+        index: int,
     ) -> list[MessageQueue]:
-        if not _check(current_cid, mq_all, cid_all):
-            return []
-        index = list(cid_all).index(current_cid)
         return [mq for i, mq in enumerate(mq_all) if i % len(cid_all) == index]
 
 
@@ -107,7 +136,7 @@ def _md5_hash(key: str) -> int:
     return int.from_bytes(hashlib.md5(key.encode(), usedforsecurity=False).digest()[:4], "big")
 
 
-class AllocateMessageQueueConsistentHash:
+class AllocateMessageQueueConsistentHash(AbstractAllocateMessageQueueStrategy):
     """``AllocateMessageQueueConsistentHash`` ("CONSISTENT_HASH"): a ring of virtual nodes per client.
 
     Virtual node keys are ``clientId + "-" + i`` (``VirtualNode.getKey``); a queue is routed
@@ -126,15 +155,14 @@ class AllocateMessageQueueConsistentHash:
         self.virtual_node_count = virtual_node_count
         self.hash_function = hash_function
 
-    def allocate(
+    def _divide(
         self,
         consumer_group: str,
         current_cid: str,
         mq_all: Sequence[MessageQueue],
         cid_all: Sequence[str],
+        index: int,
     ) -> list[MessageQueue]:
-        if not _check(current_cid, mq_all, cid_all):
-            return []
         ring: dict[int, str] = {}
         for cid in cid_all:
             for i in range(self.virtual_node_count):
@@ -170,7 +198,7 @@ class AllocateMessageQueueByConfig:
         return list(self.message_queues)
 
 
-class AllocateMessageQueueByMachineRoom:
+class AllocateMessageQueueByMachineRoom(AbstractAllocateMessageQueueStrategy):
     """``AllocateMessageQueueByMachineRoom`` ("MACHINE_ROOM"): brokers named ``<idc>@<name>``."""
 
     name = "MACHINE_ROOM"
@@ -178,16 +206,14 @@ class AllocateMessageQueueByMachineRoom:
     def __init__(self, consumeridcs: Iterable[str]) -> None:
         self.consumeridcs = set(consumeridcs)
 
-    def allocate(
+    def _divide(
         self,
         consumer_group: str,
         current_cid: str,
         mq_all: Sequence[MessageQueue],
         cid_all: Sequence[str],
+        index: int,
     ) -> list[MessageQueue]:
-        if not _check(current_cid, mq_all, cid_all):
-            return []
-        index = list(cid_all).index(current_cid)
         premq = [
             mq
             for mq in mq_all
@@ -201,7 +227,7 @@ class AllocateMessageQueueByMachineRoom:
         return result
 
 
-class AllocateMachineRoomNearby:
+class AllocateMachineRoomNearby(AbstractAllocateMessageQueueStrategy):
     """``AllocateMachineRoomNearby``: allocate per machine room with a delegate strategy.
 
     ``resolver(mq)`` and ``client_room(cid)`` name the machine room of a queue and of a
@@ -220,15 +246,14 @@ class AllocateMachineRoomNearby:
         self.broker_room = broker_room
         self.client_room = client_room
 
-    def allocate(
+    def _divide(
         self,
         consumer_group: str,
         current_cid: str,
         mq_all: Sequence[MessageQueue],
         cid_all: Sequence[str],
+        index: int,
     ) -> list[MessageQueue]:
-        if not _check(current_cid, mq_all, cid_all):
-            return []
         mq_by_room: dict[str, list[MessageQueue]] = {}
         for mq in mq_all:
             mq_by_room.setdefault(self.broker_room(mq), []).append(mq)
