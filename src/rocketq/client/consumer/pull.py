@@ -204,34 +204,6 @@ class PullAPIWrapper:
             bname=mq.broker_name,
         )
 
-    def pull_kernel_impl(
-        self,
-        mq: MessageQueue,
-        sub_expression: str | None,
-        expression_type: str | None,
-        sub_version: int,
-        offset: int,
-        max_nums: int,
-        sys_flag: int,
-        commit_offset: int,
-        broker_suspend_max_time_ms: int,
-        timeout_ms: int,
-    ) -> PullResult:
-        """One blocking PULL_MESSAGE (records still undecoded)."""
-        return self.pull_kernel_impl_async(
-            mq,
-            sub_expression,
-            expression_type,
-            sub_version,
-            offset,
-            max_nums,
-            sys_flag,
-            commit_offset,
-            broker_suspend_max_time_ms,
-            timeout_ms,
-            sync=True,
-        ).result()
-
     def pull_kernel_impl_async(
         self,
         mq: MessageQueue,
@@ -244,12 +216,11 @@ class PullAPIWrapper:
         commit_offset: int,
         broker_suspend_max_time_ms: int,
         timeout_ms: int,
-        *,
-        sync: bool = False,
     ) -> concurrent.futures.Future[PullResult]:
         """One PULL_MESSAGE whose future completes on the I/O thread (records undecoded).
 
-        With ``sync`` the call blocks and returns an already completed future (errors raise).
+        A blocking pull is ``pull_kernel_impl_async(...).result()``: the remoting layer
+        fails the future after ``timeout_ms``, so the wait is bounded either way.
         """
         found = self._find_broker(mq)
         header = self._header(
@@ -264,12 +235,7 @@ class PullAPIWrapper:
             commit_offset,
             broker_suspend_max_time_ms,
         )
-        api = self._instance.api
-        if not sync:
-            return api.pull_message_async(found.broker_addr, header, timeout_ms)
-        done: concurrent.futures.Future[PullResult] = concurrent.futures.Future()
-        done.set_result(api.pull_message_sync(found.broker_addr, header, timeout_ms))
-        return done
+        return self._instance.api.pull_message_async(found.broker_addr, header, timeout_ms)
 
     def process_pull_result(
         self, mq: MessageQueue, result: PullResult, subscription: SubscriptionData
@@ -609,7 +575,7 @@ class PullConsumer:
             else (timeout_ms or cfg.consumer_pull_timeout_ms)
         )
         sys_flag = build_pull_sys_flag(commit_offset=False, suspend=block, subscription=True)
-        result = wrapper.pull_kernel_impl(
+        result = wrapper.pull_kernel_impl_async(
             mq,
             sd.sub_string,
             sd.expression_type,
@@ -620,7 +586,7 @@ class PullConsumer:
             0,
             cfg.broker_suspend_max_time_ms,
             timeout,
-        )
+        ).result()
         return wrapper.process_pull_result(mq, result, sd)
 
     def pull(
