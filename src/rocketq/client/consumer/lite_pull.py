@@ -52,7 +52,13 @@ from rocketq.client.consumer.offset_store import (
     ReadOffsetType,
 )
 from rocketq.client.consumer.process_queue import ProcessQueue
-from rocketq.client.consumer.pull import MQAdmin, PullAPIWrapper, build_pull_sys_flag, start_consumer_instance
+from rocketq.client.consumer.pull import (
+    MQAdmin,
+    PullAPIWrapper,
+    build_pull_sys_flag,
+    register_and_start,
+    start_consumer_instance,
+)
 from rocketq.client.consumer.rebalance import RebalanceImpl, compute_pull_from_where
 from rocketq.client.consumer.schedule import TaskScheduler
 from rocketq.client.instance import (
@@ -256,16 +262,7 @@ class LitePullConsumer:
             self._scheduler = TaskScheduler(
                 f"{cfg.consumer_group}-lite-pull", min(cfg.pull_thread_nums, _MAX_WORKERS)
             )
-            if not instance.register_consumer(cfg.consumer_group, self):
-                raise ClientError(
-                    f"The consumer group[{cfg.consumer_group}] has been created before, specify another name"
-                )
-            try:
-                instance.start()
-            except BaseException:
-                instance.unregister_consumer(cfg.consumer_group)
-                instance.shutdown()
-                raise
+            register_and_start(instance, cfg.consumer_group, self)
             self._instance = instance
             self._scheduler.start()
             self._next_auto_commit_ms = self._clock_ms() + cfg.auto_commit_interval_ms

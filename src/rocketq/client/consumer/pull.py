@@ -46,6 +46,7 @@ from rocketq.client.instance import (
     MASTER_ID,
     MQClientInstance,
     MQClientManager,
+    MQConsumerInner,
     topic_route_to_subscribe_info,
 )
 from rocketq.errors import ClientError, IllegalArgumentError
@@ -71,6 +72,7 @@ __all__ = [
     "PullStatus",
     "build_pull_sys_flag",
     "filter_by_tags",
+    "register_and_start",
     "start_consumer_instance",
 ]
 
@@ -139,6 +141,21 @@ def start_consumer_instance(
         store = RemoteBrokerOffsetStore(instance, group)
     store.load()
     return client_config, instance, store
+
+
+def register_and_start(instance: MQClientInstance, group: str, consumer: MQConsumerInner) -> None:
+    """Register ``consumer`` under ``group`` and start the shared instance (rolled back on failure).
+
+    Raises ClientError when the group is already registered in this client instance.
+    """
+    if not instance.register_consumer(group, consumer):
+        raise ClientError(f"The consumer group[{group}] has been created before, specify another name")
+    try:
+        instance.start()
+    except BaseException:
+        instance.unregister_consumer(group)
+        instance.shutdown()
+        raise
 
 
 class PullAPIWrapper:
@@ -411,16 +428,7 @@ class PullConsumer:
             )
             for topic in self._register_topics:
                 self._rebalance.add_subscription(build_subscription_data(topic, "*", sub_version=0))
-            if not instance.register_consumer(cfg.consumer_group, self):
-                raise ClientError(
-                    f"The consumer group[{cfg.consumer_group}] has been created before, specify another name"
-                )
-            try:
-                instance.start()
-            except BaseException:
-                instance.unregister_consumer(cfg.consumer_group)
-                instance.shutdown()
-                raise
+            register_and_start(instance, cfg.consumer_group, self)
             self._instance = instance
             self._state = ServiceState.RUNNING
         if self._register_topics:

@@ -58,7 +58,13 @@ from rocketq.client.consumer.offset_store import (
     ReadOffsetType,
 )
 from rocketq.client.consumer.process_queue import ProcessQueue
-from rocketq.client.consumer.pull import MQAdmin, PullAPIWrapper, build_pull_sys_flag, start_consumer_instance
+from rocketq.client.consumer.pull import (
+    MQAdmin,
+    PullAPIWrapper,
+    build_pull_sys_flag,
+    register_and_start,
+    start_consumer_instance,
+)
 from rocketq.client.consumer.pull_message_service import PullMessageService, PullRequest, ScheduledExecutor
 from rocketq.client.consumer.rebalance_push import RebalancePushImpl
 from rocketq.client.consumer.stats import ConsumerStatsManager
@@ -296,16 +302,9 @@ class PushConsumer:
                     consume_message_batch_max_size=cfg.consume_message_batch_max_size,
                     consume_timeout_ms=cfg.consume_timeout_minutes * 60_000,
                 )
-            if not instance.register_consumer(cfg.consumer_group, self):
-                self._consume_service.shutdown()
-                raise ClientError(
-                    f"The consumer group[{cfg.consumer_group}] has been created before, specify another name"
-                )
             try:
-                instance.start()
+                register_and_start(instance, cfg.consumer_group, self)
             except BaseException:
-                instance.unregister_consumer(cfg.consumer_group)
-                instance.shutdown()
                 self._consume_service.shutdown()
                 raise
             self._scheduler.start()
