@@ -58,6 +58,7 @@ from rocketq.protocol.bodies import (
 from rocketq.protocol.codes import CURRENT_VERSION, LanguageCode, RequestCode, ResponseCode, Version
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import (
+    CommandHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     CreateTopicRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
@@ -82,6 +83,7 @@ from rocketq.protocol.headers import (
     ViewBrokerStatsDataRequestHeader,
 )
 from rocketq.protocol.java import hashmap_order
+from rocketq.protocol.java_properties import format_properties
 from rocketq.protocol.message_id import decode_offset_msg_id
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.route import KVTable, TopicConfig, TopicFilterType
@@ -323,7 +325,7 @@ class AdminBrokerProcessor:
     def get_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         props = self.broker.config.to_properties()
         props["listenPort"] = str(self.broker.port)
-        content = "".join(f"{k}={v}\n" for k, v in sorted(props.items()))
+        content = format_properties(dict(sorted(props.items())))
         version = self.broker.configuration_version.to_json().decode("utf-8")
         return header_response(
             request, GetBrokerConfigResponseHeader(version=version), body=content.encode("utf-8")
@@ -346,32 +348,47 @@ class AdminBrokerProcessor:
         )
         return header_response(request, SearchOffsetResponseHeader(offset=offset))
 
-    def get_max_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        header = decode_request_header(request, GetMaxOffsetRequestHeader)
+    def _per_queue(
+        self,
+        request: RemotingCommand,
+        cls: type[
+            GetMaxOffsetRequestHeader | GetMinOffsetRequestHeader | GetEarliestMsgStoretimeRequestHeader
+        ],
+        answer: Callable[[str, int], CommandHeader],
+    ) -> RemotingCommand:
+        """GET_MAX_OFFSET / GET_MIN_OFFSET / GET_EARLIEST_MSG_STORETIME: one store lookup per queue."""
+        header = decode_request_header(request, cls)
         if isinstance(header, RemotingCommand):
             return header
         assert header.topic is not None
         assert header.queue_id is not None
-        offset = self.broker.store.get_max_offset_in_queue(header.topic, header.queue_id)
-        return header_response(request, GetMaxOffsetResponseHeader(offset=offset))
+        return header_response(request, answer(header.topic, header.queue_id))
+
+    def get_max_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        store = self.broker.store
+        return self._per_queue(
+            request,
+            GetMaxOffsetRequestHeader,
+            lambda topic, qid: GetMaxOffsetResponseHeader(offset=store.get_max_offset_in_queue(topic, qid)),
+        )
 
     def get_min_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        header = decode_request_header(request, GetMinOffsetRequestHeader)
-        if isinstance(header, RemotingCommand):
-            return header
-        assert header.topic is not None
-        assert header.queue_id is not None
-        offset = self.broker.store.get_min_offset_in_queue(header.topic, header.queue_id)
-        return header_response(request, GetMinOffsetResponseHeader(offset=offset))
+        store = self.broker.store
+        return self._per_queue(
+            request,
+            GetMinOffsetRequestHeader,
+            lambda topic, qid: GetMinOffsetResponseHeader(offset=store.get_min_offset_in_queue(topic, qid)),
+        )
 
     def get_earliest_msg_storetime(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        header = decode_request_header(request, GetEarliestMsgStoretimeRequestHeader)
-        if isinstance(header, RemotingCommand):
-            return header
-        assert header.topic is not None
-        assert header.queue_id is not None
-        ts = self.broker.store.get_earliest_message_time(header.topic, header.queue_id)
-        return header_response(request, GetEarliestMsgStoretimeResponseHeader(timestamp=ts))
+        store = self.broker.store
+        return self._per_queue(
+            request,
+            GetEarliestMsgStoretimeRequestHeader,
+            lambda topic, qid: GetEarliestMsgStoretimeResponseHeader(
+                timestamp=store.get_earliest_message_time(topic, qid)
+            ),
+        )
 
     # ------------------------------------------------------------------ subscription groups
     def update_and_create_subscription_group(
