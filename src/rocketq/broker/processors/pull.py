@@ -21,6 +21,7 @@ import time
 from typing import TYPE_CHECKING
 
 from rocketq.broker.long_polling import PullRequest, PullRequestHoldService
+from rocketq.broker.processors import decode_request_header
 from rocketq.broker.store import GetMessageStatus, MessageExtBrokerInner
 from rocketq.protocol import fastjson
 from rocketq.protocol.codes import PermName, PullSysFlag, ResponseCode, SerializeType
@@ -113,10 +114,9 @@ class PullMessageProcessor:
     ) -> RemotingCommand | None:
         broker = self.broker
         cfg = broker.config
-        header = PullMessageRequestHeader.from_ext_fields(request.ext_fields)
-        missing = header.missing_required()
-        if missing:
-            return _error(request, ResponseCode.SYSTEM_ERROR, f"the custom field <{missing[0]}> is null")
+        header = decode_request_header(request, PullMessageRequestHeader)
+        if isinstance(header, RemotingCommand):
+            return header
         group = str(header.consumer_group)
         topic = str(header.topic)
         queue_id = int(header.queue_id or 0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rocketq.broker.processors import decode_request_header
 from rocketq.protocol.codes import RequestCode, ResponseCode, SerializeType
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import (
@@ -40,12 +41,9 @@ class QueryMessageProcessor:
         return self._query_message(request)
 
     def _query_message(self, request: RemotingCommand) -> RemotingCommand:
-        header = QueryMessageRequestHeader.from_ext_fields(request.ext_fields)
-        missing = header.missing_required()
-        if missing:
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR, f"the custom field <{missing[0]}> is null"
-            )
+        header = decode_request_header(request, QueryMessageRequestHeader)
+        if isinstance(header, RemotingCommand):
+            return header
         max_num = int(header.max_num or 0)
         if request.ext(UNIQUE_KEY_QUERY) == "true":
             max_num = self.broker.store.config.default_query_max_num

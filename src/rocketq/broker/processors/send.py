@@ -25,6 +25,7 @@ import random
 import re
 from typing import TYPE_CHECKING
 
+from rocketq.broker.processors import decode_request_header
 from rocketq.broker.store import (
     MessageExtBrokerInner,
     PutMessageResult,
@@ -146,15 +147,14 @@ class SendMessageProcessor:
     async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
         if request.code == RequestCode.CONSUMER_SEND_MSG_BACK:
             return await self._consumer_send_msg_back(channel, request)
+        header: SendMessageRequestHeader | RemotingCommand
         if request.code == RequestCode.SEND_MESSAGE:
-            header = SendMessageRequestHeader.from_ext_fields(request.ext_fields)
-        else:
-            header = SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields).to_v1()
-        missing = header.missing_required()
-        if missing:
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR, f"the custom field <{missing[0]}> is null"
-            )
+            header = decode_request_header(request, SendMessageRequestHeader)
+        else:  # V2 one-letter fields; a missing one is reported by its wire name, as in Java
+            v2 = decode_request_header(request, SendMessageRequestHeaderV2)
+            header = v2 if isinstance(v2, RemotingCommand) else v2.to_v1()
+        if isinstance(header, RemotingCommand):
+            return header
         if header.batch:
             return await self._send_batch(channel, request, header)
         return await self._send_one(channel, request, header)
@@ -407,12 +407,9 @@ class SendMessageProcessor:
     async def _consumer_send_msg_back(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """``asyncConsumerSendMsgBack`` (5.3): re-store a failed message to %RETRY% or %DLQ%."""
         broker = self.broker
-        header = ConsumerSendMsgBackRequestHeader.from_ext_fields(request.ext_fields)
-        missing = header.missing_required()
-        if missing:
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR, f"the custom field <{missing[0]}> is null"
-            )
+        header = decode_request_header(request, ConsumerSendMsgBackRequestHeader)
+        if isinstance(header, RemotingCommand):
+            return header
         group = str(header.group)
         sgc = broker.subscription_group_manager.find_subscription_group_config(group)
         if sgc is None:
