@@ -60,6 +60,7 @@ from rocketq.protocol.bodies import Connection, ConsumerRunningInfo, ConsumeStat
 from rocketq.protocol.codes import LanguageCode, PermName, ResponseCode, Version
 from rocketq.protocol.message import Message, MessageExt
 from rocketq.protocol.message_queue import MessageQueue
+from rocketq.protocol.mixall import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from rocketq.protocol.route import BrokerData, ClusterInfo, TopicConfig, TopicRouteData
 from rocketq.remoting.client import RemotingClient
 
@@ -70,9 +71,9 @@ log = logging.getLogger(__name__)
 #: ``DefaultMQAdminExt.timeoutMillis``
 DEFAULT_TIMEOUT_MS = 5000
 #: ``MixAll.RETRY_GROUP_TOPIC_PREFIX``
-RETRY_PREFIX = "%RETRY%"
+RETRY_PREFIX = RETRY_GROUP_TOPIC_PREFIX
 #: ``MixAll.DLQ_GROUP_TOPIC_PREFIX``
-DLQ_PREFIX = "%DLQ%"
+DLQ_PREFIX = DLQ_GROUP_TOPIC_PREFIX
 #: ``TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC``
 _DEFAULT_TOPIC = "TBW102"
 #: ``NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG``

@@ -31,6 +31,7 @@ from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.protocol.message import Message, MessageConst, MessageExt, decode_records
 from rocketq.protocol.message_id import decode_offset_msg_id
+from rocketq.protocol.mixall import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 
 if TYPE_CHECKING:
     from rocketq.admin.admin import Admin
@@ -50,8 +51,9 @@ __all__ = [
 
 #: ``MixAll.TOOLS_CONSUMER_GROUP``: the group of mqadmin's reads.
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
-_RETRY_PREFIX = "%RETRY%"
-_DLQ_PREFIX = "%DLQ%"
+_RETRY_PREFIX = RETRY_GROUP_TOPIC_PREFIX
+_DLQ_PREFIX = DLQ_GROUP_TOPIC_PREFIX
+
 #: ``Long.MAX_VALUE``: the end of every time range mqadmin queries with
 _MAX_TIME = 2**63 - 1
 _PULL_BATCH = 32

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from rocketq.client.api_results import SendResult
 from rocketq.protocol.message import Message
+from rocketq.protocol.mixall import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 
 __all__ = ["ProduceAccumulator"]
 
@@ -73,7 +74,7 @@ class ProduceAccumulator:
         return (
             isinstance(msg, Message)
             and msg.delay_time_level <= 0
-            and not msg.topic.startswith(("%RETRY%", "%DLQ%"))
+            and not msg.topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX))
         )
 
     def add(self, msg: Message) -> concurrent.futures.Future[SendResult]:

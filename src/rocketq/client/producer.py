@@ -78,6 +78,7 @@ from rocketq.protocol.message import (
 )
 from rocketq.protocol.message_id import decode_offset_msg_id, new_unique_id
 from rocketq.protocol.message_queue import MessageQueue
+from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX
 from rocketq.protocol.route import TopicConfig
 
 __all__ = ["Producer", "SendCallback", "SendResult", "SendStatus"]
@@ -88,7 +89,7 @@ log = logging.getLogger(__name__)
 SendCallback = Callable[["concurrent.futures.Future[SendResult]"], object]
 
 _Mode = Literal["sync", "async", "oneway"]
-_RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+_RETRY_GROUP_TOPIC_PREFIX = RETRY_GROUP_TOPIC_PREFIX
 
 
 def _now_ms() -> int:

@@ -36,6 +36,7 @@ from rocketq.protocol.heartbeat import (
     HeartbeatData,
     MessageModel,
 )
+from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX
 from rocketq.remoting.server import Channel
 
 if TYPE_CHECKING:
@@ -46,7 +47,6 @@ __all__ = ["RETRY_GROUP_TOPIC_PREFIX", "ClientManageProcessor", "retry_topic"]
 log = logging.getLogger(__name__)
 
 #: MixAll.RETRY_GROUP_TOPIC_PREFIX
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 #: TopicSysFlag.buildSysFlag(false, true): FLAG_UNIT_SUB
 _FLAG_UNIT_SUB = 0x2
 

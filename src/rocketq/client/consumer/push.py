@@ -94,12 +94,13 @@ from rocketq.protocol.heartbeat import (
 )
 from rocketq.protocol.message import Message, MessageConst, MessageExt, decode_record
 from rocketq.protocol.message_queue import MessageQueue
+from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX
 
 __all__ = ["PushConsumer", "PushConsumerConfig"]
 
 log = logging.getLogger(__name__)
 
-RETRY_PREFIX = "%RETRY%"
+RETRY_PREFIX = RETRY_GROUP_TOPIC_PREFIX
 #: DefaultMQPushConsumerImpl constants
 PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL = 50
 PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL = 20

@@ -40,6 +40,7 @@ from rocketq.client.consumer.pull_message_service import PullRequest
 from rocketq.errors import RocketqError
 from rocketq.protocol.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
 from rocketq.protocol.message_queue import MessageQueue
+from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX
 
 __all__ = [
     "MessageQueueListener",
@@ -54,7 +55,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+_RETRY_GROUP_TOPIC_PREFIX = RETRY_GROUP_TOPIC_PREFIX
 _MASTER_ID = 0
 #: ``RebalanceImpl.lock`` / ``lockAll`` RPC timeout.
 _LOCK_TIMEOUT_MS = 1000
