@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import re
 from typing import TYPE_CHECKING
 
 from rocketq.broker.processors import decode_request_header
@@ -31,6 +30,7 @@ from rocketq.broker.store import (
     PutMessageResult,
     PutMessageStatus,
 )
+from rocketq.broker.topics import is_not_allowed_send_topic, validate_topic
 from rocketq.protocol.codes import PermName, RequestCode, ResponseCode, Version
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import (
@@ -40,7 +40,6 @@ from rocketq.protocol.headers import (
     SendMessageResponseHeader,
 )
 from rocketq.protocol.message import (
-    HostAddr,
     MessageConst,
     decode_batch,
     decode_properties,
@@ -49,6 +48,8 @@ from rocketq.protocol.message import (
     tags_code,
 )
 from rocketq.protocol.message_id import create_offset_msg_id
+from rocketq.protocol.mixall import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+from rocketq.remoting.client import parse_addr
 from rocketq.remoting.server import Channel
 
 if TYPE_CHECKING:
@@ -57,33 +58,16 @@ if TYPE_CHECKING:
 __all__ = [
     "DLQ_PREFIX",
     "RETRY_PREFIX",
-    "SYSTEM_SEND_FORBIDDEN_TOPICS",
     "SendMessageProcessor",
-    "parse_host",
-    "validate_topic",
 ]
 
 log = logging.getLogger(__name__)
 
 #: ``MixAll.RETRY_GROUP_TOPIC_PREFIX`` / ``MixAll.DLQ_GROUP_TOPIC_PREFIX``
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
+RETRY_PREFIX = RETRY_GROUP_TOPIC_PREFIX
+DLQ_PREFIX = DLQ_GROUP_TOPIC_PREFIX
 #: ``AbstractSendMessageProcessor.DLQ_NUMS_PER_GROUP``
 DLQ_NUMS_PER_GROUP = 1
-#: ``TopicValidator``: valid characters and maximum length of a topic name.
-_TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-TOPIC_MAX_LENGTH = 127
-#: ``TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET``
-SYSTEM_SEND_FORBIDDEN_TOPICS = frozenset(
-    {
-        "SCHEDULE_TOPIC_XXXX",
-        "RMQ_SYS_TRANS_HALF_TOPIC",
-        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-        "TRANS_CHECK_MAX_TIME_TOPIC",
-        "SELF_TEST_TOPIC",
-        "OFFSET_MOVED_EVENT",
-    }
-)
 _FAQ = " https://rocketmq.apache.org/docs/bestPractice/06FAQ"
 _PERM_RW = int(PermName.PERM_READ | PermName.PERM_WRITE)
 _PERM_WRITE = int(PermName.PERM_WRITE)  # plain int: no IntFlag arithmetic per request
@@ -118,23 +102,6 @@ _PUT_STATUS_RESPONSE: dict[PutMessageStatus, tuple[int, str | None]] = {
     ),
     PutMessageStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
 }
-
-
-def validate_topic(topic: str | None) -> str | None:
-    """``TopicValidator.validateTopic``: None when valid, else the Java error text."""
-    if not topic or not topic.strip():
-        return "The specified topic is blank."
-    if not _TOPIC_PATTERN.match(topic):
-        return f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-    if len(topic) > TOPIC_MAX_LENGTH:
-        return "The specified topic is longer than topic max length."
-    return None
-
-
-def parse_host(addr: str) -> HostAddr:
-    """``"ip:port"`` or ``"[v6]:port"`` into a HostAddr."""
-    host, _, port = addr.rpartition(":")
-    return host.strip("[]"), int(port)
 
 
 class SendMessageProcessor:
@@ -188,7 +155,7 @@ class SendMessageProcessor:
         problem = validate_topic(topic)
         if problem is not None:
             return self._response(request, ResponseCode.SYSTEM_ERROR, problem), 0
-        if topic in SYSTEM_SEND_FORBIDDEN_TOPICS:
+        if is_not_allowed_send_topic(topic):
             return (
                 self._response(
                     request, ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
@@ -262,7 +229,7 @@ class SendMessageProcessor:
             tags_code=tags_code(props.get(MessageConst.TAGS)),
             sys_flag=int(header.sys_flag or 0),
             born_timestamp=int(header.born_timestamp or 0),
-            born_host=parse_host(channel.remote_addr),
+            born_host=parse_addr(channel.remote_addr),
             store_host=broker.store_host,
             reconsume_times=reconsume_times,
         )
@@ -333,7 +300,7 @@ class SendMessageProcessor:
         batch_props = decode_properties(header.properties or "")
         batch_props[MessageConst.CLUSTER] = broker.config.broker_cluster_name
         batch_props_string = encode_properties(batch_props, java_order=True)
-        born_host = parse_host(channel.remote_addr)
+        born_host = parse_addr(channel.remote_addr)
         sys_flag = int(header.sys_flag or 0)
         born_timestamp = int(header.born_timestamp or 0)
         reconsume_times = int(header.reconsume_times or 0)
