@@ -21,7 +21,7 @@ import time
 from typing import TYPE_CHECKING
 
 from rocketq.broker.long_polling import PullRequest, PullRequestHoldService
-from rocketq.broker.processors import decode_request_header
+from rocketq.broker.processors import decode_request_header, error_response
 from rocketq.broker.store import GetMessageStatus, MessageExtBrokerInner
 from rocketq.protocol import fastjson
 from rocketq.protocol.codes import PermName, PullSysFlag, ResponseCode, SerializeType
@@ -72,10 +72,6 @@ def _to_int32(code: int) -> int:
     return code - 0x100000000 if code & 0x80000000 else code
 
 
-def _error(request: RemotingCommand, code: int, remark: str) -> RemotingCommand:
-    return request.make_response(code, remark)
-
-
 class PullMessageProcessor:
     """Serves PULL_MESSAGE (code 11)."""
 
@@ -124,21 +120,23 @@ class PullMessageProcessor:
         sys_flag = int(header.sys_flag or 0)
 
         if not cfg.broker_permission & _PERM_READ:
-            return _error(
+            return error_response(
                 request,
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{broker.broker_addr}] pulling message is forbidden",
             )
         sgc = broker.subscription_group_manager.find_subscription_group_config(group)
         if sgc is None:
-            return _error(
+            return error_response(
                 request,
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                 f"subscription group [{group}] does not exist, "
                 "https://rocketmq.apache.org/docs/bestPractice/06FAQ",
             )
         if not sgc.consume_enable:
-            return _error(request, ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+            return error_response(
+                request, ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}"
+            )
 
         has_suspend = bool(sys_flag & _SUSPEND)
         has_commit = bool(sys_flag & _COMMIT_OFFSET)
@@ -147,18 +145,18 @@ class PullMessageProcessor:
 
         tc = broker.topic_config_manager.select_topic_config(topic)
         if tc is None:
-            return _error(
+            return error_response(
                 request,
                 ResponseCode.TOPIC_NOT_EXIST,
                 f"topic[{topic}] not exist, apply first please! "
                 "https://rocketmq.apache.org/docs/bestPractice/06FAQ",
             )
         if not tc.perm & _PERM_READ:
-            return _error(
+            return error_response(
                 request, ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden"
             )
         if queue_id < 0 or queue_id >= tc.read_queue_nums:
-            return _error(
+            return error_response(
                 request,
                 ResponseCode.SYSTEM_ERROR,
                 f"queueId[{queue_id}] is illegal, topic:[{topic}] "
@@ -172,7 +170,7 @@ class PullMessageProcessor:
                     topic, header.subscription, expression_type=header.expression_type or "TAG"
                 )
             except Exception:
-                return _error(
+                return error_response(
                     request,
                     ResponseCode.SUBSCRIPTION_PARSE_FAILED,
                     "parse the consumer's subscription failed",
@@ -180,26 +178,26 @@ class PullMessageProcessor:
         else:
             cgi = broker.consumer_manager.get_consumer_group_info(group)
             if cgi is None:
-                return _error(
+                return error_response(
                     request, ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's group info not exist"
                 )
             if not sgc.consume_broadcast_enable and cgi.message_model == MessageModel.BROADCASTING:
-                return _error(
+                return error_response(
                     request,
                     ResponseCode.NO_PERMISSION,
                     f"the consumer group[{group}] can not consume by broadcast way",
                 )
             sub = cgi.find_subscription_data(topic)
             if sub is None:
-                return _error(
+                return error_response(
                     request, ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's subscription not exist"
                 )
             if sub.sub_version < int(header.sub_version or 0):
-                return _error(
+                return error_response(
                     request, ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
                 )
         if sub is not None and sub.expression_type not in (None, "", "TAG"):
-            return _error(
+            return error_response(
                 request,
                 ResponseCode.SYSTEM_ERROR,
                 "The broker does not support consumer to filter message by SQL92",
