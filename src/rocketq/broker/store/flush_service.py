@@ -44,7 +44,7 @@ class FlushRealTimeService(ServiceThread):
 
     def do_work(self) -> None:
         # flushCommitLogTimed (default true): sleep the full interval, wakeups ignored
-        self._stopped.wait(self._interval_s)
+        self.sleep_unless_stopped(self._interval_s)
         if self.stopped:
             return
         least = self._least_pages

@@ -1,60 +1,40 @@
-"""``ServiceThread``: the base of the store's background loops (flush, clean).
+"""The store's background loops (flush, clean) on the project's one ``ServiceThread``.
 
-Mirrors ``org.apache.rocketmq.common.ServiceThread``: a named daemon thread running
-``run()`` until ``shutdown()``; ``wakeup()`` cuts the current ``wait_for_running`` short.
-Invariants: ``shutdown()`` joins the thread (no thread outlives its store); an exception
-escaping one loop iteration is logged with its traceback and the loop goes on (Java's
-services catch and log the same way) -- never swallowed silently.
+Mirrors ``org.apache.rocketmq.common.ServiceThread`` through
+:class:`rocketq.remoting.service_thread.ServiceThread`: store services implement
+``do_work()`` (one iteration, which waits as it needs) and may override ``on_shutdown()``
+(runs on the thread after the last iteration, e.g. a final flush). An exception escaping one
+iteration is logged with its traceback and the loop goes on after 100 ms.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
+import time
 from collections.abc import Callable
+
+from rocketq.remoting.service_thread import ServiceThread as _BaseServiceThread
 
 __all__ = ["PeriodicService", "ServiceThread"]
 
 _log = logging.getLogger("rocketq.broker.store")
 
 
-class ServiceThread:
-    """A background loop: subclasses implement ``do_work()`` (one iteration) and may override
-    ``on_shutdown()`` (runs on the thread after the last iteration)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self._stopped = threading.Event()
-        self._wakeup = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    @property
-    def stopped(self) -> bool:
-        return self._stopped.is_set()
-
-    def start(self) -> None:
-        if self._thread is not None:
-            return
-        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-        self._thread.start()
-
-    def wakeup(self) -> None:
-        """Cut the current wait short (``ServiceThread.wakeup``)."""
-        self._wakeup.set()
-
-    def wait_for_running(self, interval_s: float) -> None:
-        """Sleep up to ``interval_s`` or until woken up or stopped."""
-        self._wakeup.wait(interval_s)
-        self._wakeup.clear()
+class ServiceThread(_BaseServiceThread):
+    """A store loop: ``do_work()`` until shutdown, then ``on_shutdown()`` on the thread."""
 
     def shutdown(self, timeout_s: float = 30.0) -> None:
-        """Stop the loop, wake it and join the thread."""
-        self._stopped.set()
-        self._wakeup.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout_s)
-        self._thread = None
+        """Stop the loop, wake it and join the thread (the store waits for its final flush)."""
+        super().shutdown(timeout_s)
+
+    def sleep_unless_stopped(self, interval_s: float) -> None:
+        """Sleep ``interval_s``, returning early only on shutdown (wakeups are ignored)."""
+        deadline = time.monotonic() + interval_s
+        while not self.stopped:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            self.wait_for_running(remaining)
 
     def do_work(self) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -62,8 +42,8 @@ class ServiceThread:
     def on_shutdown(self) -> None:
         """Called once on the thread after the loop ends."""
 
-    def _run(self) -> None:
-        while not self._stopped.is_set():
+    def run(self) -> None:
+        while not self.stopped:
             try:
                 self.do_work()
             except Exception:
