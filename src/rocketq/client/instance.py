@@ -59,7 +59,7 @@ from rocketq.protocol.heartbeat import (
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.route import BrokerData, QueueData, TopicRouteData
 from rocketq.remoting.client import RemotingClient
-from rocketq.remoting.service_thread import ServiceThread
+from rocketq.remoting.service_thread import PeriodicService, ServiceThread
 
 __all__ = [
     "DEFAULT_MANAGER",
@@ -159,27 +159,9 @@ def topic_route_to_subscribe_info(topic: str, route: TopicRouteData) -> set[Mess
     return out
 
 
-class _Periodic(ServiceThread):
-    """A ServiceThread running ``fn`` after ``initial_ms`` and then every ``period_ms``."""
-
-    def __init__(self, name: str, fn: Callable[[], None], initial_ms: int, period_ms: int) -> None:
-        super().__init__(name, interval_s=period_ms / 1000.0)
-        self._fn = fn
-        self._initial_s = initial_ms / 1000.0
-
-    def run(self) -> None:
-        self.wait_for_running(self._initial_s)
-        while not self._is_stopped():
-            try:
-                self._fn()
-            except Exception:
-                log.exception("%s failed", self.name)
-            if self._is_stopped():
-                break
-            self.wait_for_running(self.interval_s)
-
-    def _is_stopped(self) -> bool:
-        return self.stopped
+def _periodic(name: str, fn: Callable[[], None], initial_ms: int, period_ms: int) -> PeriodicService:
+    """``fn`` after ``initial_ms``, then every ``period_ms`` (``MQClientInstance.startScheduledTask``)."""
+    return PeriodicService(name, period_ms / 1000.0, fn, initial_s=initial_ms / 1000.0)
 
 
 class MQClientInstance:
@@ -212,7 +194,7 @@ class MQClientInstance:
         self._broker_addrs: dict[str, dict[int, str]] = {}
         self._broker_versions: dict[str, dict[str, int]] = {}
         self._threads: list[ServiceThread] = []
-        self._rebalance: _Periodic | None = None
+        self._rebalance: PeriodicService | None = None
         self._callback_pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._started = False
         self._shutdown = False
@@ -230,18 +212,18 @@ class MQClientInstance:
             cfg = self.config
             cid = self.client_id
             # RebalanceService waits first: consumers call rebalance_immediately() on start.
-            self._rebalance = _Periodic(
+            self._rebalance = _periodic(
                 f"{cid}-rebalance", self.do_rebalance, cfg.rebalance_interval_ms, cfg.rebalance_interval_ms
             )
             self._threads = [
-                _Periodic(
+                _periodic(
                     f"{cid}-route",
                     self.update_topic_route_info_from_name_server_all,
                     10,
                     cfg.poll_name_server_interval_ms,
                 ),
-                _Periodic(f"{cid}-heartbeat", self._heartbeat_round, 1000, cfg.heartbeat_broker_interval_ms),
-                _Periodic(
+                _periodic(f"{cid}-heartbeat", self._heartbeat_round, 1000, cfg.heartbeat_broker_interval_ms),
+                _periodic(
                     f"{cid}-persist",
                     self.persist_all_consumer_offset,
                     10_000,

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
-__all__ = ["ServiceThread"]
+__all__ = ["PeriodicService", "ServiceThread"]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,10 @@ class ServiceThread:
     @property
     def stopped(self) -> bool:
         """True once :meth:`shutdown` was called (Java ``isStopped()``)."""
+        return self._stopped
+
+    def is_stopped(self) -> bool:
+        """:attr:`stopped` as a call: re-read in loops that another thread ends."""
         return self._stopped
 
     @property
@@ -128,3 +133,28 @@ class ServiceThread:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} stopped={self._stopped} alive={self.is_alive}>"
+
+
+class PeriodicService(ServiceThread):
+    """Runs ``task()`` after ``initial_s`` and then every ``interval_s`` (a scheduled executor).
+
+    A failing run is logged and the schedule goes on; :meth:`wakeup` runs it early.
+    """
+
+    def __init__(
+        self, name: str, interval_s: float, task: Callable[[], object], *, initial_s: float | None = None
+    ) -> None:
+        super().__init__(name, interval_s=interval_s)
+        self._task = task
+        self._initial_s = interval_s if initial_s is None else initial_s
+
+    def run(self) -> None:
+        self.wait_for_running(self._initial_s)
+        while not self.is_stopped():
+            try:
+                self._task()
+            except Exception:
+                log.exception("%s failed", self.name)
+            if self.is_stopped():
+                break
+            self.wait_for_running(self.interval_s)

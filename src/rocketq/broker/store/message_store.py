@@ -68,6 +68,7 @@ from rocketq.protocol.message import (
     encode_record,
 )
 from rocketq.protocol.message_id import HostAddr
+from rocketq.remoting.service_thread import ServiceThread as BaseServiceThread
 
 __all__ = ["ArrivalListener", "MessageStore"]
 
@@ -126,7 +127,7 @@ class MessageStore:
             self.commit_log, self._all_consume_queues, self.index_service
         )
         self._group_commit: GroupCommitService | None = None
-        self._services: list[ServiceThread] = []
+        self._services: list[BaseServiceThread] = []
 
     # ================================================================== lifecycle
 

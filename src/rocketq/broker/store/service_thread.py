@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 
+from rocketq.remoting.service_thread import PeriodicService
 from rocketq.remoting.service_thread import ServiceThread as _BaseServiceThread
 
 __all__ = ["PeriodicService", "ServiceThread"]
@@ -53,17 +53,3 @@ class ServiceThread(_BaseServiceThread):
             self.on_shutdown()
         except Exception:
             _log.exception("%s: shutdown step failed", self.name)
-
-
-class PeriodicService(ServiceThread):
-    """Runs ``task()`` every ``interval_s`` (the store's scheduled executors)."""
-
-    def __init__(self, name: str, interval_s: float, task: Callable[[], object]) -> None:
-        super().__init__(name)
-        self._interval_s = interval_s
-        self._task = task
-
-    def do_work(self) -> None:
-        self.wait_for_running(self._interval_s)
-        if not self.stopped:
-            self._task()
