@@ -281,6 +281,11 @@ class ServiceState(enum.Enum):
     SHUTDOWN_ALREADY = "SHUTDOWN_ALREADY"
     START_FAILED = "START_FAILED"
 
+    def check_startable(self, service: str) -> None:
+        """Raise the Java client's "service state not OK" error unless this is CREATE_JUST."""
+        if self is not ServiceState.CREATE_JUST:
+            raise ClientError(f"the {service} service state not OK, maybe started once, {self.name}")
+
 
 class SubscriptionType(enum.Enum):
     """``DefaultLitePullConsumerImpl.SubscriptionType``."""

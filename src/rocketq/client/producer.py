@@ -170,10 +170,7 @@ class Producer:
     def start(self) -> None:
         """Join (or create) the client instance and start it. Raises ClientError if misused."""
         with self._state_lock:
-            if self._state is not ServiceState.CREATE_JUST:
-                raise ClientError(
-                    f"the producer service state not OK, maybe started once, {self._state.name}"
-                )
+            self._state.check_startable("producer")
             self._state = ServiceState.START_FAILED
             ccfg = self.client_config
             if self.config.producer_group != CLIENT_INNER_PRODUCER_GROUP:
@@ -202,10 +199,10 @@ class Producer:
     def shutdown(self) -> None:
         """UNREGISTER_CLIENT everywhere, then stop the instance if this was its last user."""
         with self._state_lock:
-            if self._state is not ServiceState.RUNNING:
-                self._state = ServiceState.SHUTDOWN_ALREADY
-                return
+            was_running = self._state is ServiceState.RUNNING
             self._state = ServiceState.SHUTDOWN_ALREADY
+            if not was_running:
+                return
             instance = self._instance
         if instance is not None:
             instance.unregister_producer(self.config.producer_group)

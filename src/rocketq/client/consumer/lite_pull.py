@@ -244,10 +244,7 @@ class LitePullConsumer:
 
     def start(self) -> None:
         with self._lock:
-            if self._state is not ServiceState.CREATE_JUST:
-                raise ClientError(
-                    f"the consumer service state not OK, maybe started once, {self._state.name}"
-                )
+            self._state.check_startable("consumer")
             self._state = ServiceState.START_FAILED
             cfg = self.config
             self.client_config, instance, store = start_consumer_instance(
@@ -280,10 +277,10 @@ class LitePullConsumer:
     def shutdown(self) -> None:
         """Commit (auto-commit), persist offsets, unregister, and stop every thread."""
         with self._lock:
-            if self._state is not ServiceState.RUNNING:
-                self._state = ServiceState.SHUTDOWN_ALREADY
-                return
+            was_running = self._state is ServiceState.RUNNING
             self._state = ServiceState.SHUTDOWN_ALREADY
+            if not was_running:
+                return
             tasks = list(self._tasks.values())
             self._tasks.clear()
             instance, scheduler = self._instance, self._scheduler

@@ -406,10 +406,7 @@ class PullConsumer:
 
     def start(self) -> None:
         with self._state_lock:
-            if self._state is not ServiceState.CREATE_JUST:
-                raise ClientError(
-                    f"the consumer service state not OK, maybe started once, {self._state.name}"
-                )
+            self._state.check_startable("consumer")
             self._state = ServiceState.START_FAILED
             cfg = self.config
             self.client_config, instance, store = start_consumer_instance(
@@ -440,10 +437,10 @@ class PullConsumer:
     def shutdown(self) -> None:
         """Persist offsets, UNREGISTER_CLIENT, and stop the instance if this was its last user."""
         with self._state_lock:
-            if self._state is not ServiceState.RUNNING:
-                self._state = ServiceState.SHUTDOWN_ALREADY
-                return
+            was_running = self._state is ServiceState.RUNNING
             self._state = ServiceState.SHUTDOWN_ALREADY
+            if not was_running:
+                return
             instance = self._instance
         try:
             self.persist_consumer_offset()

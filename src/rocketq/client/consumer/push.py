@@ -252,10 +252,7 @@ class PushConsumer:
     # ================================================================== lifecycle
     def start(self) -> None:
         with self._state_lock:
-            if self._state is not ServiceState.CREATE_JUST:
-                raise ClientError(
-                    f"the PushConsumer service state not OK, maybe started once, {self._state.name}"
-                )
+            self._state.check_startable("PushConsumer")
             if self._listener is None and self._orderly_listener is None:
                 raise ClientError("messageListener is null: register a listener before start()")
             if not self._subscriptions:
@@ -337,10 +334,10 @@ class PushConsumer:
     def shutdown(self, await_termination_ms: int | None = None) -> None:
         """Stop pulling, let running listeners finish (bounded), persist, unlock, unregister."""
         with self._state_lock:
-            if self._state is not ServiceState.RUNNING:
-                self._state = ServiceState.SHUTDOWN_ALREADY
-                return
+            was_running = self._state is ServiceState.RUNNING
             self._state = ServiceState.SHUTDOWN_ALREADY
+            if not was_running:
+                return
         wait_ms = (
             self.config.await_termination_millis_when_shutdown
             if await_termination_ms is None
