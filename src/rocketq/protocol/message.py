@@ -531,6 +531,20 @@ class MessageExt(Message):
 
 
 # --------------------------------------------------------------------------- records
+#: host -> its stored bytes: a broker sees few distinct hosts, and this runs per record.
+_HOST_BYTES: dict[HostAddr, bytes] = {}
+
+
+def _host_bytes(host: HostAddr) -> bytes:
+    raw = _HOST_BYTES.get(host)
+    if raw is None:
+        raw = host_to_bytes(host)  # raises for a bad host: nothing cached
+        if len(_HOST_BYTES) >= 1024:
+            _HOST_BYTES.clear()
+        _HOST_BYTES[host] = raw
+    return raw
+
+
 def encode_record(
     *,
     topic: str,
@@ -563,8 +577,8 @@ def encode_record(
     props_b = properties.encode()
     if len(props_b) > MAX_PROPERTIES_LENGTH:
         raise IllegalArgumentError(f"properties longer than {MAX_PROPERTIES_LENGTH} bytes: {len(props_b)}")
-    born = host_to_bytes(born_host)
-    store = host_to_bytes(store_host)
+    born = _host_bytes(born_host)
+    store = _host_bytes(store_host)
     sys_flag = (
         (sys_flag & ~_V6_BITS) | (_BORN_V6 if len(born) == 20 else 0) | (_STORE_V6 if len(store) == 20 else 0)
     )

@@ -3,13 +3,22 @@
 The Spark source's hot path. A PULL_MESSAGE body is a run of back-to-back stored records
 (the layout of ``org.apache.rocketmq.store.CommitLog``, decoded one by one by Java's
 ``MessageDecoder.decodes`` and by :func:`rocketq.protocol.message.decode_records`). Here the
-records of one queue are decoded *column-wise*: record boundaries are found with a
-speculative fixed-stride scan (verified, so it is exact for any mix of sizes), every fixed
-field is gathered for all records at once with numpy, and the variable fields (body,
-properties) become Arrow ``binary_view`` arrays pointing into the pull body, cast once to
-plain ``binary``/``string`` by Arrow's C++ kernels. Properties are split with Arrow compute
-functions. No Python object is created per row except on rare paths (compressed bodies,
-IPv6 hosts, invalid UTF-8), which fall back to :mod:`rocketq.protocol.message`.
+records of one queue are decoded *column-wise*:
+
+* record boundaries come from the TOTALSIZE chain: checked in one strided read when every
+  record has the same size (the usual case: one producer, one body size), else found with a
+  speculative magic-code scan that is verified, so it is exact for any mix of sizes;
+* the fixed IPv4 header of every record is read through one big-endian structured dtype
+  (a zero-copy strided view for uniform records, else one gather);
+* variable fields (body, properties) of one width are copied as fixed-width items; mixed
+  widths become Arrow ``binary_view`` arrays pointing into the pull body, cast once to plain
+  ``binary``/``string`` by Arrow's C++ kernels;
+* properties that share one layout in every row (same names, separators and value widths:
+  what one producer writes) are sliced as columns of a ``rows x width`` byte block; other
+  property strings are split with Arrow compute functions.
+
+No Python object is created per row except on rare paths (compressed bodies, IPv6 hosts,
+invalid UTF-8), which fall back to :mod:`rocketq.protocol.message`.
 
 Invariants:
 
@@ -20,11 +29,11 @@ Invariants:
   ``MessageClientExt.getMsgId`` (UNIQ_KEY, else the offsetMsgId) and Java's lenient
   property parsing (``MessageDecoder.string2messageProperties``: segments without a name
   or a value are dropped). A malformed body raises
-  :class:`~rocketq.errors.MalformedFrameError`, never ``IndexError``.
+  :class:`~rocketq.errors.MalformedFrameError`, never ``IndexError``. Every fast path is
+  an exact special case of the general one (the tests hold them to the reference codec).
 * ``properties`` holds the stored properties only (not the MIN_OFFSET/MAX_OFFSET that
-  ``PullAPIWrapper.processPullResult`` adds in memory). A name stored twice (never written
-  by a Java or rocketq producer) appears twice in the map; ``tags``/``keys``/``msg_id``
-  take the later one, as Java's ``HashMap`` does.
+  ``PullAPIWrapper.processPullResult`` adds in memory). A name stored twice keeps only its
+  later value (Java's ``HashMap.put``), in the position of that later pair.
 * The tag filter is the client-side re-check of ``PullAPIWrapper.processPullResult``: the
   broker compares only tag hash codes, so rows whose tag is not in the set are dropped here.
 """
@@ -39,7 +48,6 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
-from numpy.lib.stride_tricks import as_strided
 
 from rocketq.errors import MalformedFrameError
 from rocketq.protocol.message import (
@@ -58,6 +66,7 @@ __all__ = [
 ]
 
 I64 = npt.NDArray[np.int64]
+U8 = npt.NDArray[np.uint8]
 
 #: The read schema: ``(name, Spark SQL type, nullable)`` in column order.
 READ_COLUMNS: Final[tuple[tuple[str, str, bool], ...]] = (
@@ -85,8 +94,35 @@ _COMPRESSED: Final = 0x1
 _BORN_V6: Final = 0x10
 _STORE_V6: Final = 0x20
 _INT: Final = struct.Struct(">i")
-#: Row ``k``: twelve bytes, the first ``k`` of them 1 (keeps the inline bytes of a view).
-_INLINE_MASK: Final = (np.arange(12)[None, :] < np.arange(13)[:, None]).astype(np.uint8)
+#: Zero bytes after the records: short reads near the end stay inside the buffer.
+_PAD: Final = bytes(16)
+#: ``CommitLog`` record header with IPv4 hosts (``MessageDecoder.decode`` field order).
+#: Hosts are read as one 8-byte integer (4 address bytes, then the int port).
+_HEAD: Final = np.dtype(
+    {
+        "names": [
+            "size",
+            "magic",
+            "queue_offset",
+            "physical_offset",
+            "sysflag",
+            "born_ts",
+            "born_host",
+            "store_ts",
+            "store_host",
+            "reconsume",
+            "body_len",
+        ],
+        "formats": [">i4", ">i4", ">i8", ">i8", ">i4", ">i8", ">u8", ">i8", ">u8", ">i4", ">i4"],
+        "offsets": [0, 4, 20, 28, 36, 40, 48, 56, 64, 72, 84],
+        "itemsize": _HEAD_V4,
+    }
+)
+#: Row ``k``: the 12-byte inline part of a view as three little-endian words, the first
+#: ``k`` bytes kept (the value) and the rest zeroed.
+_INLINE_MASK: Final = (
+    (np.arange(12)[None, :] < np.arange(13)[:, None]).astype(np.uint8) * 0xFF
+).view("<u4")
 _HEX: Final = np.frombuffer(b"".join(f"{i:02X}".encode() for i in range(256)), dtype=np.uint8).reshape(256, 2)
 
 _schema_cache: list[Any] = []
@@ -115,43 +151,39 @@ def empty_batch() -> Any:
     return pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
 
 
+# --------------------------------------------------------------------------- raw access
+def _strided(data: bytes, dtype: Any, *, offset: int = 0, stride: int = 1, count: int | None = None) -> Any:
+    """A zero-copy array of ``dtype`` items at ``offset + k * stride`` in ``data``."""
+    if count is None:
+        count = max((len(data) - offset - dtype.itemsize) // stride + 1, 0)
+    return np.ndarray((count,), dtype=dtype, buffer=data, offset=offset, strides=(stride,))
+
+
+def _gather(data: bytes, pos: I64, dtype: Any) -> Any:
+    """The ``dtype`` item at every byte position (one gather; ``IndexError`` past the end)."""
+    return _strided(data, np.dtype(dtype))[pos]
+
+
+def _be(data: bytes, pos: I64, dtype: str) -> I64:
+    """Big-endian integers of type ``dtype`` at every position."""
+    out: I64 = _gather(data, pos, dtype).astype(np.int64)
+    return out
+
+
+def _fixed_width(data: bytes, pos: I64, width: int, starts: I64, stride: int) -> U8:
+    """``(n, width)`` bytes at ``pos``: a strided view when every record has the same size
+    and ``pos`` is at one place in each, else a gathered copy (width > 0)."""
+    n = len(pos)
+    if stride and n and (pos - starts == int(pos[0] - starts[0])).all():
+        return np.ndarray((n, width), dtype=np.uint8, buffer=data, offset=int(pos[0]), strides=(stride, 1))
+    items = _gather(data, pos, np.dtype((np.void, width)))
+    out: U8 = items.view(np.uint8).reshape(n, width)
+    return out
+
+
 # --------------------------------------------------------------------------- boundaries
-def _rows(u8: npt.NDArray[np.uint8], pos: I64, width: int, *, pad: bool = False) -> npt.NDArray[np.uint8]:
-    """``width`` bytes at every position as an ``(n, width)`` array (one gather).
-
-    Uses a sliding-window view of the buffer; a position too close to the end raises
-    ``IndexError``, or with ``pad=True`` reads zeros past the end.
-    """
-    size = len(u8)
-    if pad and len(pos) and int(pos.max()) > size - width:
-        # only the last few positions reach past the end: fix those rows from a padded tail
-        near = np.flatnonzero(pos > size - width)
-        out = _rows(u8, np.minimum(pos, max(size - width, 0)), width) if size >= width else None
-        if out is None:
-            out = np.zeros((len(pos), width), dtype=np.uint8)
-        for i in near.tolist():
-            chunk = u8[int(pos[i]) : int(pos[i]) + width]
-            out[i] = 0
-            out[i, : len(chunk)] = chunk
-        return out
-    if size < width:
-        raise IndexError("buffer shorter than one field")
-    return as_strided(u8, shape=(size - width + 1, width), strides=(1, 1))[pos]
-
-
-def _col(head: npt.NDArray[np.uint8], start: int, stop: int, dtype: str) -> I64:
-    """Big-endian integers from columns ``start:stop`` of a gathered header array."""
-    return np.ascontiguousarray(head[:, start:stop]).view(dtype).ravel().astype(np.int64)
-
-
-def _be(u8: npt.NDArray[np.uint8], pos: I64, width: int, dtype: str) -> I64:
-    """Big-endian integers of ``width`` bytes at every position."""
-    return _rows(u8, pos, width).view(dtype).ravel().astype(np.int64)
-
-
-def _walk(buf: bytes) -> I64:
+def _walk(buf: bytes, end: int) -> I64:
     """Record starts by following TOTALSIZE one record at a time (the exact, slow way)."""
-    end = len(buf)
     unpack = _INT.unpack_from
     starts: list[int] = []
     pos = 0
@@ -166,89 +198,129 @@ def _walk(buf: bytes) -> I64:
     return np.asarray(starts, dtype=np.int64)
 
 
-def record_starts(buf: bytes) -> I64:
-    """Start offsets of the back-to-back records in ``buf``.
+def _uniform_stride(buf: bytes, end: int) -> int:
+    """The common record size when the TOTALSIZE chain is ``0, s, 2s, ... end`` (else 0)."""
+    if end < _MIN_RECORD:
+        return 0
+    first = _INT.unpack_from(buf, 0)[0]
+    if first < _MIN_RECORD or end % first:
+        return 0
+    sizes = _strided(buf, np.dtype(">i4"), stride=first, count=end // first)
+    return first if bool((sizes == first).all()) else 0
 
-    Fast path: every record has MAGICCODE (``0xDAA320A7``, or the 5.x ``0xDAA320AB``) at
-    byte 4, so the candidates are found with one vectorised byte scan; they are accepted
-    only if they form the exact TOTALSIZE chain from 0 to the end (each candidate plus its
-    size is the next candidate). Otherwise (a body that happens to contain the magic bytes,
-    or a malformed buffer) the records are walked one by one, which raises
-    :class:`MalformedFrameError` for a size that is too small or runs past the buffer.
-    """
-    end = len(buf)
+
+def _record_starts(buf: bytes, end: int) -> tuple[I64, int]:
+    """Record starts in ``buf[:end]`` and the common record size (0 when sizes differ)."""
+    stride = _uniform_stride(buf, end)
+    if stride:
+        return np.arange(0, end, stride, dtype=np.int64), stride
     if end < 8:
-        return _walk(buf)
-    u8 = np.frombuffer(buf, dtype=np.uint8)
+        return _walk(buf, end), 0
+    u8 = np.frombuffer(buf, dtype=np.uint8, count=end)
     hits = np.flatnonzero(u8[4 : end - 3] == 0xDA)
     if hits.size:
         ok = (u8[hits + 5] == 0xA3) & (u8[hits + 6] == 0x20)
         last = u8[hits + 7]
         cand: I64 = hits[ok & ((last == 0xA7) | (last == 0xAB))].astype(np.int64)
         if cand.size and cand[0] == 0:
-            sizes = _be(u8, cand, 4, ">i4")
+            sizes = _be(buf, cand, ">i4")
             nxt = cand + sizes
             if int(nxt[-1]) == end and (sizes >= _MIN_RECORD).all() and (nxt[:-1] == cand[1:]).all():
-                return cand
-    return _walk(buf)
+                return cand, 0
+    return _walk(buf, end), 0
+
+
+def record_starts(buf: bytes) -> I64:
+    """Start offsets of the back-to-back records in ``buf``.
+
+    Fast paths: records of one size are checked in one strided read of their TOTALSIZE
+    fields; otherwise every record has MAGICCODE (``0xDAA320A7``, or the 5.x
+    ``0xDAA320AB``) at byte 4, so the candidates are found with one vectorised byte scan and
+    accepted only if they form the exact TOTALSIZE chain from 0 to the end (each candidate
+    plus its size is the next candidate). Otherwise (a body that happens to contain the magic
+    bytes, or a malformed buffer) the records are walked one by one, which raises
+    :class:`MalformedFrameError` for a size that is too small or runs past the buffer.
+    """
+    return _record_starts(buf, len(buf))[0]
 
 
 # --------------------------------------------------------------------------- columns
-def _views(u8: npt.NDArray[np.uint8], pos: I64, length: I64) -> Any:
+def _views(data: bytes, pos: I64, length: I64) -> Any:
     """An Arrow ``binary_view`` views buffer (16 bytes per value) for slices of buffer 0.
 
     Arrow view layout: int32 length, then the value inline (zero-padded) when it has at
     most 12 bytes, else a 4-byte prefix, the data-buffer index (0) and the int32 offset.
+    ``data`` must have 12 readable bytes past every position (the caller's padding).
     """
     n = len(pos)
-    views = np.zeros((n, 4), dtype="<i4")
+    views = np.empty((n, 4), dtype="<i4")
     views[:, 0] = length
     if not n:
         return views
-    head = _rows(u8, pos, 12, pad=True)
-    head *= _INLINE_MASK[np.minimum(length, 12)]
-    words = head.view("<i4")
+    words = _gather(data, pos, np.dtype((np.void, 12))).view("<u4").reshape(n, 3)
+    words &= _INLINE_MASK[np.minimum(length, 12)]
     short = length <= 12
-    views[:, 1] = words[:, 0]  # the inline bytes 0-3, or the prefix: the same bytes
-    views[:, 2] = np.where(short, words[:, 1], 0)  # inline bytes 4-7, or buffer index 0
-    views[:, 3] = np.where(short, words[:, 2], pos)  # inline bytes 8-11, or the offset
+    views[:, 1] = words[:, 0].view("<i4")  # the inline bytes 0-3, or the prefix: the same bytes
+    views[:, 2] = np.where(short, words[:, 1].view("<i4"), 0)  # inline bytes 4-7, or buffer 0
+    views[:, 3] = np.where(short, words[:, 2].view("<i4"), pos)  # inline bytes 8-11, or the offset
     return views
 
 
-def _slices(buf_arrow: Any, u8: npt.NDArray[np.uint8], pos: I64, length: I64, out_type: Any) -> Any:
-    """``out_type`` (binary or string) values ``buf[pos:pos+length]``: views, then one cast."""
-    views = _views(u8, pos, length)
-    arr = pa.Array.from_buffers(pa.binary_view(), len(pos), [None, pa.py_buffer(views), buf_arrow])
+def _from_values(values: Any, n: int, width: int, out_type: Any) -> Any:
+    """``n`` values of ``width`` bytes each, back to back in ``values`` (buffer protocol)."""
+    offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32) if width else np.zeros(n + 1, np.int32)
+    arr = pa.Array.from_buffers(out_type, n, [None, pa.py_buffer(offsets), pa.py_buffer(values)])
+    if out_type == pa.string():
+        arr.validate(full=True)  # UTF-8 (ArrowInvalid, like the cast of the general path)
+    return arr
+
+
+def _slices(data: bytes, pos: I64, length: I64, out_type: Any, starts: I64, stride: int) -> Any:
+    """``out_type`` (binary or string) values ``data[pos:pos+length]``.
+
+    One width: fixed-width items copied at once. Mixed widths: views, then one cast.
+    Invalid UTF-8 for a string raises ``pa.ArrowInvalid``.
+    """
+    n = len(pos)
+    if n and int(length.min()) == int(length.max()):
+        width = int(length[0])
+        if width == 0:
+            return _from_values(b"", n, 0, out_type)
+        return _from_values(np.ascontiguousarray(_fixed_width(data, pos, width, starts, stride)), n, width, out_type)
+    views = _views(data, pos, length)
+    arr = pa.Array.from_buffers(pa.binary_view(), n, [None, pa.py_buffer(views), pa.py_buffer(data)])
     return arr.cast(out_type)
 
 
-def _fixed_strings(raw: npt.NDArray[np.uint8]) -> Any:
+def _fixed_strings(raw: U8) -> Any:
     """Uppercase hex of each row of ``raw`` (n x w bytes) as a string array."""
     n, w = raw.shape
     text = _HEX[raw].reshape(n, 2 * w)
-    offsets = (np.arange(n + 1, dtype=np.int32) * (2 * w)).astype(np.int32)
-    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(text.tobytes())])
+    return _from_values(text, n, 2 * w, pa.string())
 
 
 def _constant_string(value: str, n: int) -> Any:
     b = value.encode()
-    offsets = np.arange(n + 1, dtype=np.int32) * len(b)
-    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(b * n)])
+    return _from_values(np.tile(np.frombuffer(b, dtype=np.uint8), n) if b else b"", n, len(b), pa.string())
 
 
-def _hosts(raw: npt.NDArray[np.uint8]) -> Any:
-    """``"ip:port"`` strings of IPv4 host fields (rows of 4 address bytes + int port)."""
-    keys = np.ascontiguousarray(raw).view(">u8").ravel()
+def _host_label(key: int) -> str:
+    b = key.to_bytes(8, "big")
+    return f"{b[0]}.{b[1]}.{b[2]}.{b[3]}:{int.from_bytes(b[4:], 'big', signed=True)}"
+
+
+def _hosts(keys: npt.NDArray[np.uint64]) -> Any:
+    """``"ip:port"`` strings of IPv4 host fields (4 address bytes, int port: one u64 each)."""
+    n = len(keys)
+    if n and bool((keys == keys[0]).all()):  # one producer host: a constant column
+        return _constant_string(_host_label(int(keys[0])), n)
     uniq, inverse = np.unique(keys, return_inverse=True)
-    labels = []
-    for key in uniq.tolist():
-        b = int(key).to_bytes(8, "big")
-        labels.append(f"{b[0]}.{b[1]}.{b[2]}.{b[3]}:{int.from_bytes(b[4:], 'big', signed=True)}")
+    labels = [_host_label(int(key)) for key in uniq.tolist()]
     return pa.array(labels, type=pa.string()).take(pa.array(inverse.astype(np.int64).ravel()))
 
 
-def _timestamps(ms: I64) -> Any:
-    return pa.array(ms * 1000, type=pa.timestamp("us", tz="UTC"))
+def _timestamps(ms: Any) -> Any:
+    return pa.array(ms.astype(np.int64) * 1000, type=pa.timestamp("us", tz="UTC"))
 
 
 class _Props:
@@ -273,10 +345,9 @@ class _Props:
         valid = (pos1 > 0) & (pos1 < seg_len - 1)
         if not valid.all():
             seg_start, seg_len, pos1, parents = seg_start[valid], seg_len[valid], pos1[valid], parents[valid]
-        data = bufs[2] if bufs[2] is not None else pa.py_buffer(b"")
-        u8 = np.frombuffer(data, dtype=np.uint8)
-        names = _slices(data, u8, seg_start, pos1, pa.string())
-        values = _slices(data, u8, seg_start + pos1 + 1, seg_len - pos1 - 1, pa.string())
+        data = (bufs[2].to_pybytes() if bufs[2] is not None else b"") + _PAD
+        names = _slices(data, seg_start, pos1, pa.string(), seg_start, 0)
+        values = _slices(data, seg_start + pos1 + 1, seg_len - pos1 - 1, pa.string(), seg_start, 0)
         keep = self._later_wins(names, parents)
         if keep is not None:
             mask = pa.array(keep)
@@ -320,6 +391,97 @@ class _Props:
         return self.values.take(pa.array(idx, mask=idx < 0))
 
 
+class _TemplateProps:
+    """Property strings that all share the layout of the first row, sliced as columns.
+
+    A producer writes the same property names in the same order, often with values of the
+    same widths (UNIQ_KEY is always 32 hex digits), so the property strings of a batch are
+    frequently one ``rows x width`` byte block whose names and separators sit in the same
+    columns of every row. Then each value is a column range of the block, and the parse of
+    row 0 (``MessageDecoder.string2messageProperties``, as in :class:`_Props`) is the parse
+    of every row. :meth:`build` returns None when the rows do not share the layout.
+    """
+
+    def __init__(self, block: U8, names: list[str], ranges: list[tuple[int, int]], values: U8) -> None:
+        self.block = block
+        self.n = len(block)
+        self.names = names
+        self.ranges = ranges
+        self.values = values
+
+    @classmethod
+    def build(cls, block: U8) -> _TemplateProps | None:
+        n, width = block.shape
+        row0 = block[0].tobytes()
+        entries: list[tuple[bytes, int, int]] = []  # (name, value start, value end)
+        const = np.ones(width, dtype=bool)
+        pos = 0
+        for seg in row0.split(b"\x02"):
+            cut = seg.find(b"\x01")
+            if 0 < cut < len(seg) - 1:  # a name and a value: kept (else dropped, in every row)
+                entries.append((seg[:cut], pos + cut + 1, pos + len(seg)))
+                const[pos + cut + 1 : pos + len(seg)] = False
+            pos += len(seg) + 1
+        try:
+            names = [name.decode() for name, _, _ in entries]
+        except UnicodeDecodeError:
+            return None
+        # Same layout: every byte outside the values equals row 0's (names, separators,
+        # dropped segments), and no value holds a \x02 (a \x01 inside a value is fine: the
+        # name ends at the first one, which is in row 0's columns).
+        edges = np.flatnonzero(np.diff(np.concatenate([[False], const, [False]]).astype(np.int8)))
+        first = block[0]
+        for a, b in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
+            if not bool((block[1:, a:b] == first[a:b]).all()):
+                return None
+        last = {name: j for j, name in enumerate(names)}  # HashMap.put: the later pair wins
+        kept = [j for j, name in enumerate(names) if last[name] == j]
+        for j, (_, a, b) in enumerate(entries):
+            if j not in kept and bool((block[:, a:b] == 2).any()):
+                return None
+        ranges = [(entries[j][1], entries[j][2]) for j in kept]
+        values: U8 = (
+            np.concatenate([block[:, a:b] for a, b in ranges], axis=1)
+            if ranges
+            else np.zeros((n, 0), dtype=np.uint8)
+        )
+        if bool((values == 2).any()):
+            return None
+        out = cls(block, [names[j] for j in kept], ranges, values)
+        try:
+            out._value_array().validate(full=True)
+        except pa.ArrowInvalid:  # invalid UTF-8: the general path decodes with replacement
+            return None
+        return out
+
+    def _entries(self, lengths: list[int], data: Any, n: int) -> Any:
+        """A string array of ``n`` rows of ``len(lengths)`` entries each (row-major data)."""
+        per_row = sum(lengths)
+        ends = np.cumsum([0, *lengths])
+        offsets = np.empty(n * len(lengths) + 1, dtype=np.int32)
+        offsets[:-1] = (np.arange(n, dtype=np.int32)[:, None] * per_row + ends[:-1].astype(np.int32)).ravel()
+        offsets[-1] = n * per_row
+        return pa.Array.from_buffers(pa.string(), n * len(lengths), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+    def _value_array(self) -> Any:
+        return self._entries([b - a for a, b in self.ranges], self.values, self.n)
+
+    def map_array(self, map_type: Any) -> Any:
+        k = len(self.names)
+        encoded = [name.encode() for name in self.names]
+        name_data = np.tile(np.frombuffer(b"".join(encoded), dtype=np.uint8), self.n) if k else b""
+        keys = self._entries([len(e) for e in encoded], name_data, self.n)
+        offsets = pa.array(np.arange(0, (self.n + 1) * k, k, dtype=np.int32) if k else np.zeros(self.n + 1, np.int32))
+        return pa.MapArray.from_arrays(offsets, keys, self._value_array(), type=map_type)
+
+    def pick(self, name: str) -> Any:
+        """The value of property ``name`` per row (null where absent)."""
+        if name not in self.names:
+            return pa.nulls(self.n, type=pa.string())
+        a, b = self.ranges[self.names.index(name)]
+        return _from_values(np.ascontiguousarray(self.block[:, a:b]), self.n, b - a, pa.string())
+
+
 def _fallback(buf: bytes, n: int) -> tuple[list[bytes], list[str]]:
     """Bodies (decompressed) and property strings of every record, the slow exact way."""
     msgs = decode_records(buf)
@@ -329,7 +491,7 @@ def _fallback(buf: bytes, n: int) -> tuple[list[bytes], list[str]]:
 
 
 def decode_batch(
-    buf: bytes,
+    buf: bytes | Sequence[bytes],
     *,
     topic: str,
     broker: str,
@@ -337,108 +499,123 @@ def decode_batch(
     tags: Sequence[str] | None = None,
     end_offset: int | None = None,
 ) -> Any:
-    """Decode the records of one queue (concatenated pull bodies) into a ``RecordBatch``.
+    """Decode the records of one queue into a ``RecordBatch``.
 
-    ``topic``/``broker``/``queue_id`` fill the constant columns (a queue's records all
-    belong to it). ``tags`` (a non-empty set of tag names) keeps only rows with one of those
-    tags; ``end_offset`` keeps only rows whose queue offset is below it. Raises
-    :class:`MalformedFrameError` for a malformed body.
+    ``buf`` is the records (a pull body), or several pull bodies in queue order (joined
+    here, once). ``topic``/``broker``/``queue_id`` fill the constant columns (a queue's
+    records all belong to it). ``tags`` (a non-empty set of tag names) keeps only rows with
+    one of those tags; ``end_offset`` keeps only rows whose queue offset is below it.
+    Raises :class:`MalformedFrameError` for a malformed body.
     """
-    if not buf:
+    chunks = [buf] if isinstance(buf, bytes | bytearray | memoryview) else list(buf)
+    data = b"".join([*chunks, _PAD])
+    end = len(data) - len(_PAD)
+    if not end:
         return empty_batch()
     try:
-        return _decode(buf, topic, broker, queue_id, tags, end_offset)
+        return _decode(data, end, topic, broker, queue_id, tags, end_offset)
     except (IndexError, ValueError) as exc:
         # a size walk that stayed inside the buffer but fields that do not: find the record
-        decode_records(buf)
+        decode_records(data[:end])
         raise MalformedFrameError(f"malformed records: {exc}") from exc
 
 
 def _decode(
-    buf: bytes, topic: str, broker: str, queue_id: int, tags: Sequence[str] | None, end_offset: int | None
+    data: bytes,
+    end: int,
+    topic: str,
+    broker: str,
+    queue_id: int,
+    tags: Sequence[str] | None,
+    end_offset: int | None,
 ) -> Any:
-    starts = record_starts(buf)
+    starts, stride = _record_starts(data, end)
     n = len(starts)
-    u8 = np.frombuffer(buf, dtype=np.uint8)
-    # One gather of the fixed IPv4 header (every record has at least these 88 bytes), then
-    # column slices of that dense array: one pass over the records instead of one per field.
-    head = _rows(u8, starts, _HEAD_V4)
-    size = _col(head, 0, 4, ">i4")
-    magic = _col(head, 4, 8, ">i4")
+    # The fixed IPv4 header of every record through one structured dtype: a strided view
+    # when all records have one size, else one gather (every record has these 88 bytes).
+    head = _strided(data, _HEAD, stride=stride, count=n) if stride else _gather(data, starts, _HEAD)
+    magic = head["magic"]
     v2 = magic == MAGIC_CODE_V2
     if not ((magic == MAGIC_CODE_V1) | v2).all():
         bad = int(starts[np.flatnonzero((magic != MAGIC_CODE_V1) & ~v2)[0]])
         raise MalformedFrameError(f"record at {bad}: bad magic code")
-    sysflag = _col(head, 36, 40, ">i4")
+    sysflag = head["sysflag"].astype(np.int64)
     born_v6 = (sysflag & _BORN_V6) != 0
     store_v6 = (sysflag & _STORE_V6) != 0
     any_v6 = bool(born_v6.any() or store_v6.any())
-    queue_offset = _col(head, 20, 28, ">i8")
-    born_ts = _col(head, 40, 48, ">i8")
+    queue_offset = head["queue_offset"].astype(np.int64)
     if not any_v6:
-        store_ts = _col(head, 56, 64, ">i8")
-        reconsume = _col(head, 72, 76, ">i4")
-        body_len = _col(head, 84, 88, ">i4")
+        store_ts = head["store_ts"]
+        reconsume = head["reconsume"]
+        body_len = head["body_len"].astype(np.int64)
         p_body = starts + _HEAD_V4
     else:  # MessageSysFlag BORNHOST_V6_FLAG / STOREHOSTADDRESS_V6_FLAG: 16-byte addresses
         p_store_ts = starts + 48 + np.where(born_v6, 20, 8)
-        store_ts = _be(u8, p_store_ts, 8, ">i8")
+        store_ts = _be(data, p_store_ts, ">i8")
         p_store_host = p_store_ts + 8
         p_recon = p_store_host + np.where(store_v6, 20, 8)
-        reconsume = _be(u8, p_recon, 4, ">i4")
+        reconsume = _be(data, p_recon, ">i4")
         p_body = p_recon + 16
-        body_len = _be(u8, p_body - 4, 4, ">i4")
+        body_len = _be(data, p_body - 4, ">i4")
     p_topic = p_body + body_len
-    ends = starts + size
+    ends = starts + (stride if stride else head["size"].astype(np.int64))
     if (body_len < 0).any() or (p_topic + 3 > ends).any():
         raise MalformedFrameError("a record's body length is inconsistent with its size")
+    topic_byte = _gather(data, p_topic, np.uint8).astype(np.int64)
     if v2.any():  # 5.x MessageVersion V2: the topic length is a short
-        topic_len = np.where(v2, _be(u8, p_topic, 2, ">u2"), u8[p_topic].astype(np.int64))
+        topic_len = np.where(v2, _be(data, p_topic, ">u2"), topic_byte)
         p_props = p_topic + np.where(v2, 2, 1) + topic_len
     else:  # MessageDecoder.decode: a (signed) byte
-        topic_len = u8[p_topic].astype(np.int64)
+        topic_len = topic_byte
         p_props = p_topic + 1 + topic_len
     if (topic_len > 127).any() and not v2.any():
         raise MalformedFrameError("a record has a negative topic length")
     if (p_props + 2 > ends).any():
         raise MalformedFrameError("a record's topic length is inconsistent with its size")
-    props_len = _be(u8, p_props, 2, ">u2")
+    props_len = _be(data, p_props, ">u2")
     if (p_props + 2 + props_len != ends).any():
         raise MalformedFrameError("a record's properties length is inconsistent with its size")
 
-    buf_arrow = pa.py_buffer(buf)
     compressed = (sysflag & _COMPRESSED) != 0
-    props: Any = None
-    body: Any = None
+    prop_strs: list[str] | None = None
     if compressed.any():
-        bodies, prop_strs = _fallback(buf, n)
+        bodies, prop_strs = _fallback(data[:end], n)
         body = pa.array(bodies, type=pa.binary())
-        props = pa.array(prop_strs, type=pa.string())
     else:
-        body = _slices(buf_arrow, u8, p_body, body_len, pa.binary())
-    if props is None:
-        try:
-            props = _slices(buf_arrow, u8, p_props + 2, props_len, pa.string())
-        except pa.ArrowInvalid:  # invalid UTF-8: decode with replacement like the codec
-            props = pa.array(_fallback(buf, n)[1], type=pa.string())
+        body = _slices(data, p_body, body_len, pa.binary(), starts, stride)
 
-    parsed = _Props(props, n)
+    parsed: _Props | _TemplateProps | None = None
+    width = int(props_len[0]) if n else 0
+    if prop_strs is None and n and width and int(props_len.min()) == int(props_len.max()):
+        parsed = _TemplateProps.build(_fixed_width(data, p_props + 2, width, starts, stride))
+    if parsed is None:
+        if prop_strs is None:
+            try:
+                props = _slices(data, p_props + 2, props_len, pa.string(), starts, stride)
+            except pa.ArrowInvalid:  # invalid UTF-8: decode with replacement like the codec
+                prop_strs = _fallback(data[:end], n)[1]
+        if prop_strs is not None:
+            props = pa.array(prop_strs, type=pa.string())
+        parsed = _Props(props, n)
+
     uniq = parsed.pick(MessageConst.UNIQ_KEY)
     if uniq.null_count:
         if any_v6:
-            msgs = decode_records(buf)
+            msgs = decode_records(data[:end])
             offset_ids = pa.array([m.offset_msg_id for m in msgs], type=pa.string())
-        else:
-            raw = np.concatenate([head[:, 64:72], head[:, 28:36]], axis=1)
-            offset_ids = _fixed_strings(raw)
+        else:  # MessageDecoder.createMessageId: store host (address, port) + commit-log offset
+            raw = np.empty((n, 2), dtype=">u8")
+            raw[:, 0] = head["store_host"]
+            raw[:, 1] = head["physical_offset"]
+            offset_ids = _fixed_strings(raw.view(np.uint8).reshape(n, 16))
         msg_id = pc.coalesce(uniq, offset_ids)
     else:
         msg_id = uniq
     if any_v6:
-        msgs = decode_records(buf)
+        msgs = decode_records(data[:end])
         born_host = pa.array([f"{m.born_host[0]}:{m.born_host[1]}" for m in msgs], type=pa.string())
     else:
-        born_host = _hosts(head[:, 48:56])
+        born_host = _hosts(head["born_host"])
     tag_col = parsed.pick(MessageConst.TAGS)
     schema = arrow_schema()
     batch = pa.RecordBatch.from_arrays(
@@ -452,7 +629,7 @@ def _decode(
             tag_col,
             body,
             parsed.map_array(schema.field("properties").type),
-            _timestamps(born_ts),
+            _timestamps(head["born_ts"]),
             _timestamps(store_ts),
             born_host,
             pa.array(reconsume.astype(np.int32)),

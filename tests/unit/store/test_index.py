@@ -16,6 +16,7 @@ from rocketq.broker.store.index import (
     index_file_name,
     index_key_hash,
     index_key_hashes,
+    uniq_key_hash,
 )
 from rocketq.protocol.java import string_hash
 from rocketq.protocol.message import decode_records
@@ -40,6 +41,26 @@ def test_key_hashes_order_and_blank_keys() -> None:
     props = {"UNIQ_KEY": "U1", "KEYS": "a  b"}
     assert index_key_hashes("T", props) == [index_key_hash(k) for k in ("T#U1", "T#a", "T#b")]
     assert index_key_hashes("T", {}) == []
+
+
+@given(st.text(max_size=20), st.text(max_size=40))
+def test_uniq_key_hash_is_the_hash_of_topic_hash_key(topic: str, uniq: str) -> None:
+    expected = index_key_hash(f"{topic}#{uniq}")
+    assert uniq_key_hash(topic, uniq) == expected
+    assert uniq_key_hash(topic, uniq) == expected  # second call: the prefix comes from the cache
+
+
+def test_uniq_key_hash_real_ids_and_cache_bound() -> None:
+    from rocketq.broker.store import index
+
+    prefix = "7F0000011A2B0C5E7F2A"  # ip, pid, class-loader hash of one producer
+    for n in range(200):
+        uniq = f"{prefix}{n * 7919:012X}"
+        assert uniq_key_hash("TopicTest", uniq) == index_key_hash(f"TopicTest#{uniq}")
+    for n in range(index._PREFIX_CACHE_MAX + 10):
+        uniq = f"{n:020X}000000000001"
+        assert uniq_key_hash("T", uniq) == index_key_hash(f"T#{uniq}")
+    assert len(index._uniq_prefix_hashes) <= index._PREFIX_CACHE_MAX
 
 
 def test_index_file_name() -> None:

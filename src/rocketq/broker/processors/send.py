@@ -104,6 +104,10 @@ _PUT_STATUS_RESPONSE: dict[PutMessageStatus, tuple[int, str | None]] = {
 }
 
 
+#: SEND_MESSAGE's V1 header or the V2 one (same attributes, one-letter wire names)
+_SendHeader = SendMessageRequestHeader | SendMessageRequestHeaderV2
+
+
 class SendMessageProcessor:
     """Serves the send codes and CONSUMER_SEND_MSG_BACK."""
 
@@ -114,12 +118,14 @@ class SendMessageProcessor:
     async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
         if request.code == RequestCode.CONSUMER_SEND_MSG_BACK:
             return await self._consumer_send_msg_back(channel, request)
-        header: SendMessageRequestHeader | RemotingCommand
+        header: _SendHeader | RemotingCommand
         if request.code == RequestCode.SEND_MESSAGE:
             header = decode_request_header(request, SendMessageRequestHeader)
-        else:  # V2 one-letter fields; a missing one is reported by its wire name, as in Java
-            v2 = decode_request_header(request, SendMessageRequestHeaderV2)
-            header = v2 if isinstance(v2, RemotingCommand) else v2.to_v1()
+        else:
+            # V2 one-letter fields; a missing one is reported by its wire name, as in Java.
+            # Java maps V2 to V1 (createSendMessageRequestHeaderV1); both carry the same
+            # attributes here, so the V2 header is used as it is.
+            header = decode_request_header(request, SendMessageRequestHeaderV2)
         if isinstance(header, RemotingCommand):
             return header
         if header.batch:
@@ -138,7 +144,7 @@ class SendMessageProcessor:
         return resp
 
     def _msg_check(
-        self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader
+        self, channel: Channel, request: RemotingCommand, header: _SendHeader
     ) -> tuple[RemotingCommand | None, int]:
         """``msgCheck``: an error response, or (None, queue id to use)."""
         broker = self.broker
@@ -200,7 +206,7 @@ class SendMessageProcessor:
 
     # ------------------------------------------------------------------ single message
     async def _send_one(
-        self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader
+        self, channel: Channel, request: RemotingCommand, header: _SendHeader
     ) -> RemotingCommand | None:
         broker = self.broker
         error, queue_id = self._msg_check(channel, request, header)
@@ -248,7 +254,7 @@ class SendMessageProcessor:
     def _handle_retry_and_dlq(
         self,
         request: RemotingCommand,
-        header: SendMessageRequestHeader,
+        header: _SendHeader,
         props: dict[str, str],
         reconsume_times: int,
     ) -> RemotingCommand | tuple[str, int]:
@@ -278,7 +284,7 @@ class SendMessageProcessor:
 
     # ------------------------------------------------------------------ batch
     async def _send_batch(
-        self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader
+        self, channel: Channel, request: RemotingCommand, header: _SendHeader
     ) -> RemotingCommand | None:
         broker = self.broker
         error, queue_id = self._msg_check(channel, request, header)

@@ -32,7 +32,7 @@ from rocketq.broker.store.mapped_file import MappedFile
 from rocketq.protocol.java import string_hash
 from rocketq.protocol.message import MessageConst
 
-__all__ = ["IndexFile", "IndexService", "index_file_name", "index_key_hash", "index_key_hashes"]
+__all__ = ["IndexFile", "IndexService", "index_file_name", "index_key_hash", "index_key_hashes", "uniq_key_hash"]
 
 _log = logging.getLogger("rocketq.broker.store")
 
@@ -46,20 +46,55 @@ _ENTRY = struct.Struct(">iqii")
 _INT = struct.Struct(">i")
 
 
+def _ascii_hash(data: bytes, h: int = 0) -> int:
+    """``String.hashCode`` continued from ``h`` over ASCII ``data``, unsigned 32-bit.
+
+    No masking per step (an ASCII char is one UTF-16 unit): one mask at the end is
+    cheaper for the short keys indexed per message."""
+    for c in data:
+        h = h * 31 + c
+    return h & 0xFFFFFFFF
+
+
+def _index_hash(h: int) -> int:
+    # IndexFile.indexKeyHashMethod: abs() of the signed hash, Integer.MIN_VALUE -> 0.
+    if h & 0x80000000:
+        h = 0x100000000 - h
+        return 0 if h == 0x80000000 else h
+    return h
+
+
 def index_key_hash(key: str) -> int:
     """``IndexFile.indexKeyHashMethod``: ``abs(key.hashCode())``, with Integer.MIN_VALUE -> 0."""
     if key.isascii():
-        # String.hashCode without masking every step (an ASCII char is one UTF-16 unit);
-        # about twice as fast as the general java.string_hash, and this runs per message.
-        h = 0
-        for c in key.encode():
-            h = h * 31 + c
-        h &= 0xFFFFFFFF
-        if h & 0x80000000:
-            h -= 0x100000000
-    else:
-        h = string_hash(key)
-    return 0 if h == -0x80000000 else abs(h)
+        return _index_hash(_ascii_hash(key.encode()))
+    return _index_hash(string_hash(key) & 0xFFFFFFFF)
+
+
+#: A UNIQ_KEY (``MessageClientIDSetter.createUniqID``) is a fixed per-producer prefix (ip,
+#: pid, class-loader hash) then 12 hex digits (time diff, counter) that change per message.
+_UNIQ_TAIL = 12
+_PREFIX_CACHE_MAX = 4096
+#: hash of "topic#" + fixed UNIQ_KEY prefix, by (topic, prefix); bounded, cleared when full.
+_uniq_prefix_hashes: dict[tuple[str, str], int] = {}
+
+
+def uniq_key_hash(topic: str, uniq: str) -> int:
+    """``index_key_hash(f"{topic}#{uniq}")``, the hash of the per-message fixed part cached.
+
+    ``hashCode(a + b)`` is Horner's rule over ``b`` started from ``hashCode(a)`` (mod
+    2^32): only the 12-digit tail is hashed per message once a producer's prefix is known.
+    """
+    if len(uniq) <= _UNIQ_TAIL or not uniq.isascii() or not topic.isascii():
+        return index_key_hash(f"{topic}#{uniq}")
+    cut = len(uniq) - _UNIQ_TAIL
+    key = (topic, uniq[:cut])
+    head = _uniq_prefix_hashes.get(key)
+    if head is None:
+        if len(_uniq_prefix_hashes) >= _PREFIX_CACHE_MAX:
+            _uniq_prefix_hashes.clear()
+        head = _uniq_prefix_hashes[key] = _ascii_hash(f"{topic}#{uniq[:cut]}".encode())
+    return _index_hash(_ascii_hash(uniq[cut:].encode(), head))
 
 
 def index_key_hashes(topic: str, properties: Mapping[str, str]) -> list[int]:
@@ -68,7 +103,7 @@ def index_key_hashes(topic: str, properties: Mapping[str, str]) -> list[int]:
     out = []
     uniq = properties.get(MessageConst.UNIQ_KEY)
     if uniq is not None:
-        out.append(index_key_hash(f"{topic}#{uniq}"))
+        out.append(uniq_key_hash(topic, uniq))
     keys = properties.get(MessageConst.KEYS)
     if keys:
         for key in keys.split(MessageConst.KEY_SEPARATOR):
