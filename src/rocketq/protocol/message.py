@@ -58,6 +58,7 @@ __all__ = [
     "Message",
     "MessageConst",
     "MessageExt",
+    "RecordEncoder",
     "compress_body",
     "decode_batch",
     "decode_properties",
@@ -577,24 +578,64 @@ def encode_record(
     props_b = properties.encode()
     if len(props_b) > MAX_PROPERTIES_LENGTH:
         raise IllegalArgumentError(f"properties longer than {MAX_PROPERTIES_LENGTH} bytes: {len(props_b)}")
-    born = _host_bytes(born_host)
-    store = _host_bytes(store_host)
-    sys_flag = (
-        (sys_flag & ~_V6_BITS) | (_BORN_V6 if len(born) == 20 else 0) | (_STORE_V6 if len(store) == 20 else 0)
-    )
-    if body_crc is None:
-        body_crc = zlib.crc32(body) & 0x7FFFFFFF
-    layout = _LAYOUTS[sys_flag & _V6_BITS]
-    total = layout.size + len(body) + 1 + len(topic_b) + 2 + len(props_b)
-    try:
-        head = layout.pack(
-            total, MAGIC_CODE_V1, body_crc, queue_id, flag, queue_offset, physical_offset, sys_flag,
-            born_timestamp, born, store_timestamp, store, reconsume_times, prepared_transaction_offset,
-            len(body),
-        )  # fmt: skip
-    except struct.error as exc:
-        raise IllegalArgumentError(f"record field out of range: {exc}") from exc
-    return b"".join((head, body, bytes((len(topic_b),)), topic_b, len(props_b).to_bytes(2, "big"), props_b))
+    return RecordEncoder(topic_b, born_host, store_host, sys_flag).encode(
+        queue_id, flag, queue_offset, physical_offset, born_timestamp, store_timestamp,
+        reconsume_times, prepared_transaction_offset, body, props_b, body_crc,
+    )  # fmt: skip
+
+
+class RecordEncoder:
+    """:func:`encode_record` for many records of one topic, hosts and sysFlag.
+
+    What is the same for all of them (topic bytes, host bytes, the V6 bits of sysFlag, the
+    header layout) is worked out once; :meth:`encode` takes the rest positionally. The
+    per-batch path of the store (``CommitLog.MessageExtBatchEncoder`` encodes a batch the
+    same way). The caller checked the topic and property lengths.
+    """
+
+    __slots__ = ("_born", "_layout", "_store", "_tail", "sys_flag")
+
+    def __init__(self, topic_b: bytes, born_host: HostAddr, store_host: HostAddr, sys_flag: int) -> None:
+        born = self._born = _host_bytes(born_host)
+        store = self._store = _host_bytes(store_host)
+        #: sysFlag with the V6 host bits set or cleared from the host families
+        self.sys_flag = (
+            (sys_flag & ~_V6_BITS)
+            | (_BORN_V6 if len(born) == 20 else 0)
+            | (_STORE_V6 if len(store) == 20 else 0)
+        )
+        self._layout = _LAYOUTS[self.sys_flag & _V6_BITS]
+        self._tail = bytes((len(topic_b),)) + topic_b
+
+    def encode(
+        self,
+        queue_id: int,
+        flag: int,
+        queue_offset: int,
+        physical_offset: int,
+        born_timestamp: int,
+        store_timestamp: int,
+        reconsume_times: int,
+        prepared_transaction_offset: int,
+        body: bytes,
+        props_b: bytes,
+        body_crc: int | None = None,
+    ) -> bytes:
+        """One record; raises :class:`IllegalArgumentError` for an integer out of range."""
+        if body_crc is None:
+            body_crc = zlib.crc32(body) & 0x7FFFFFFF
+        layout = self._layout
+        tail = self._tail
+        total = layout.size + len(body) + len(tail) + 2 + len(props_b)
+        try:
+            head = layout.pack(
+                total, MAGIC_CODE_V1, body_crc, queue_id, flag, queue_offset, physical_offset, self.sys_flag,
+                born_timestamp, self._born, store_timestamp, self._store, reconsume_times,
+                prepared_transaction_offset, len(body),
+            )  # fmt: skip
+        except struct.error as exc:
+            raise IllegalArgumentError(f"record field out of range: {exc}") from exc
+        return b"".join((head, body, tail, len(props_b).to_bytes(2, "big"), props_b))
 
 
 def _host(raw: bytes, cache: dict[bytes, HostAddr]) -> HostAddr:

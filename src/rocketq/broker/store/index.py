@@ -32,7 +32,14 @@ from rocketq.broker.store.mapped_file import MappedFile
 from rocketq.protocol.java import string_hash
 from rocketq.protocol.message import MessageConst
 
-__all__ = ["IndexFile", "IndexService", "index_file_name", "index_key_hash", "index_key_hashes", "uniq_key_hash"]
+__all__ = [
+    "IndexFile",
+    "IndexService",
+    "index_file_name",
+    "index_key_hash",
+    "index_key_hashes",
+    "uniq_key_hash",
+]
 
 _log = logging.getLogger("rocketq.broker.store")
 

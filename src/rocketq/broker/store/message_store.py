@@ -61,11 +61,10 @@ from rocketq.errors import IllegalArgumentError, MalformedFrameError
 from rocketq.protocol.message import (
     MAX_PROPERTIES_LENGTH,
     MAX_TOPIC_LENGTH,
-    POS_SYS_FLAG,
     MessageConst,
     MessageExt,
+    RecordEncoder,
     decode_record,
-    encode_record,
 )
 from rocketq.protocol.message_id import HostAddr
 from rocketq.remoting.service_thread import ServiceThread as BaseServiceThread
@@ -78,7 +77,6 @@ _log = logging.getLogger("rocketq.broker.store")
 ArrivalListener = Callable[[str, int, int, int, int, dict[str, str]], None]
 
 _UNIT = struct.Struct(">qiq")
-_INT = struct.Struct(">i")
 _TRANSACTION_MASK = 0xC
 _TRANSACTION_COMMIT = 0x8
 _TRANSACTION_ROLLBACK = 0xC
@@ -223,34 +221,41 @@ class MessageStore:
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
         return None
 
-    def _prepare(self, msg: MessageExtBrokerInner) -> tuple[bytes, DispatchRequest] | PutMessageStatus:
-        """Validate, apply the delay rewrite and encode one message outside the lock."""
-        if len(msg.topic.encode()) > MAX_TOPIC_LENGTH:
-            return PutMessageStatus.MESSAGE_ILLEGAL  # DefaultMessageStore.checkMessage
-        if len(msg.body) > self.config.max_message_size:
+    def _prepare(
+        self,
+        msg: MessageExtBrokerInner,
+        encoders: dict[tuple[str, HostAddr, HostAddr, int], RecordEncoder] | None = None,
+    ) -> tuple[bytes, DispatchRequest] | PutMessageStatus:
+        """Validate, apply the delay rewrite and encode one message outside the lock.
+
+        ``encoders`` (a batch's): record encoders by topic, hosts and sysFlag, so what the
+        messages of a batch share is worked out once."""
+        topic = msg.topic
+        key = (topic, msg.born_host, msg.store_host, msg.sys_flag)
+        encoder = encoders.get(key) if encoders is not None else None
+        if encoder is None:
+            topic_b = topic.encode()
+            if len(topic_b) > MAX_TOPIC_LENGTH:
+                return PutMessageStatus.MESSAGE_ILLEGAL  # DefaultMessageStore.checkMessage
+            try:
+                encoder = RecordEncoder(topic_b, msg.born_host, msg.store_host, msg.sys_flag)
+            except IllegalArgumentError:
+                return PutMessageStatus.MESSAGE_ILLEGAL
+            if encoders is not None:
+                encoders[key] = encoder
+        body = msg.body
+        if len(body) > self.config.max_message_size:
             return PutMessageStatus.MESSAGE_ILLEGAL  # MessageExtEncoder.encode: body limit
-        props_str = msg.properties_string
-        if len(props_str) > MAX_PROPERTIES_LENGTH // 4 and len(props_str.encode()) > MAX_PROPERTIES_LENGTH:
+        props_b = msg.properties_string.encode()
+        if len(props_b) > MAX_PROPERTIES_LENGTH:
             # MessageExtEncoder.encode: PROPERTIES_SIZE_EXCEEDED (Java checkMessage refuses
             # > 32767 *chars* first with MESSAGE_ILLEGAL; both map to the same response).
             return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
         try:
-            record = encode_record(
-                topic=msg.topic,
-                queue_id=msg.queue_id,
-                flag=msg.flag,
-                queue_offset=0,
-                physical_offset=0,
-                sys_flag=msg.sys_flag,
-                born_timestamp=msg.born_timestamp,
-                born_host=msg.born_host,
-                store_timestamp=0,
-                store_host=msg.store_host,
-                reconsume_times=msg.reconsume_times,
-                prepared_transaction_offset=msg.prepared_transaction_offset,
-                body=msg.body,
-                properties=props_str,
-            )
+            record = encoder.encode(
+                msg.queue_id, msg.flag, 0, 0, msg.born_timestamp, 0, msg.reconsume_times,
+                msg.prepared_transaction_offset, body, props_b,
+            )  # fmt: skip
         except IllegalArgumentError:
             return PutMessageStatus.MESSAGE_ILLEGAL
         size = len(record)
@@ -265,7 +270,7 @@ class MessageStore:
             queue_id=msg.queue_id,
             msg_size=size,
             tags_code=msg.tags_code,
-            sys_flag=_INT.unpack_from(record, POS_SYS_FLAG)[0],  # with the V6 host bits
+            sys_flag=encoder.sys_flag,  # with the V6 host bits
             properties=props,
             key_hashes=index_key_hashes(topic, props) if self._index_enabled else [],
             delay_ms=delay_ms_for(topic, props, self._delay_levels) if topic == SCHEDULE_TOPIC else -1,
@@ -325,6 +330,7 @@ class MessageStore:
         if not batch:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         first = batch[0]
+        encoders: dict[tuple[str, HostAddr, HostAddr, int], RecordEncoder] = {}
         records: list[bytes] = []
         requests: list[DispatchRequest] = []
         total_body = 0
@@ -339,7 +345,7 @@ class MessageStore:
                 self._count_failure()
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
             total_body += len(msg.body)
-            prepared = self._prepare(msg)
+            prepared = self._prepare(msg, encoders)
             if isinstance(prepared, PutMessageStatus):
                 self._count_failure()
                 return PutMessageResult(prepared)
