@@ -327,15 +327,17 @@ class Message:
         """``Message.getProperty``: the value or ``None``."""
         return self.properties.get(name)
 
-    def put_properties_lazily(self, props: Mapping[str, str]) -> None:
+    def put_properties_lazily(self, props: Mapping[str, str], encoded: str | None = None) -> None:
         """Set properties without parsing the stored ones first (they win over stored values).
 
         For hot paths that tag every received message (MIN_OFFSET/MAX_OFFSET after a pull,
         CONSUME_START_TIME before a listener call): while the stored string has not been
         parsed, the entries are appended to it — a later entry wins when it is parsed.
+        ``encoded`` is ``encode_properties(props)`` when the caller has it already (the
+        same entries go onto every message of a pull).
         """
         if self._props is None:
-            extra = encode_properties(props)
+            extra = encode_properties(props) if encoded is None else encoded
             self._raw_props = f"{self._raw_props}\x02{extra}" if self._raw_props else extra
         else:
             self._props.update(props)

@@ -40,7 +40,7 @@ from rocketq.client.consumer.listener import (
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.protocol.heartbeat import MessageModel
-from rocketq.protocol.message import MessageConst, MessageExt
+from rocketq.protocol.message import MessageConst, MessageExt, encode_properties
 from rocketq.protocol.message_queue import MessageQueue
 
 __all__ = ["ConsumeMessageConcurrentlyService", "ConsumeServiceHost"]
@@ -168,8 +168,9 @@ class ConsumeMessageConcurrentlyService:
         has_exception = False
         try:
             start = {MessageConst.CONSUME_START_TIME: str(self._clock_ms())}
+            encoded = encode_properties(start)
             for msg in msgs:
-                msg.put_properties_lazily(start)
+                msg.put_properties_lazily(start, encoded)
             result = self.listener(list(msgs), context)
             status = result if isinstance(result, ConsumeConcurrentlyStatus) else None
             if result is not None and status is None:

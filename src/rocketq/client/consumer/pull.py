@@ -60,7 +60,7 @@ from rocketq.protocol.heartbeat import (
     SubscriptionData,
     build_subscription_data,
 )
-from rocketq.protocol.message import MessageConst, MessageExt, decode_records
+from rocketq.protocol.message import MessageConst, MessageExt, decode_records, encode_properties
 from rocketq.protocol.message_id import decode_offset_msg_id
 from rocketq.protocol.message_queue import MessageQueue
 
@@ -265,8 +265,9 @@ class PullAPIWrapper:
                 MessageConst.MIN_OFFSET: str(result.min_offset),
                 MessageConst.MAX_OFFSET: str(result.max_offset),
             }
+            encoded = encode_properties(offsets)
             for msg in msgs:
-                msg.put_properties_lazily(offsets)  # no property parsing on the pull path
+                msg.put_properties_lazily(offsets, encoded)  # no property parsing on the pull path
                 msg.broker_name = mq.broker_name
             result.msg_found_list = msgs
         result.message_binary = b""
