@@ -64,6 +64,9 @@ _TRANSACTION_MASK = 0xC
 _PREPARED = 0x4
 _ROLLBACK = 0xC
 
+_BORN_V6 = 0x10  # MessageSysFlag.BORNHOST_V6_FLAG: STORETIMESTAMP moves 12 bytes on
+_STORE_TS_POS = store_timestamp_pos(0)
+_STORE_TS_POS_V6 = store_timestamp_pos(_BORN_V6)
 _QOFF_PHYS = struct.Struct(">qq")
 _LONG = struct.Struct(">q")
 _INT = struct.Struct(">i")
@@ -174,13 +177,15 @@ class CommitLog:
         requests: Sequence[DispatchRequest],
         store_host: HostAddr,
         dispatch: Callable[[DispatchRequest], None],
+        dispatch_batch: Callable[[Sequence[DispatchRequest]], None] | None = None,
     ) -> AppendResult | PutMessageStatus:
         """Append ``records`` (pre-encoded, one batch) in one segment, under one lock.
 
         Patches each record's queue offset, physical offset and store timestamp, then calls
-        ``dispatch`` for it (still under the lock). Returns CREATE_MAPEDFILE_FAILED if no
-        segment could be created, SERVICE_NOT_AVAILABLE once closed for writing. The caller
-        checked that the batch fits a segment.
+        ``dispatch`` for it (still under the lock) -- or, for more than one record and when
+        given, ``dispatch_batch`` once for all of them, in order. Returns
+        CREATE_MAPEDFILE_FAILED if no segment could be created, SERVICE_NOT_AVAILABLE once
+        closed for writing. The caller checked that the batch fits a segment.
         """
         total = 0
         for rec in records:
@@ -207,13 +212,17 @@ class CommitLog:
             mm = mf.mm
             base = mf.file_from_offset
             table = self.topic_queue_table
-            first_phys = base + mf.wrote_position
+            start = mf.wrote_position
+            first_phys = base + start
             first_qoff = -1
+            batched = dispatch_batch is not None and len(records) > 1
+            # all bytes in one copy, then each record's offsets and store time patched in
+            mm[start : start + total] = records[0] if len(records) == 1 else b"".join(records)
+            pos = start
             for rec, req in zip(records, requests, strict=True):
-                pos = mf.wrote_position
-                n = len(rec)
                 phys = base + pos
-                tran = req.sys_flag & _TRANSACTION_MASK
+                sys_flag = req.sys_flag
+                tran = sys_flag & _TRANSACTION_MASK
                 consumable = tran != _PREPARED and tran != _ROLLBACK  # noqa: PLR1714 - hot path
                 if consumable:
                     key = (req.topic, req.queue_id)
@@ -221,10 +230,9 @@ class CommitLog:
                     table[key] = qoff + 1
                 else:
                     qoff = 0  # prepared/rollback: not consumable, offset not advanced
-                mm[pos : pos + n] = rec
                 _QOFF_PHYS.pack_into(mm, pos + POS_QUEUE_OFFSET, qoff, phys)
-                _LONG.pack_into(mm, pos + store_timestamp_pos(req.sys_flag), ts)
-                mf.wrote_position = pos + n
+                _LONG.pack_into(mm, pos + (_STORE_TS_POS_V6 if sys_flag & _BORN_V6 else _STORE_TS_POS), ts)
+                pos += len(rec)
                 if first_qoff < 0:
                     first_qoff = qoff
                 req.commit_log_offset = phys
@@ -232,7 +240,13 @@ class CommitLog:
                 req.store_timestamp = ts
                 if req.delay_ms >= 0:
                     req.tags_code = ts + req.delay_ms
-                dispatch(req)
+                if not batched:
+                    mf.wrote_position = pos
+                    dispatch(req)
+            if batched:
+                assert dispatch_batch is not None
+                mf.wrote_position = pos
+                dispatch_batch(requests)
             mf.last_modified_ms = ts
             mf.store_timestamp = ts
         # outside the lock: the offsetMsgIds (CommitLog's msgIdSupplier is lazy for the same reason)

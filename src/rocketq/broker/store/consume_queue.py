@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from rocketq.broker.store.config import CQ_STORE_UNIT_SIZE
 from rocketq.broker.store.mapped_file import MappedFile, MappedFileQueue
@@ -34,6 +34,9 @@ _log = logging.getLogger("rocketq.broker.store")
 
 _UNIT = struct.Struct(">qiq")
 _PRE_BLANK = _UNIT.pack(0, 0x7FFFFFFF, 0)  # ConsumeQueue.fillPreBlank
+#: n -> the struct of n consecutive units (put_many), for n up to _UNITS_CACHED_MAX
+_UNITS: dict[int, struct.Struct] = {}
+_UNITS_CACHED_MAX = 256
 
 
 class ConsumeQueue:
@@ -154,6 +157,50 @@ class ConsumeQueue:
         mf.last_modified_ms = store_timestamp
         self.max_physic_offset = offset + size
         return True
+
+    def put_many(
+        self, units: Sequence[tuple[int, int, int]], first_cq_offset: int, store_timestamp: int
+    ) -> None:
+        """:meth:`put` for consecutive logical offsets from ``first_cq_offset``: units
+        ``(commit-log offset, size, tagsCode)`` in order. Caller holds the append lock.
+
+        The first unit goes through :meth:`put` (file creation, pre-blank padding, order
+        checks); the rest are packed together and written at once when they fit the same
+        file right after it, and one by one otherwise.
+        """
+        if not units:
+            return
+        offset, size, tags = units[0]
+        self.put(offset, size, tags, first_cq_offset, store_timestamp)
+        rest = len(units) - 1
+        if not rest:
+            return
+        mf = self.queue.last_file()
+        nbytes = rest * CQ_STORE_UNIT_SIZE
+        if (
+            mf is None
+            or mf.file_from_offset + mf.wrote_position != (first_cq_offset + 1) * CQ_STORE_UNIT_SIZE
+            or mf.wrote_position + nbytes > mf.file_size
+            or units[1][0] + units[1][1] <= self.max_physic_offset
+        ):
+            for i in range(1, len(units)):
+                offset, size, tags = units[i]
+                self.put(offset, size, tags, first_cq_offset + i, store_timestamp)
+            return
+        pos = mf.wrote_position
+        mm = mf.mm
+        if rest <= _UNITS_CACHED_MAX:
+            fmt = _UNITS.get(rest)
+            if fmt is None:
+                fmt = _UNITS[rest] = struct.Struct(">" + "qiq" * rest)
+            fmt.pack_into(mm, pos, *[v for unit in units[1:] for v in unit])
+        else:
+            for i in range(1, len(units)):
+                _UNIT.pack_into(mm, pos + (i - 1) * CQ_STORE_UNIT_SIZE, *units[i])
+        mf.wrote_position = pos + nbytes
+        mf.last_modified_ms = store_timestamp
+        last = units[-1]
+        self.max_physic_offset = last[0] + last[1]
 
     # -- reading ------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ import os
 import struct
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from rocketq.broker.store.mapped_file import MappedFile
 from rocketq.protocol.java import string_hash
@@ -171,7 +171,8 @@ class IndexFile:
         self.index_count = max(self.index_count, 1)
         self._dirty = False
 
-    def _write_header(self) -> None:
+    def write_header(self) -> None:
+        """Write the in-memory header values to the file's first 40 bytes."""
         _HEADER.pack_into(
             self.file.mm,
             0,
@@ -187,8 +188,13 @@ class IndexFile:
     def is_write_full(self) -> bool:
         return self.index_count >= self.index_num
 
-    def put_key(self, key_hash: int, phy_offset: int, store_timestamp: int) -> bool:
-        """``IndexFile.putKey``; False when the file is full."""
+    def put_key(
+        self, key_hash: int, phy_offset: int, store_timestamp: int, *, write_header: bool = True
+    ) -> bool:
+        """``IndexFile.putKey``; False when the file is full.
+
+        ``write_header=False`` leaves the mapped header to :meth:`write_header` (one write
+        for a batch of keys; the in-memory counts are up to date either way)."""
         count = self.index_count
         if count >= self.index_num:
             return False
@@ -215,7 +221,8 @@ class IndexFile:
         self.index_count = count + 1
         self.end_phy_offset = phy_offset
         self.end_timestamp = store_timestamp
-        self._write_header()
+        if write_header:
+            self.write_header()
         self._dirty = True
         return True
 
@@ -291,14 +298,14 @@ class IndexFile:
         else:
             self.end_phy_offset = self.begin_phy_offset
             self.end_timestamp = self.begin_timestamp
-        self._write_header()
+        self.write_header()
         self._dirty = True
 
     def flush(self) -> None:
         """``IndexFile.flush``: header then msync."""
         if self._dirty:
             self._dirty = False
-            self._write_header()
+            self.write_header()
             self.file.sync()
 
     def close(self) -> None:
@@ -391,19 +398,27 @@ class IndexService:
         Records at or before ``last_indexed_offset`` are skipped (re-dispatch); the
         caller leaves out rolled-back transactional messages.
         """
-        if phy_offset <= self.last_indexed_offset:
-            return
-        self.last_indexed_offset = phy_offset
-        if not key_hashes:
-            return
-        f = self._last_writable()
-        if f is None:
-            return
-        for key_hash in key_hashes:
-            if not f.put_key(key_hash, phy_offset, store_timestamp):
-                f = self._last_writable()
-                if f is None or not f.put_key(key_hash, phy_offset, store_timestamp):
-                    return
+        self.build_index_batch(((key_hashes, phy_offset, store_timestamp),))
+
+    def build_index_batch(self, records: Iterable[tuple[Sequence[int], int, int]]) -> None:
+        """:meth:`build_index` for consecutive records ``(key hashes, phy offset, store
+        time)``, each file's header written once at the end."""
+        f: IndexFile | None = None
+        touched: list[IndexFile] = []
+        for key_hashes, phy_offset, store_timestamp in records:
+            if phy_offset <= self.last_indexed_offset:
+                continue
+            self.last_indexed_offset = phy_offset
+            for key_hash in key_hashes:
+                if f is None or not f.put_key(key_hash, phy_offset, store_timestamp, write_header=False):
+                    f = self._last_writable()
+                    if f is None or not f.put_key(key_hash, phy_offset, store_timestamp, write_header=False):
+                        f = None
+                        break
+                    if not touched or touched[-1] is not f:
+                        touched.append(f)
+        for written in touched:
+            written.write_header()
 
     # -- reading ------------------------------------------------------------------------
 

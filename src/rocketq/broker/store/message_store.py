@@ -368,7 +368,7 @@ class MessageStore:
         store_host: HostAddr,
         wait: bool,
     ) -> PutMessageResult:
-        result = self.commit_log.append(records, requests, store_host, self._dispatch)
+        result = self.commit_log.append(records, requests, store_host, self._dispatch, self._dispatch_batch)
         if isinstance(result, PutMessageStatus):
             self._count_failure()
             return PutMessageResult(result)
@@ -398,6 +398,32 @@ class MessageStore:
                             request.properties,
                         )
         return PutMessageResult(PutMessageStatus.PUT_OK, result, future)
+
+    def _dispatch_batch(self, requests: Sequence[DispatchRequest]) -> None:
+        """:meth:`_dispatch` for the records of one batch (consecutive, one topic-queue, as
+        ``put_messages`` checks): the consume-queue units written together, the index
+        entries with one header write. Anything else goes record by record."""
+        first = requests[0]
+        key = (first.topic, first.queue_id)
+        for request in requests:
+            tran = request.sys_flag & _TRANSACTION_MASK
+            if (request.topic, request.queue_id) != key or (tran != 0 and tran != _TRANSACTION_COMMIT):  # noqa: PLR1714
+                for each in requests:
+                    self._dispatch(each)
+                return
+        cq = self.consume_queue_table.get(key)
+        if cq is None:
+            cq = self._create_consume_queue(first.topic, first.queue_id)
+        cq.put_many(
+            [(r.commit_log_offset, r.msg_size, r.tags_code) for r in requests],
+            first.consume_queue_offset,
+            requests[-1].store_timestamp,
+        )
+        if self._index_enabled:
+            self.index_service.build_index_batch(
+                [(r.key_hashes, r.commit_log_offset, r.store_timestamp) for r in requests]
+            )
+        self._last_dispatch_ts = requests[-1].store_timestamp
 
     def _dispatch(self, request: DispatchRequest) -> None:
         """``CommitLogDispatcherBuildConsumeQueue`` + ``CommitLogDispatcherBuildIndex``.
