@@ -247,6 +247,34 @@ def test_responses_leave_in_completion_order(server: tuple[ServerThread, Echo]) 
     assert [r.opaque for r in got] == [0, 2, 4]
 
 
+def test_large_and_small_responses_of_one_chunk_arrive_whole_and_in_order(
+    server: tuple[ServerThread, Echo],
+) -> None:
+    # Bodies of 64 KiB and more are written on their own (not joined with their
+    # neighbours): frames must still arrive intact and in request order.
+    st, _ = server
+    bodies = [b"s1", bytes(range(256)) * 1024, b"s2", b"x" * 70_000, bytes(200_000), b"s3"]
+    requests = []
+    for i, body in enumerate(bodies):
+        cmd = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {"n": str(i)}, body)
+        cmd.opaque = i
+        requests.append(cmd.encode())
+    with connect(st) as sock:
+        sock.sendall(b"".join(requests))
+        got = read_frames(sock, FrameDecoder(), len(bodies))
+    assert [r.opaque for r in got] == list(range(len(bodies)))
+    assert [r.body for r in got] == bodies
+
+
+def test_encode_parts_is_encode_split_before_the_body() -> None:
+    cmd = req(RequestCode.SEND_MESSAGE_V2, 7)
+    head, body = cmd.encode_parts()
+    assert body == b"b7"
+    assert head + body == cmd.encode()
+    empty = RemotingCommand.request(RequestCode.HEART_BEAT)
+    assert empty.encode_parts() == (empty.encode(), b"")
+
+
 def test_golden_request_frames_are_dispatched() -> None:
     golden = [
         f for f in load_golden_frames("producer.jsonl") if not f.is_response and f.dir == "client->server"

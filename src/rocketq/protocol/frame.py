@@ -169,6 +169,12 @@ class RemotingCommand:
 
     def encode(self) -> bytes:
         """The whole frame, length prefix included."""
+        head, body = self.encode_parts()
+        return head + body if body else head
+
+    def encode_parts(self) -> tuple[bytes, bytes]:
+        """The frame as (length prefix + header, body): :meth:`encode` without copying the
+        body, for writers that hand a large body to the socket on its own."""
         header = self.encode_header()
         hlen = len(header)
         if hlen > _MAX_HEADER_LENGTH:
@@ -176,7 +182,7 @@ class RemotingCommand:
         total = 4 + hlen + len(self.body)
         if total + 4 > MAX_FRAME_LENGTH:
             raise FrameTooLargeError(f"frame of {total + 4} bytes exceeds {MAX_FRAME_LENGTH}")
-        return b"".join((_PREFIX.pack(total, (self.serialize_type << 24) | hlen), header, self.body))
+        return _PREFIX.pack(total, (self.serialize_type << 24) | hlen) + header, self.body
 
 
 # ---------------------------------------------------------------------- decoding

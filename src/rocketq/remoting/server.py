@@ -74,6 +74,10 @@ def _machinery_response(request: RemotingCommand, code: int, remark: str) -> Rem
     )
 
 
+#: Writes of at least this many bytes are not joined with their neighbours (Channel._flush).
+_COALESCE_MAX = 64 * 1024
+
+
 class Channel:
     """One accepted connection (Netty's ``Channel`` as RocketMQ's processors see it).
 
@@ -103,14 +107,19 @@ class Channel:
 
         Used for late responses: the caller sets opaque, flag and serialize type.
         """
-        data = cmd.encode()
+        head, body = cmd.encode_parts()
         if threading.get_ident() == self._server._loop_ident:
-            self._write_bytes(data)
+            self._write_parts(head, body)
         elif not self.closed:
             try:
-                self._loop.call_soon_threadsafe(self._write_bytes, data)
+                self._loop.call_soon_threadsafe(self._write_parts, head, body)
             except RuntimeError:
                 log.debug("%s: loop closed, frame dropped", self)
+
+    def _write_parts(self, head: bytes, body: bytes) -> None:
+        self._write_bytes(head)
+        if body:
+            self._write_bytes(body)
 
     def _write_bytes(self, data: bytes) -> None:
         if self.closed:
@@ -126,10 +135,27 @@ class Channel:
         if not out or self.closed:
             out.clear()
             return
-        data = out[0] if len(out) == 1 else b"".join(out)
-        out.clear()
         self.last_active = self._loop.time()
-        self._transport.write(data)
+        write = self._transport.write
+        if len(out) == 1:
+            write(out[0])
+        elif sum(map(len, out)) < _COALESCE_MAX:
+            write(b"".join(out))
+        else:
+            # Large parts (pull bodies) go to the socket as they are: joining them would copy
+            # megabytes once more. Small neighbours are still coalesced into one write.
+            small: list[bytes] = []
+            for part in out:
+                if len(part) < _COALESCE_MAX:
+                    small.append(part)
+                    continue
+                if small:
+                    write(small[0] if len(small) == 1 else b"".join(small))
+                    small = []
+                write(part)
+            if small:
+                write(small[0] if len(small) == 1 else b"".join(small))
+        out.clear()
 
     # ------------------------------------------------------------------ server -> client
     async def invoke(self, request: RemotingCommand, timeout_ms: int) -> RemotingCommand:
@@ -491,11 +517,11 @@ class RemotingServer:
         response.flag |= FLAG_RESPONSE
         response.serialize_type = cmd.serialize_type
         try:
-            data = response.encode()
+            head, body = response.encode_parts()
         except ProtocolError as exc:
             self._respond_error(channel, cmd, exc)
             return
-        channel._write_bytes(data)
+        channel._write_parts(head, body)
 
     def _respond_error(self, channel: Channel, cmd: RemotingCommand, exc: Exception) -> None:
         log.error(
