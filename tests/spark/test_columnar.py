@@ -180,3 +180,122 @@ def test_malformed_bodies_raise(mangle: object) -> None:
     buf = mangle(record(0))  # type: ignore[operator]
     with pytest.raises(MalformedFrameError):
         decode(buf + record(1) if len(buf) == len(record(0)) else buf)
+
+
+# ----------------------------------------------------------------- fast paths
+# Records of one size are read through strided views, and property strings that share
+# one layout (same names, separators and value widths) are sliced as columns. These
+# tests build exactly such batches (and near misses) and hold them to the reference.
+
+
+def uniform(n: int, props: object, *, body: bytes = b"y" * 40, **kw: object) -> bytes:
+    """``n`` records whose property string is ``props(i)`` (a callable) or constant."""
+    return b"".join(
+        record(i, body, props(i) if callable(props) else props, **kw)  # type: ignore[arg-type]
+        for i in range(n)
+    )
+
+
+def test_uniform_records_take_the_strided_path_and_match() -> None:
+    buf = uniform(64, lambda i: f"UNIQ_KEY\x01U{i:031d}\x02TAGS\x01{'AB'[i % 2]}\x02KEYS\x01k{i % 10}")
+    size = len(record(0, b"y" * 40, "UNIQ_KEY\x01U" + "0" * 31 + "\x02TAGS\x01A\x02KEYS\x01k0"))
+    assert record_starts(buf).tolist() == list(range(0, len(buf), size))
+    rows = actual_rows(decode(buf))
+    assert rows == expected_rows(buf)
+    assert [r["tags"] for r in rows[:4]] == ["A", "B", "A", "B"]
+
+
+def test_template_duplicates_dropped_segments_and_separators_in_values() -> None:
+    # WAIT twice (batch sends store entry + batch properties), a segment without a value, one
+    # without a separator, an empty name, and a value holding \x01: Java's lenient parse.
+    props = "WAIT\x01true\x02UNIQ_KEY\x01{u}\x02EMPTY\x01\x02junk\x02\x01x\x02V\x01a\x01{c}\x02WAIT\x01{w}"
+    buf = uniform(40, lambda i: props.format(u=f"{i:032X}", c="bc"[i % 2], w="tf"[i % 2]))
+    rows = actual_rows(decode(buf))
+    assert rows == expected_rows(buf)
+    assert rows[1]["properties"] == {"WAIT": "f", "UNIQ_KEY": f"{1:032X}", "V": "a\x01c"}
+
+
+def test_a_row_off_the_template_falls_back_exactly() -> None:
+    # same width everywhere, but one row's value holds a \x02 and another's name differs
+    def props(i: int) -> str:
+        if i == 7:
+            return "UNIQ_KEY\x01" + "A" * 15 + "\x02" + "B" * 16 + "\x02TAGS\x01A"
+        if i == 9:
+            return "UNIQ_KEX\x01" + "C" * 32 + "\x02TAGS\x01A"
+        return f"UNIQ_KEY\x01{i:032d}\x02TAGS\x01A"
+
+    buf = uniform(12, props)
+    assert actual_rows(decode(buf)) == expected_rows(buf)
+
+
+def test_template_without_uniq_key_uses_offset_msg_ids_and_empty_properties() -> None:
+    buf = uniform(5, "TAGS\x01A\x02KEYS\x01k")
+    rows = actual_rows(decode(buf))
+    assert rows == expected_rows(buf)
+    assert rows[0]["msg_id"] == "7F00000100002A9F0000000000001388"
+    empty = uniform(5, "")
+    assert actual_rows(decode(empty)) == expected_rows(empty)
+
+
+def test_template_with_gathered_rows_of_mixed_body_sizes() -> None:
+    buf = b"".join(record(i, b"z" * (i * 7), f"UNIQ_KEY\x01{i:032d}\x02TAGS\x01B") for i in range(30))
+    assert actual_rows(decode(buf)) == expected_rows(buf)
+
+
+def test_template_with_invalid_utf8_values_decodes_with_replacement() -> None:
+    buf = bytearray(uniform(6, "UNIQ_KEY\x01" + "é" * 16 + "\x02TAGS\x01A"))
+    size = len(buf) // 6
+    for i in range(6):
+        at = buf.index("é".encode(), i * size)
+        buf[at] = 0xFF  # a lone invalid byte in every row: the layout is still uniform
+    rows = actual_rows(decode(bytes(buf)))
+    assert rows == expected_rows(bytes(buf))
+    assert "\ufffd" in rows[0]["msg_id"]  # type: ignore[operator]
+
+
+def test_uniform_records_with_ipv6_compressed_and_empty_bodies() -> None:
+    props = "UNIQ_KEY\x01" + "0" * 32 + "\x02TAGS\x01A"
+    for kw in (
+        {"born": ("fe80::1", 4242)},
+        {"store": ("::1", 10911)},
+        {"body": zlib.compress(b"q" * 100), "sys_flag": 0x301},
+        {"body": b""},
+    ):
+        buf = uniform(8, props, **kw)  # type: ignore[arg-type]
+        assert actual_rows(decode(buf)) == expected_rows(buf), kw
+
+
+def test_several_pull_bodies_decode_as_one_batch() -> None:
+    parts = [uniform(3, "TAGS\x01A"), uniform(4, "TAGS\x01A", body=b"long" * 50), record(9)]
+    batch = decode(parts)
+    assert actual_rows(batch) == expected_rows(b"".join(parts))
+
+
+def test_uniform_size_with_a_broken_chain_is_malformed() -> None:
+    buf = bytearray(uniform(4, "TAGS\x01A"))
+    size = len(buf) // 4
+    buf[2 * size : 2 * size + 4] = (size + 1).to_bytes(4, "big")
+    with pytest.raises(MalformedFrameError):
+        decode(bytes(buf))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    widths=st.lists(
+        st.tuples(st.sampled_from(["A", "B", "UNIQ_KEY", "TAGS", ""]), st.integers(0, 4)), max_size=4
+    ),
+    values=st.lists(st.text(alphabet="ab\x01\x02", min_size=20, max_size=20), min_size=1, max_size=8),
+    same_body=st.booleans(),
+)
+def test_same_width_properties_match_reference_codec(
+    widths: list[tuple[str, int]], values: list[str], same_body: bool
+) -> None:
+    def props(i: int) -> str:
+        text, pos = [], 0
+        for name, w in widths:
+            text.append(f"{name}\x01{values[i][pos : pos + w]}")
+            pos += w
+        return "\x02".join(text)
+
+    buf = b"".join(record(i, b"b" * (10 if same_body else i), props(i)) for i in range(len(values)))
+    assert actual_rows(decode(buf)) == expected_rows(buf)

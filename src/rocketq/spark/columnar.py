@@ -120,9 +120,7 @@ _HEAD: Final = np.dtype(
 )
 #: Row ``k``: the 12-byte inline part of a view as three little-endian words, the first
 #: ``k`` bytes kept (the value) and the rest zeroed.
-_INLINE_MASK: Final = (
-    (np.arange(12)[None, :] < np.arange(13)[:, None]).astype(np.uint8) * 0xFF
-).view("<u4")
+_INLINE_MASK: Final = ((np.arange(12)[None, :] < np.arange(13)[:, None]).astype(np.uint8) * 0xFF).view("<u4")
 _HEX: Final = np.frombuffer(b"".join(f"{i:02X}".encode() for i in range(256)), dtype=np.uint8).reshape(256, 2)
 
 _schema_cache: list[Any] = []
@@ -170,15 +168,14 @@ def _be(data: bytes, pos: I64, dtype: str) -> I64:
     return out
 
 
-def _fixed_width(data: bytes, pos: I64, width: int, starts: I64, stride: int) -> U8:
-    """``(n, width)`` bytes at ``pos``: a strided view when every record has the same size
-    and ``pos`` is at one place in each, else a gathered copy (width > 0)."""
-    n = len(pos)
-    if stride and n and (pos - starts == int(pos[0] - starts[0])).all():
-        return np.ndarray((n, width), dtype=np.uint8, buffer=data, offset=int(pos[0]), strides=(stride, 1))
-    items = _gather(data, pos, np.dtype((np.void, width)))
-    out: U8 = items.view(np.uint8).reshape(n, width)
-    return out
+def _fixed_items(data: bytes, pos: I64, width: int, starts: I64, stride: int) -> Any:
+    """The ``width``-byte items at ``pos`` (a void-dtype array, ``width > 0``): a strided
+    view when every record has the same size and ``pos`` is at one place in each, else a
+    gathered copy."""
+    item = np.dtype((np.void, width))
+    if stride and len(pos) and (pos - starts == int(pos[0] - starts[0])).all():
+        return _strided(data, item, offset=int(pos[0]), stride=stride, count=len(pos))
+    return _gather(data, pos, item)
 
 
 # --------------------------------------------------------------------------- boundaries
@@ -266,12 +263,16 @@ def _views(data: bytes, pos: I64, length: I64) -> Any:
     return views
 
 
-def _from_values(values: Any, n: int, width: int, out_type: Any) -> Any:
-    """``n`` values of ``width`` bytes each, back to back in ``values`` (buffer protocol)."""
+def _from_values(values: Any, n: int, width: int, out_type: Any, *, checked: bool = False) -> Any:
+    """``n`` values of ``width`` bytes each, back to back in ``values`` (buffer protocol).
+
+    A string array is checked for UTF-8 (``pa.ArrowInvalid``) unless ``checked`` (the
+    bytes are known to be valid: ASCII built here, or a slice of checked values).
+    """
     offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32) if width else np.zeros(n + 1, np.int32)
     arr = pa.Array.from_buffers(out_type, n, [None, pa.py_buffer(offsets), pa.py_buffer(values)])
-    if out_type == pa.string():
-        arr.validate(full=True)  # UTF-8 (ArrowInvalid, like the cast of the general path)
+    if out_type == pa.string() and not checked:
+        arr.validate(full=True)  # UTF-8, like the cast of the general path
     return arr
 
 
@@ -286,7 +287,9 @@ def _slices(data: bytes, pos: I64, length: I64, out_type: Any, starts: I64, stri
         width = int(length[0])
         if width == 0:
             return _from_values(b"", n, 0, out_type)
-        return _from_values(np.ascontiguousarray(_fixed_width(data, pos, width, starts, stride)), n, width, out_type)
+        return _from_values(
+            np.ascontiguousarray(_fixed_items(data, pos, width, starts, stride)), n, width, out_type
+        )
     views = _views(data, pos, length)
     arr = pa.Array.from_buffers(pa.binary_view(), n, [None, pa.py_buffer(views), pa.py_buffer(data)])
     return arr.cast(out_type)
@@ -296,12 +299,13 @@ def _fixed_strings(raw: U8) -> Any:
     """Uppercase hex of each row of ``raw`` (n x w bytes) as a string array."""
     n, w = raw.shape
     text = _HEX[raw].reshape(n, 2 * w)
-    return _from_values(text, n, 2 * w, pa.string())
+    return _from_values(text, n, 2 * w, pa.string(), checked=True)
 
 
 def _constant_string(value: str, n: int) -> Any:
     b = value.encode()
-    return _from_values(np.tile(np.frombuffer(b, dtype=np.uint8), n) if b else b"", n, len(b), pa.string())
+    data = np.tile(np.frombuffer(b, dtype=np.uint8), n) if b else b""
+    return _from_values(data, n, len(b), pa.string(), checked=True)  # encoded from a str
 
 
 def _host_label(key: int) -> str:
@@ -320,7 +324,9 @@ def _hosts(keys: npt.NDArray[np.uint64]) -> Any:
 
 
 def _timestamps(ms: Any) -> Any:
-    return pa.array(ms.astype(np.int64) * 1000, type=pa.timestamp("us", tz="UTC"))
+    """Microsecond timestamps from (big-endian) epoch milliseconds, one pass."""
+    us = np.multiply(ms, 1000, dtype=np.int64)
+    return pa.Array.from_buffers(pa.timestamp("us", tz="UTC"), len(us), [None, pa.py_buffer(us)])
 
 
 class _Props:
@@ -396,22 +402,30 @@ class _TemplateProps:
 
     A producer writes the same property names in the same order, often with values of the
     same widths (UNIQ_KEY is always 32 hex digits), so the property strings of a batch are
-    frequently one ``rows x width`` byte block whose names and separators sit in the same
-    columns of every row. Then each value is a column range of the block, and the parse of
-    row 0 (``MessageDecoder.string2messageProperties``, as in :class:`_Props`) is the parse
-    of every row. :meth:`build` returns None when the rows do not share the layout.
+    frequently ``n`` strings of one width whose names and separators sit at the same
+    places in every row. Then each value is a fixed-width column, and the parse of row 0
+    (``MessageDecoder.string2messageProperties``, as in :class:`_Props`) is the parse of
+    every row. :meth:`build` returns None when the rows do not share the layout.
+
+    The strings are ``n`` items of ``width`` bytes at ``offset + k * stride`` of ``buffer``.
     """
 
-    def __init__(self, block: U8, names: list[str], ranges: list[tuple[int, int]], values: U8) -> None:
-        self.block = block
-        self.n = len(block)
-        self.names = names
-        self.ranges = ranges
-        self.values = values
+    def __init__(self, buffer: Any, offset: int, stride: int, n: int) -> None:
+        self.block_data = buffer
+        self.offset = offset
+        self.stride = stride
+        self.n = n
+        self.names: list[str] = []
+        self.ranges: list[tuple[int, int]] = []
+        self.values: Any = None
+
+    def _where(self, column: int) -> dict[str, int]:
+        return {"offset": self.offset + column, "stride": self.stride, "count": self.n}
 
     @classmethod
-    def build(cls, block: U8) -> _TemplateProps | None:
-        n, width = block.shape
+    def build(cls, buffer: Any, offset: int, stride: int, n: int, width: int) -> _TemplateProps | None:
+        self = cls(buffer, offset, stride, n)
+        block = np.ndarray((n, width), dtype=np.uint8, buffer=buffer, offset=offset, strides=(stride, 1))
         row0 = block[0].tobytes()
         entries: list[tuple[bytes, int, int]] = []  # (name, value start, value end)
         const = np.ones(width, dtype=bool)
@@ -430,56 +444,66 @@ class _TemplateProps:
         # dropped segments), and no value holds a \x02 (a \x01 inside a value is fine: the
         # name ends at the first one, which is in row 0's columns).
         edges = np.flatnonzero(np.diff(np.concatenate([[False], const, [False]]).astype(np.int8)))
-        first = block[0]
         for a, b in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
-            if not bool((block[1:, a:b] == first[a:b]).all()):
+            if not bool((block[1:, a:b] == block[0, a:b]).all()):
                 return None
         last = {name: j for j, name in enumerate(names)}  # HashMap.put: the later pair wins
         kept = [j for j, name in enumerate(names) if last[name] == j]
         for j, (_, a, b) in enumerate(entries):
             if j not in kept and bool((block[:, a:b] == 2).any()):
                 return None
-        ranges = [(entries[j][1], entries[j][2]) for j in kept]
-        values: U8 = (
-            np.concatenate([block[:, a:b] for a, b in ranges], axis=1)
-            if ranges
-            else np.zeros((n, 0), dtype=np.uint8)
+        self.names = [names[j] for j in kept]
+        self.ranges = [(entries[j][1], entries[j][2]) for j in kept]
+        lengths = [b - a for a, b in self.ranges]
+        # the kept values of a row back to back: one fixed-width item per row
+        layout = np.dtype(
+            {
+                "names": [f"v{j}" for j in range(len(lengths))],
+                "formats": [np.dtype((np.void, w)) for w in lengths],
+                "offsets": np.cumsum([0, *lengths[:-1]]).tolist() if lengths else [],
+                "itemsize": sum(lengths),
+            }
         )
-        if bool((values == 2).any()):
+        values: Any = np.empty(n, dtype=layout) if lengths else np.zeros(0, dtype=np.uint8)
+        for j, (a, b) in enumerate(self.ranges):
+            values[f"v{j}"] = _strided(buffer, np.dtype((np.void, b - a)), **self._where(a))
+        if lengths and bool((values.view(np.uint8) == 2).any()):
             return None
-        out = cls(block, [names[j] for j in kept], ranges, values)
+        self.values = _entries(lengths, values, n)
         try:
-            out._value_array().validate(full=True)
+            self.values.validate(full=True)
         except pa.ArrowInvalid:  # invalid UTF-8: the general path decodes with replacement
             return None
-        return out
-
-    def _entries(self, lengths: list[int], data: Any, n: int) -> Any:
-        """A string array of ``n`` rows of ``len(lengths)`` entries each (row-major data)."""
-        per_row = sum(lengths)
-        ends = np.cumsum([0, *lengths])
-        offsets = np.empty(n * len(lengths) + 1, dtype=np.int32)
-        offsets[:-1] = (np.arange(n, dtype=np.int32)[:, None] * per_row + ends[:-1].astype(np.int32)).ravel()
-        offsets[-1] = n * per_row
-        return pa.Array.from_buffers(pa.string(), n * len(lengths), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-
-    def _value_array(self) -> Any:
-        return self._entries([b - a for a, b in self.ranges], self.values, self.n)
+        return self
 
     def map_array(self, map_type: Any) -> Any:
         k = len(self.names)
         encoded = [name.encode() for name in self.names]
         name_data = np.tile(np.frombuffer(b"".join(encoded), dtype=np.uint8), self.n) if k else b""
-        keys = self._entries([len(e) for e in encoded], name_data, self.n)
-        offsets = pa.array(np.arange(0, (self.n + 1) * k, k, dtype=np.int32) if k else np.zeros(self.n + 1, np.int32))
-        return pa.MapArray.from_arrays(offsets, keys, self._value_array(), type=map_type)
+        keys = _entries([len(e) for e in encoded], name_data, self.n)
+        offsets = np.arange(0, (self.n + 1) * k, k, dtype=np.int32) if k else np.zeros(self.n + 1, np.int32)
+        return pa.MapArray.from_arrays(pa.array(offsets), keys, self.values, type=map_type)
 
     def pick(self, name: str) -> Any:
         """The value of property ``name`` per row (null where absent)."""
         if name not in self.names:
             return pa.nulls(self.n, type=pa.string())
         a, b = self.ranges[self.names.index(name)]
-        return _from_values(np.ascontiguousarray(self.block[:, a:b]), self.n, b - a, pa.string())
+        column = _strided(self.block_data, np.dtype((np.void, b - a)), **self._where(a))
+        return _from_values(np.ascontiguousarray(column), self.n, b - a, pa.string(), checked=True)
+
+
+def _entries(lengths: list[int], data: Any, n: int) -> Any:
+    """A string array of ``n`` rows of ``len(lengths)`` values each (row-major ``data``)."""
+    k = len(lengths)
+    if not k:
+        return pa.array([], type=pa.string())
+    per_row = sum(lengths)
+    ends = np.cumsum([0, *lengths]).astype(np.int32)
+    offsets = np.empty(n * k + 1, dtype=np.int32)
+    offsets[:-1].reshape(n, k)[:] = (np.arange(n, dtype=np.int32) * per_row)[:, None] + ends[None, :-1]
+    offsets[-1] = n * per_row
+    return pa.Array.from_buffers(pa.string(), n * k, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def _fallback(buf: bytes, n: int) -> tuple[list[bytes], list[str]]:
@@ -587,7 +611,12 @@ def _decode(
     parsed: _Props | _TemplateProps | None = None
     width = int(props_len[0]) if n else 0
     if prop_strs is None and n and width and int(props_len.min()) == int(props_len.max()):
-        parsed = _TemplateProps.build(_fixed_width(data, p_props + 2, width, starts, stride))
+        p_strs = p_props + 2
+        if stride and (p_strs - starts == int(p_strs[0])).all():  # one place in every record
+            parsed = _TemplateProps.build(data, int(p_strs[0]), stride, n, width)
+        else:
+            rows = _gather(data, p_strs, np.dtype((np.void, width)))
+            parsed = _TemplateProps.build(rows, 0, width, n, width)
     if parsed is None:
         if prop_strs is None:
             try:

@@ -171,7 +171,8 @@ def read_range(part: QueueRange, *, batch_bytes: int = BATCH_BYTES) -> Iterator[
     """Pull ``[start, end)`` of one queue and yield ``pyarrow.RecordBatch``es of the read schema.
 
     Runs on an executor with its own client, closed (I/O thread joined) when the range is
-    done or the iterator is closed. Pulls stay in flight while answers are decoded. Only messages whose tag passes ``subExpression`` are yielded.
+    done or the iterator is closed. Pulls stay in flight while answers are decoded. Only
+    messages whose tag passes ``subExpression`` are yielded.
     """
     options = part.options
     mq = part.mq
@@ -192,10 +193,10 @@ def read_range(part: QueueRange, *, batch_bytes: int = BATCH_BYTES) -> Iterator[
 
         def flush() -> Any:
             nonlocal pending, pending_bytes
-            buf = pending[0] if len(pending) == 1 else b"".join(pending)
-            pending, pending_bytes = [], 0
+            chunks, pending, pending_bytes = pending, [], 0
+            # the pull bodies are joined once, inside decode_batch (with its read padding)
             return decode_batch(
-                buf, topic=mq.topic, broker=mq.broker_name, queue_id=mq.queue_id, tags=tags, end_offset=end
+                chunks, topic=mq.topic, broker=mq.broker_name, queue_id=mq.queue_id, tags=tags, end_offset=end
             )
 
         # Requests in flight: (offset, count, future). Without a tag filter a full answer
