@@ -7,11 +7,12 @@ messages of 100-byte bodies (default 1,000,000), then
   (every column of every row materialised in the JVM), and
 * ``parquet``: the very same rows, saved once as Parquet, read the same way,
 
-each timed ``--repeat`` times (best run reported). The broker is configured for bulk reads
+each warmed up ``--warmup`` times (JIT, Python workers), then timed ``--repeat`` times in
+alternation (connector, Parquet, connector, ...; best run of each reported). The broker is configured for bulk reads
 (``maxTransferCountOnMessageInMemory``/``maxTransferBytesOnMessageInMemory`` raised, as an
 operator would for a batch-analytics consumer); everything else is the default.
 
-    .venv/bin/python benchmarks/spark_bench.py [--messages 1000000] [--queues 2] [--repeat 3]
+    .venv/bin/python benchmarks/spark_bench.py [--messages 1000000] [--queues 2] [--repeat 3] [--warmup 1]
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 
@@ -65,15 +67,13 @@ def fill(cluster: EmbeddedCluster, messages: int, queues: int, body_size: int) -
     return time.perf_counter() - t0
 
 
-def timed(label: str, action: object, repeat: int, rows: int) -> float:
-    best = float("inf")
-    for i in range(repeat):
-        t0 = time.perf_counter()
-        action()  # type: ignore[operator]
-        elapsed = time.perf_counter() - t0
-        best = min(best, elapsed)
-        print(f"  {label:9s} run {i + 1}: {elapsed:6.2f} s  {rows / elapsed:12,.0f} rows/s", flush=True)
-    return rows / best
+def timed(label: str, action: Callable[[], object], run: int, rows: int) -> float:
+    """Run ``action`` once; its rate in rows/s."""
+    t0 = time.perf_counter()
+    action()
+    elapsed = time.perf_counter() - t0
+    print(f"  {label:9s} run {run}: {elapsed:6.2f} s  {rows / elapsed:12,.0f} rows/s", flush=True)
+    return rows / elapsed
 
 
 def main() -> int:
@@ -82,6 +82,7 @@ def main() -> int:
     parser.add_argument("--queues", type=int, default=2)
     parser.add_argument("--body-size", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=1, help="unmeasured runs of each before timing")
     args = parser.parse_args()
 
     workdir = tempfile.mkdtemp(prefix="rocketq-spark-bench-")
@@ -110,13 +111,23 @@ def main() -> int:
             pq = spark.read.parquet(parquet)
             rows = pq.count()
             assert rows == args.messages, f"parquet has {rows} rows, expected {args.messages}"
-            print(f"reading {rows:,} rows, every column, into the noop sink (best of {args.repeat}):")
-            connector = timed(
-                "connector", lambda: df.write.format("noop").mode("overwrite").save(), args.repeat, rows
+            actions = {
+                "connector": lambda: df.write.format("noop").mode("overwrite").save(),
+                "parquet": lambda: pq.write.format("noop").mode("overwrite").save(),
+            }
+            print(f"warming up ({args.warmup} unmeasured run(s) of each) ...")
+            for _ in range(args.warmup):
+                for action in actions.values():
+                    action()
+            print(
+                f"reading {rows:,} rows, every column, into the noop sink "
+                f"(alternating, best of {args.repeat}):"
             )
-            parquet_rate = timed(
-                "parquet", lambda: pq.write.format("noop").mode("overwrite").save(), args.repeat, rows
-            )
+            best = dict.fromkeys(actions, 0.0)
+            for i in range(args.repeat):
+                for label, action in actions.items():
+                    best[label] = max(best[label], timed(f"{label}", action, i + 1, rows))
+            connector, parquet_rate = best["connector"], best["parquet"]
             spark.stop()
         print()
         print(f"connector: {connector:12,.0f} rows/s")
