@@ -251,12 +251,15 @@ class ProducerConfig:
     #: ``sendLatencyFaultEnable`` (``MQFaultStrategy``): avoid slow or failed brokers.
     send_latency_fault_enable: bool = False
     #: ``autoBatch`` (RocketMQ 5.x): asynchronous sends of small messages to one topic leave
-    #: as SEND_BATCH_MESSAGE while a batch of the topic is in flight (see
+    #: as SEND_BATCH_MESSAGE while batches of the topic are in flight (see
     #: :mod:`rocketq.client.produce_accumulator`); off by default, as in Java.
     auto_batch: bool = False
     #: the most messages / bytes one automatic batch carries
     auto_batch_max_messages: int = 256
     auto_batch_max_bytes: int = 1024 * 1024
+    #: automatic batches of one topic in flight at once: two keep client and broker busy at
+    #: the same time (workload 3 of the benchmarks: +35 % over one; four were slower than two)
+    auto_batch_max_in_flight: int = 2
 
     def __post_init__(self) -> None:
         validate_group(self.producer_group)
@@ -266,6 +269,7 @@ class ProducerConfig:
         _positive("compress_msg_body_over_howmuch", self.compress_msg_body_over_howmuch)
         _positive("auto_batch_max_messages", self.auto_batch_max_messages)
         _positive("auto_batch_max_bytes", self.auto_batch_max_bytes)
+        _positive("auto_batch_max_in_flight", self.auto_batch_max_in_flight)
         if not 0 <= self.compress_level <= 9:
             raise IllegalArgumentError(f"compress_level must be 0..9, got {self.compress_level}")
         for name in ("retry_times_when_send_failed", "retry_times_when_send_async_failed"):

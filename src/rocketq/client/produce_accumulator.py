@@ -4,13 +4,16 @@ Mirrors the purpose of RocketMQ 5.x's ``ProduceAccumulator`` (``DefaultMQProduce
 setAutoBatch``): many small asynchronous sends to one topic leave as SEND_BATCH_MESSAGE
 requests. Instead of a linger timer, batching is *opportunistic* (Nagle without the delay):
 
-* while no batch of a topic is in flight, a message is sent at once, alone — an idle
-  producer adds no latency;
-* while one is in flight, later messages of the topic queue up; when it completes, the
-  queue leaves as one batch (at most ``max_messages`` and ``max_bytes``; the rest waits for
-  the next round trip).
+* while fewer than ``max_in_flight`` batches of a topic are in flight, a message is sent at
+  once (alone, if nothing is queued) — an idle producer adds no latency;
+* while ``max_in_flight`` are in flight, later messages of the topic queue up; when one
+  completes, the queue leaves as one batch (at most ``max_messages`` and ``max_bytes``;
+  the rest waits for the next completion).
 
-So under load, batches grow to what one round trip takes to fill, and each message's future
+So under load, batches grow to what a round trip takes to fill. With two in flight the
+producer prepares one batch while the broker stores the other (on 2 cores, 1,000 sends in
+flight: 42,400 msgs/s with one batch in flight, 56,700-60,100 with two, 51,200-52,000 with
+four; ``benchmarks`` workload 3). Each message's future
 still gets its own SendResult: its own UNIQ_KEY msg id, the i-th offset msg id of the batch
 and queue offset ``first + i`` (the broker stores a batch with consecutive offsets in one
 queue). A failed batch fails every message in it (after the producer's usual retries).
@@ -46,7 +49,8 @@ class _TopicBatcher:
     __slots__ = ("in_flight", "queue", "queued_bytes")
 
     def __init__(self) -> None:
-        self.in_flight = False
+        #: batches of this topic sent and not answered yet
+        self.in_flight = 0
         self.queue: collections.deque[_Pending] = collections.deque()
         self.queued_bytes = 0
 
@@ -55,13 +59,20 @@ class ProduceAccumulator:
     """Per-topic queues of asynchronous sends waiting for the topic's batch in flight."""
 
     def __init__(
-        self, send_batch: SendBatch, *, max_messages: int = 256, max_bytes: int = 1024 * 1024
+        self,
+        send_batch: SendBatch,
+        *,
+        max_messages: int = 256,
+        max_bytes: int = 1024 * 1024,
+        max_in_flight: int = 2,
     ) -> None:
-        if max_messages < 1 or max_bytes < 1:
-            raise ValueError("max_messages and max_bytes must be >= 1")
+        if max_messages < 1 or max_bytes < 1 or max_in_flight < 1:
+            raise ValueError("max_messages, max_bytes and max_in_flight must be >= 1")
         self._send_batch = send_batch
         self.max_messages = max_messages
         self.max_bytes = max_bytes
+        #: batches of one topic allowed in flight at once
+        self.max_in_flight = max_in_flight
         self._lock = threading.Lock()
         self._topics: dict[str, _TopicBatcher] = {}
         #: batches sent so far (for tests and stats)
@@ -85,9 +96,9 @@ class ProduceAccumulator:
                 batcher = self._topics[msg.topic] = _TopicBatcher()
             batcher.queue.append(pending)
             batcher.queued_bytes += pending.size
-            if batcher.in_flight:
+            if batcher.in_flight >= self.max_in_flight:
                 return pending.future
-            batcher.in_flight = True
+            batcher.in_flight += 1
             batch = self._take(batcher)
         self._launch(msg.topic, batch)
         return pending.future
@@ -154,7 +165,7 @@ class ProduceAccumulator:
         with self._lock:
             batcher = self._topics[topic]
             if not batcher.queue:
-                batcher.in_flight = False
+                batcher.in_flight -= 1
                 return
             nxt = self._take(batcher)
         self._launch(topic, nxt)

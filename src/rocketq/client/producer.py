@@ -151,6 +151,7 @@ class Producer:
                 lambda msgs: self._send_async_now(msgs[0] if len(msgs) == 1 else msgs),
                 max_messages=cfg.auto_batch_max_messages,
                 max_bytes=cfg.auto_batch_max_bytes,
+                max_in_flight=cfg.auto_batch_max_in_flight,
             )
 
     # ================================================================== lifecycle

@@ -1,0 +1,88 @@
+"""ProduceAccumulator's batching rules, with a stub in place of the producer's batch send."""
+
+from __future__ import annotations
+
+import concurrent.futures
+
+import pytest
+
+from rocketq.client.api_results import SendResult, SendStatus
+from rocketq.client.produce_accumulator import ProduceAccumulator
+from rocketq.protocol.message import Message
+from rocketq.protocol.message_queue import MessageQueue
+
+
+class StubSend:
+    """Records each batch and leaves its future for the test to complete."""
+
+    def __init__(self) -> None:
+        self.batches: list[tuple[list[Message], concurrent.futures.Future[SendResult]]] = []
+
+    def __call__(self, msgs: list[Message]) -> concurrent.futures.Future[SendResult]:
+        fut: concurrent.futures.Future[SendResult] = concurrent.futures.Future()
+        self.batches.append((list(msgs), fut))
+        return fut
+
+    def complete(self, index: int, first_offset: int) -> None:
+        msgs, fut = self.batches[index]
+        fut.set_result(
+            SendResult(
+                status=SendStatus.SEND_OK,
+                msg_id=",".join(f"U{first_offset + i}" for i in range(len(msgs))),
+                offset_msg_id=",".join(f"O{first_offset + i}" for i in range(len(msgs))),
+                message_queue=MessageQueue("T", "b", 1),
+                queue_offset=first_offset,
+                region_id="r",
+            )
+        )
+
+
+def _bodies(msgs: list[Message]) -> list[bytes]:
+    return [m.body for m in msgs]
+
+
+@pytest.mark.parametrize("max_in_flight", [1, 2, 3])
+def test_at_most_max_in_flight_batches_and_queued_messages_leave_together(max_in_flight: int) -> None:
+    send = StubSend()
+    acc = ProduceAccumulator(send, max_in_flight=max_in_flight)
+    futures = [acc.add(Message("T", f"m{i}".encode())) for i in range(10)]
+    # the first max_in_flight messages leave alone at once; the rest wait for a free slot
+    assert [_bodies(b) for b, _ in send.batches] == [[f"m{i}".encode()] for i in range(max_in_flight)]
+    send.complete(0, 100)
+    queued = [f"m{i}".encode() for i in range(max_in_flight, 10)]
+    assert _bodies(send.batches[-1][0]) == queued  # the queue left as one batch
+    assert len(send.batches) == max_in_flight + 1
+    assert futures[0].result(0).queue_offset == 100
+    send.complete(len(send.batches) - 1, 200)
+    for i, msg_body in enumerate(queued):
+        result = futures[max_in_flight + i].result(0)
+        assert (result.msg_id, result.offset_msg_id, result.queue_offset) == (
+            f"U{200 + i}",
+            f"O{200 + i}",
+            200 + i,
+        )
+        assert result.region_id == "r"
+        assert msg_body == f"m{max_in_flight + i}".encode()
+    for i in range(1, max_in_flight):
+        send.complete(i, 300 + i)
+    # every slot is free again: the next message leaves at once
+    acc.add(Message("T", b"again"))
+    assert _bodies(send.batches[-1][0]) == [b"again"]
+
+
+def test_a_failed_batch_fails_each_of_its_messages_and_frees_its_slot() -> None:
+    send = StubSend()
+    acc = ProduceAccumulator(send, max_in_flight=1)
+    first = acc.add(Message("T", b"a"))
+    queued = [acc.add(Message("T", b"b")), acc.add(Message("T", b"c"))]
+    send.batches[0][1].set_exception(RuntimeError("broker down"))
+    assert isinstance(first.exception(0), RuntimeError)
+    send.batches[1][1].set_exception(RuntimeError("still down"))
+    assert [str(f.exception(0)) for f in queued] == ["still down", "still down"]
+    acc.add(Message("T", b"d"))
+    assert _bodies(send.batches[-1][0]) == [b"d"]
+
+
+def test_max_in_flight_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="max_in_flight"):
+        ProduceAccumulator(StubSend(), max_in_flight=0)
