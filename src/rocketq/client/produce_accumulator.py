@@ -26,7 +26,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rocketq.client.api_results import SendResult
@@ -103,11 +103,17 @@ class ProduceAccumulator:
         self._launch(msg.topic, batch)
         return pending.future
 
-    def _take(self, batcher: _TopicBatcher) -> list[_Pending]:
+    def _take(self, batcher: _TopicBatcher) -> Sequence[_Pending]:
         """Up to max_messages / max_bytes from the front of the queue (lock held)."""
+        queue = batcher.queue
+        if len(queue) <= self.max_messages and batcher.queued_bytes <= self.max_bytes:
+            # the whole queue fits (the usual case): swap it out, no per-message work under
+            # the lock that every send_async takes
+            batcher.queue = collections.deque()
+            batcher.queued_bytes = 0
+            return queue
         taken: list[_Pending] = []
         size = 0
-        queue = batcher.queue
         while queue and len(taken) < self.max_messages:
             if taken and size + queue[0].size > self.max_bytes:
                 break
@@ -117,7 +123,7 @@ class ProduceAccumulator:
         batcher.queued_bytes -= size
         return taken
 
-    def _launch(self, topic: str, batch: list[_Pending]) -> None:
+    def _launch(self, topic: str, batch: Sequence[_Pending]) -> None:
         self.batches_sent += 1
         try:
             fut = self._send_batch([p.msg for p in batch])
@@ -129,7 +135,7 @@ class ProduceAccumulator:
     def _complete(
         self,
         topic: str,
-        batch: list[_Pending],
+        batch: Sequence[_Pending],
         fut: concurrent.futures.Future[SendResult] | None,
         error: BaseException | None,
     ) -> None:

@@ -86,3 +86,26 @@ def test_a_failed_batch_fails_each_of_its_messages_and_frees_its_slot() -> None:
 def test_max_in_flight_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_in_flight"):
         ProduceAccumulator(StubSend(), max_in_flight=0)
+
+
+def test_a_queue_over_the_limits_leaves_in_several_batches() -> None:
+    send = StubSend()
+    acc = ProduceAccumulator(send, max_in_flight=1, max_messages=3, max_bytes=10_000)
+    acc.add(Message("T", b"first"))
+    for i in range(7):
+        acc.add(Message("T", f"q{i}".encode()))
+    big = acc.add(Message("T", b"x" * 9_000))
+    last = acc.add(Message("T", b"l" * 1_000))
+    n = 0
+    while n < len(send.batches):
+        send.complete(n, n * 10)
+        n += 1
+    # 3 by count, 3 by count, then q6 + the 9,000-byte body (each message counts its body
+    # + 64: 66 + 9,064 <= 10,000); the 1,000-byte one would pass max_bytes, so it waits
+    assert [_bodies(b) for b, _ in send.batches[1:]] == [
+        [b"q0", b"q1", b"q2"],
+        [b"q3", b"q4", b"q5"],
+        [b"q6", b"x" * 9_000],
+        [b"l" * 1_000],
+    ]
+    assert big.done() and last.done()
