@@ -17,8 +17,9 @@ Invariants:
 * Consume-queue offsets come from ``topic_queue_table`` under ``put_lock``; prepared and
   rolled-back transactional records get queue offset 0 and do not advance it.
 * ``wrote_position`` of the segment is published after the bytes, and the dispatcher runs
-  for each record after its publication, still under the lock: consume-queue units are
-  therefore appended in commit-log order and always point at readable bytes.
+  for each record after its publication (for a batch: once, after the whole batch is
+  published), still under the lock: consume-queue units are therefore appended in
+  commit-log order and always point at readable bytes.
 """
 
 from __future__ import annotations
