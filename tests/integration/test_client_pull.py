@@ -101,7 +101,8 @@ def test_blocking_pull_is_woken_by_a_send(
         sender.join()
         assert result.pull_status is PullStatus.FOUND
         assert [m.body for m in result.msg_found_list] == [b"late"]
-        assert 0.3 < elapsed < 10
+        # woken by the arrival itself, not by the 5 s safety scan
+        assert 0.3 < elapsed < 3.0, elapsed
         fut = c.pull_async(q0, "*", 0, 2)
         assert [m.body for m in fut.result(timeout=10).msg_found_list] == [b"m0", b"m1"]
 

@@ -8,7 +8,8 @@ Mirrors ``org.apache.rocketmq.broker.longpolling.PullRequestHoldService`` and
   stopped (Java never answers those either).
 * Everything runs on the broker's event loop. The store reports arrivals from whatever
   thread appended; :meth:`PullRequestHoldService.on_message_arrived` only hands them to the
-  loop (``call_soon_threadsafe``) and never touches the store under the append lock.
+  loop (``call_soon`` from the loop's own thread, ``call_soon_threadsafe`` from any other)
+  and never touches the store under the append lock.
 * Improvement over Java, same observable contract: each request gets its own timer at its
   deadline instead of waiting for the 5 s scan, so a held pull lasts its suspend time, not
   up to 5 s more. The periodic scan (every 5 s, 1 s with short polling) is kept as a safety
@@ -28,6 +29,15 @@ from rocketq.protocol.frame import RemotingCommand
 from rocketq.remoting.server import Channel
 
 __all__ = ["PullRequest", "PullRequestHoldService"]
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in this thread, if any."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +124,12 @@ class PullRequestHoldService:
         loop = self._loop
         if loop is None or (topic, queue_id) not in self._table:
             return
-        loop.call_soon_threadsafe(self.notify_message_arriving, topic, queue_id, max_offset, tags_code)
+        if _running_loop() is loop:
+            # a send on the loop itself: no self-pipe wakeup needed, and the send's own
+            # response leaves first (this runs in the next iteration)
+            loop.call_soon(self.notify_message_arriving, topic, queue_id, max_offset, tags_code)
+        else:
+            loop.call_soon_threadsafe(self.notify_message_arriving, topic, queue_id, max_offset, tags_code)
 
     def notify_message_arriving(
         self, topic: str, queue_id: int, max_offset: int, tags_code: int | None = None
