@@ -334,16 +334,18 @@ class Producer:
         if not msgs:
             raise IllegalArgumentError("a batch needs at least one message")
         first = msgs[0]
+        topic = first.topic
+        wait = first.wait_store_msg_ok  # a property lookup: read once, not per message
         uniq_ids = []
         for msg in msgs:
             self._check_message(msg)
-            if msg.topic != first.topic:
+            if msg.topic != topic:
                 raise IllegalArgumentError("The topic of the messages in one batch should be the same")
             if msg.delay_time_level > 0:
                 raise IllegalArgumentError("TimeDelayLevel is not supported for batching")
             if msg.topic.startswith(_RETRY_GROUP_TOPIC_PREFIX):
                 raise IllegalArgumentError("Retry Group is not supported for batching")
-            if msg.wait_store_msg_ok != first.wait_store_msg_ok:
+            if msg.wait_store_msg_ok != wait:
                 raise IllegalArgumentError("The waitStoreMsgOK of the messages in one batch should the same")
             uniq = msg.properties.get(MessageConst.UNIQ_KEY)
             if not uniq:
@@ -355,9 +357,9 @@ class Producer:
             raise IllegalArgumentError(
                 f"the message body size over max value, MAX: {self.config.max_message_size}"
             )
-        batch_props = {MessageConst.WAIT: "true" if first.wait_store_msg_ok else "false"}
+        batch_props = {MessageConst.WAIT: "true" if wait else "false"}
         return _Prepared(
-            topic=first.topic,
+            topic=topic,
             body=body,
             sys_flag=0,
             flag=0,
