@@ -104,6 +104,14 @@ _PUT_STATUS_RESPONSE: dict[PutMessageStatus, tuple[int, str | None]] = {
 }
 
 
+def _max_reconsume_times(request: RemotingCommand, from_header: int | None, group_max: int) -> int:
+    """The group's ``retryMaxTimes``, or from V3_4_9 on the header's ``maxReconsumeTimes``
+    (``handleRetryAndDLQ`` and ``asyncConsumerSendMsgBack`` alike)."""
+    if request.version >= Version.V3_4_9 and from_header is not None:
+        return int(from_header)
+    return group_max
+
+
 #: SEND_MESSAGE's V1 header or the V2 one (same attributes, one-letter wire names)
 _SendHeader = SendMessageRequestHeader | SendMessageRequestHeaderV2
 
@@ -128,9 +136,12 @@ class SendMessageProcessor:
             header = decode_request_header(request, SendMessageRequestHeaderV2)
         if isinstance(header, RemotingCommand):
             return header
+        error, queue_id = self._msg_check(channel, request, header)
+        if error is not None:
+            return error
         if header.batch:
-            return await self._send_batch(channel, request, header)
-        return await self._send_one(channel, request, header)
+            return await self._send_batch(channel, request, header, queue_id)
+        return await self._send_one(channel, request, header, queue_id)
 
     # ------------------------------------------------------------------ checks
     def _response(self, request: RemotingCommand, code: int, remark: str | None) -> RemotingCommand:
@@ -206,17 +217,14 @@ class SendMessageProcessor:
 
     # ------------------------------------------------------------------ single message
     async def _send_one(
-        self, channel: Channel, request: RemotingCommand, header: _SendHeader
+        self, channel: Channel, request: RemotingCommand, header: _SendHeader, queue_id: int
     ) -> RemotingCommand | None:
         broker = self.broker
-        error, queue_id = self._msg_check(channel, request, header)
-        if error is not None:
-            return error
         topic = str(header.topic)
         props = decode_properties(header.properties or "")
         reconsume_times = int(header.reconsume_times or 0)
         if topic.startswith(RETRY_PREFIX):
-            redirected = self._handle_retry_and_dlq(request, header, props, reconsume_times)
+            redirected = self._handle_retry_and_dlq(request, header, queue_id, props, reconsume_times)
             if isinstance(redirected, RemotingCommand):
                 return redirected
             topic, queue_id = redirected
@@ -255,10 +263,13 @@ class SendMessageProcessor:
         self,
         request: RemotingCommand,
         header: _SendHeader,
+        queue_id: int,
         props: dict[str, str],
         reconsume_times: int,
     ) -> RemotingCommand | tuple[str, int]:
-        """``handleRetryAndDLQ``: a retry-topic message over its max goes to the group's DLQ."""
+        """``handleRetryAndDLQ``: a retry-topic message over its max goes to the group's DLQ;
+        any other keeps ``queue_id``, the queue ``msgCheck`` chose (a negative header queueId
+        was replaced by a random writable queue there)."""
         broker = self.broker
         topic = str(header.topic)
         group = topic[len(RETRY_PREFIX) :]
@@ -269,10 +280,7 @@ class SendMessageProcessor:
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                 f"subscription group not exist, {group}{_FAQ}",
             )
-        max_reconsume = sgc.retry_max_times
-        if request.version >= Version.V3_4_9 and header.max_reconsume_times is not None:
-            max_reconsume = int(header.max_reconsume_times)
-        queue_id = int(header.queue_id or 0)
+        max_reconsume = _max_reconsume_times(request, header.max_reconsume_times, sgc.retry_max_times)
         if reconsume_times >= max_reconsume:
             topic = DLQ_PREFIX + group
             queue_id = self._random.randrange(DLQ_NUMS_PER_GROUP)
@@ -284,12 +292,9 @@ class SendMessageProcessor:
 
     # ------------------------------------------------------------------ batch
     async def _send_batch(
-        self, channel: Channel, request: RemotingCommand, header: _SendHeader
+        self, channel: Channel, request: RemotingCommand, header: _SendHeader, queue_id: int
     ) -> RemotingCommand | None:
         broker = self.broker
-        error, queue_id = self._msg_check(channel, request, header)
-        if error is not None:
-            return error
         topic = str(header.topic)
         if topic.startswith(RETRY_PREFIX):
             return self._response(
@@ -416,9 +421,7 @@ class SendMessageProcessor:
             props[MessageConst.RETRY_TOPIC] = msg.topic
         props[MessageConst.WAIT] = "false"
         delay_level = int(header.delay_level or 0)
-        max_reconsume = sgc.retry_max_times
-        if request.version >= Version.V3_4_9 and header.max_reconsume_times is not None:
-            max_reconsume = int(header.max_reconsume_times)
+        max_reconsume = _max_reconsume_times(request, header.max_reconsume_times, sgc.retry_max_times)
         if msg.reconsume_times >= max_reconsume or delay_level < 0:
             new_topic = DLQ_PREFIX + group
             queue_id = self._random.randrange(DLQ_NUMS_PER_GROUP)
