@@ -69,7 +69,7 @@ from rocketq.protocol.frame import (
     RemotingCommand,
 )
 
-__all__ = ["RemotingClient", "RequestHandler", "parse_addr"]
+__all__ = ["RemotingClient", "RequestHandler", "exception_desc", "machinery_response", "parse_addr"]
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,9 @@ def exception_desc(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _error_response(request: RemotingCommand, code: int, remark: str) -> RemotingCommand:
+def machinery_response(request: RemotingCommand, code: int, remark: str) -> RemotingCommand:
+    """An answer the remoting machinery writes itself (no processor, or one that failed;
+    the server's [REJECTREQUEST] too), on the client and the server side alike."""
     # RemotingCommand.createResponseCommand: written in the *default* serialize type (JSON),
     # not the request's: only the processor-callback path copies the request's type
     # (NettyRemotingAbstract.processRequestCommand, 4.9.x).
@@ -724,7 +726,7 @@ class RemotingClient:
                 return
             log.warning("%s: request code %d from %s not supported", self.name, cmd.code, conn.addr)
             # NettyRemotingAbstract.processRequestCommand: no processor for the code.
-            response = _error_response(
+            response = machinery_response(
                 cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported"
             )
         else:
@@ -734,7 +736,7 @@ class RemotingClient:
                 log.exception("%s: request handler failed on code %d from %s", self.name, cmd.code, conn.addr)
                 if cmd.flag & FLAG_ONEWAY:
                     return
-                response = _error_response(cmd, ResponseCode.SYSTEM_ERROR, exception_desc(exc))
+                response = machinery_response(cmd, ResponseCode.SYSTEM_ERROR, exception_desc(exc))
             else:
                 if response is None or cmd.flag & FLAG_ONEWAY:
                     return
@@ -747,6 +749,6 @@ class RemotingClient:
             frame = response.encode()
         except ProtocolError as exc:
             log.exception("%s: cannot encode the response to code %d", self.name, cmd.code)
-            frame = _error_response(cmd, ResponseCode.SYSTEM_ERROR, exception_desc(exc)).encode()
+            frame = machinery_response(cmd, ResponseCode.SYSTEM_ERROR, exception_desc(exc)).encode()
         if not conn.closed:
             self._write(conn, frame)

@@ -31,7 +31,7 @@ from collections.abc import Callable, Coroutine, Generator
 from typing import Any, Final, Protocol, TypeVar
 
 from rocketq.errors import ConnectError, ProtocolError, RequestTimeoutError
-from rocketq.protocol.codes import ResponseCode, SerializeType
+from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.frame import (
     FLAG_ONEWAY,
     FLAG_RESPONSE,
@@ -39,7 +39,7 @@ from rocketq.protocol.frame import (
     FrameDecoder,
     RemotingCommand,
 )
-from rocketq.remoting.client import exception_desc
+from rocketq.remoting.client import exception_desc, machinery_response
 
 __all__ = ["Channel", "ChannelListener", "LoopThread", "RemotingServer", "RequestProcessor", "ServerThread"]
 
@@ -64,14 +64,6 @@ class RequestProcessor(Protocol):
     """
 
     async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None: ...
-
-
-def _machinery_response(request: RemotingCommand, code: int, remark: str) -> RemotingCommand:
-    # RemotingCommand.createResponseCommand written straight to the channel: default
-    # serialize type (JSON), not the request's (NettyRemotingAbstract.processRequestCommand).
-    return RemotingCommand(
-        code=code, flag=FLAG_RESPONSE, opaque=request.opaque, remark=remark, serialize_type=SerializeType.JSON
-    )
 
 
 #: Writes of at least this many bytes are not joined with their neighbours (Channel._flush).
@@ -467,14 +459,14 @@ class RemotingServer:
             remark = f" request type {cmd.code} not supported"
             log.error("%s%s", channel.remote_addr, remark)
             channel._write_bytes(
-                _machinery_response(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark).encode()
+                machinery_response(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark).encode()
             )
             return
         reject = getattr(processor, "reject_request", None)
         if reject is not None and reject():
             # NettyRemotingAbstract.processRequestCommand: rejectRequest() -> SYSTEM_BUSY.
             channel._write_bytes(
-                _machinery_response(
+                machinery_response(
                     cmd,
                     ResponseCode.SYSTEM_BUSY,
                     "[REJECTREQUEST]system busy, start flow control for a while",
@@ -533,7 +525,7 @@ class RemotingServer:
         )
         if not cmd.flag & FLAG_ONEWAY:
             # NettyRemotingAbstract: SYSTEM_ERROR with RemotingHelper.exceptionSimpleDesc(e).
-            response = _machinery_response(cmd, ResponseCode.SYSTEM_ERROR, exception_desc(exc))
+            response = machinery_response(cmd, ResponseCode.SYSTEM_ERROR, exception_desc(exc))
             channel._write_bytes(response.encode())
 
     async def _idle_scan(self) -> None:
