@@ -122,10 +122,6 @@ class DispatchRequest:
         self.store_timestamp = store_timestamp
 
     @property
-    def transaction_type(self) -> int:
-        return self.sys_flag & _TRANSACTION_MASK
-
-    @property
     def in_consume_queue(self) -> bool:
         """Prepared and rolled-back transactional records are never consumable."""
         tran = self.sys_flag & _TRANSACTION_MASK

@@ -121,13 +121,14 @@ class ConsumeQueue:
 
     # -- writing ------------------------------------------------------------------------
 
-    def put(self, offset: int, size: int, tags_code: int, cq_offset: int, store_timestamp: int) -> bool:
+    def put(self, offset: int, size: int, tags_code: int, cq_offset: int, store_timestamp: int) -> None:
         """``putMessagePositionInfo``: append the unit for logical offset ``cq_offset``.
 
-        Returns True when written or already present. Caller holds the append lock.
+        A unit already present (recovery re-dispatch, a duplicate) is left as it is. Caller
+        holds the append lock.
         """
         if offset + size <= self.max_physic_offset:
-            return True  # already dispatched (recovery re-dispatch)
+            return  # already dispatched (recovery re-dispatch)
         expect = cq_offset * CQ_STORE_UNIT_SIZE
         mf = self.queue.last_file()
         if mf is None or mf.is_full:
@@ -142,7 +143,7 @@ class ConsumeQueue:
         if cq_offset != 0:
             current = mf.file_from_offset + mf.wrote_position
             if expect < current:
-                return True  # duplicate unit: Java logs and ignores it
+                return  # duplicate unit: Java logs and ignores it
             if expect != current:
                 _log.warning(
                     "[BUG] logic queue order maybe wrong %s-%d: expect %d, current %d",
@@ -156,7 +157,6 @@ class ConsumeQueue:
         mf.wrote_position = pos + CQ_STORE_UNIT_SIZE
         mf.last_modified_ms = store_timestamp
         self.max_physic_offset = offset + size
-        return True
 
     def put_many(
         self, units: Sequence[tuple[int, int, int]], first_cq_offset: int, store_timestamp: int

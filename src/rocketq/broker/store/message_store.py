@@ -264,7 +264,6 @@ class MessageStore:
         if size + 8 > self.config.mapped_file_size_commit_log:
             return PutMessageStatus.MESSAGE_ILLEGAL  # could never fit a segment
         props = msg.properties
-        topic = msg.topic
         request = DispatchRequest(
             topic=topic,
             queue_id=msg.queue_id,
@@ -400,17 +399,13 @@ class MessageStore:
         return PutMessageResult(PutMessageStatus.PUT_OK, result, future)
 
     def _dispatch_batch(self, requests: Sequence[DispatchRequest]) -> None:
-        """:meth:`_dispatch` for the records of one batch (consecutive, one topic-queue, as
-        ``put_messages`` checks): the consume-queue units written together, the index
-        entries with one header write. Anything else goes record by record."""
+        """:meth:`_dispatch` for the records of one ``put_messages`` batch: the consume-queue
+        units written together, the index entries with one header write.
+
+        ``put_messages`` refused anything else, so the records are consecutive, of one
+        topic-queue and not transactional (every one goes to the consume queue)."""
         first = requests[0]
         key = (first.topic, first.queue_id)
-        for request in requests:
-            tran = request.sys_flag & _TRANSACTION_MASK
-            if (request.topic, request.queue_id) != key or (tran != 0 and tran != _TRANSACTION_COMMIT):  # noqa: PLR1714
-                for each in requests:
-                    self._dispatch(each)
-                return
         cq = self.consume_queue_table.get(key)
         if cq is None:
             cq = self._create_consume_queue(first.topic, first.queue_id)
