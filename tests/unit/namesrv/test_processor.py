@@ -79,6 +79,15 @@ def reg_body(*topics: tuple[str, int], counter: int = 1) -> RegisterBrokerBody:
     return body
 
 
+#: The header of UNREGISTER_BROKER / QUERY_DATA_VERSION for the broker ``register`` adds.
+_BROKER_A = {
+    "brokerId": "0",
+    "clusterName": "DefaultCluster",
+    "brokerAddr": "127.0.0.1:10911",
+    "brokerName": "broker-a",
+}
+
+
 def register(c: NamesrvController, *topics: tuple[str, int], **kw: object) -> RemotingCommand:
     body = reg_body(*topics).to_json()
     return call(c, RequestCode.REGISTER_BROKER, reg_ext(body=body, **kw), body)  # type: ignore[arg-type]
@@ -228,12 +237,7 @@ def test_missing_required_headers_and_unknown_codes(controller: NamesrvControlle
 
 def test_unregister_broker(controller: NamesrvController) -> None:
     register(controller, ("T", 4))
-    ext = {
-        "brokerId": "0",
-        "clusterName": "DefaultCluster",
-        "brokerAddr": "127.0.0.1:10911",
-        "brokerName": "broker-a",
-    }
+    ext = dict(_BROKER_A)
     response = call(controller, RequestCode.UNREGISTER_BROKER, ext)
     assert response.code == ResponseCode.SUCCESS
     assert response.ext_fields is None  # createResponseCommand(null)
@@ -241,12 +245,7 @@ def test_unregister_broker(controller: NamesrvController) -> None:
 
 
 def test_query_data_version(controller: NamesrvController) -> None:
-    ext = {
-        "brokerId": "0",
-        "clusterName": "DefaultCluster",
-        "brokerAddr": "127.0.0.1:10911",
-        "brokerName": "broker-a",
-    }
+    ext = dict(_BROKER_A)
     v1 = DataVersion(timestamp=1700000000000, counter=1).to_json()
     unknown = call(controller, RequestCode.QUERY_DATA_VERSION, ext, v1)
     assert (unknown.code, unknown.ext_fields, unknown.body) == (
@@ -270,12 +269,7 @@ def test_query_data_version_keeps_an_unchanged_broker_alive(controller: NamesrvC
     clock = controller.clock_ms
     assert isinstance(clock, FakeClock)
     register(controller, ("T", 4))
-    ext = {
-        "brokerId": "0",
-        "clusterName": "DefaultCluster",
-        "brokerAddr": "127.0.0.1:10911",
-        "brokerName": "broker-a",
-    }
+    ext = dict(_BROKER_A)
     clock.now += 100_000
     call(
         controller,
