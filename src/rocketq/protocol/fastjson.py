@@ -538,7 +538,7 @@ class _Writer:
 def _set_order(items: set[Any] | frozenset[Any]) -> list[object]:
     """A deterministic order for Python sets: Java HashSet order for strings, else sorted."""
     if all(isinstance(x, str) for x in items):
-        return list(hashmap_order(items))
+        return hashmap_order(items)
     try:
         return sorted(items)
     except TypeError:

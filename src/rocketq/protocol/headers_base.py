@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 import inspect
 import typing
 from collections.abc import Callable, Mapping
@@ -45,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from rocketq.protocol.codes import SerializeType
-from rocketq.protocol.java import hashmap_order, string_hash
+from rocketq.protocol.java import hashmap_capacity, hashmap_order, string_hash
 
 __all__ = [
     "JAVA_HEADER_PACKAGE",
@@ -248,48 +247,17 @@ _ANNOTATION_TYPES: dict[JavaType, type] = {
 
 
 # --------------------------------------------------------------------------- Java orders
-def _java_hash_order(items: list[tuple[str, int]]) -> list[str]:
-    """Iteration order of a default ``HashMap``/``HashSet`` filled with (name, hashCode)."""
-    capacity = 16
-    while len(items) > capacity * 3 // 4:
-        capacity *= 2
+def _bucket_order(items: list[tuple[str, int]], capacity: int) -> list[str]:
+    """Iteration order of a ``HashMap``/``HashSet`` table of ``capacity`` slots filled with
+    (name, hashCode) in this order: by bucket ``(h ^ h >>> 16) & (capacity - 1)``, a
+    bucket's chain in insertion order (``sorted`` is stable)."""
     mask = capacity - 1
 
     def bucket(item: tuple[str, int]) -> int:
         h = item[1] & 0xFFFFFFFF
         return (h ^ (h >> 16)) & mask
 
-    return [name for name, _ in sorted(items, key=bucket)]  # stable: bucket chains keep order
-
-
-def _capacity(size: int) -> int:
-    capacity = 16
-    while size > capacity * 3 // 4:
-        capacity *= 2
-    return capacity
-
-
-@functools.lru_cache(maxsize=4096)
-def _spread(key: str) -> int:
-    """``HashMap.hash(key)``: the String hash with its high half folded in."""
-    h = string_hash(key) & 0xFFFFFFFF
-    return h ^ (h >> 16)
-
-
-@functools.lru_cache(maxsize=1024)
-def _merged_order(keys: tuple[str, ...]) -> tuple[str, ...]:
-    """HashMap iteration order of ``keys`` put in this order into a default ``HashMap``.
-
-    Memoized: a server answers with the same key sets (e.g. every send response) again
-    and again."""
-    mask = _capacity(len(keys)) - 1
-    return tuple(sorted(keys, key=lambda key: _spread(key) & mask))  # stable: chains keep order
-
-
-def _bucket_order(keys: list[str], capacity: int) -> list[str]:
-    """HashMap iteration order of ``keys`` (insertion order) in a table of ``capacity``."""
-    mask = capacity - 1
-    return sorted(keys, key=lambda key: _spread(key) & mask)  # stable: chains keep order
+    return [name for name, _ in sorted(items, key=bucket)]
 
 
 _Slot = tuple[str, str, Callable[[object], str]]  # attr, wire, formatter
@@ -341,17 +309,19 @@ def _build_plan(cls: type[CommandHeader]) -> _Plan:
     for wf in fields:
         by_class.setdefault(wf.declaring_java_class, []).append(wf)
     collected = [wf for java in reversed(list(by_class)) for wf in by_class[java]]
-    insertion = _java_hash_order(
-        [(wf.wire, string_hash(wf.declaring_java_class) ^ string_hash(wf.wire)) for wf in collected]
+    full_capacity = hashmap_capacity(len(fields))
+    insertion = _bucket_order(
+        [(wf.wire, string_hash(wf.declaring_java_class) ^ string_hash(wf.wire)) for wf in collected],
+        full_capacity,
     )
     slots = {wf.wire: (wf.attr, wf.wire, _FORMATTERS[wf.java_type]) for wf in fields}
-    full_capacity = _capacity(len(fields))
+    keyed = [(wire, string_hash(wire)) for wire in insertion]
     orders: dict[int, tuple[_Slot, ...]] = {}
     capacity = 16
     while capacity <= full_capacity:
         # Any subset of the keys that lands in a table of this size iterates in this
         # order filtered to the subset, so one precomputed order per size suffices.
-        orders[capacity] = tuple(slots[w] for w in _bucket_order(insertion, capacity))
+        orders[capacity] = tuple(slots[w] for w in _bucket_order(keyed, capacity))
         capacity *= 2
     fast_attrs = cls.FAST_CODES_ORDER
     fast_order = None
@@ -448,9 +418,9 @@ class CommandHeader:
             value = getattr(self, attr)
             if value is not None:
                 out[wire] = fmt(value)
-        if plan.full_capacity > 16 and _capacity(len(out)) != plan.full_capacity:
+        if plan.full_capacity > 16 and (capacity := hashmap_capacity(len(out))) != plan.full_capacity:
             # fewer keys -> smaller HashMap table -> a different bucket order
-            out = {wire: out[wire] for _, wire, _ in plan.orders[_capacity(len(out))] if wire in out}
+            out = {wire: out[wire] for _, wire, _ in plan.orders[capacity] if wire in out}
         return out
 
     def _merge_with(self, plan: _Plan, extra: Mapping[str, str]) -> dict[str, str]:
@@ -462,7 +432,7 @@ class CommandHeader:
                 if wire not in values:
                     keys.append(wire)
                 values[wire] = fmt(value)
-        return {key: values[key] for key in _merged_order(tuple(keys))}
+        return {key: values[key] for key in hashmap_order(keys)}
 
     @classmethod
     def from_ext_fields(cls: type[_H], ext: Mapping[str, str] | None) -> _H:

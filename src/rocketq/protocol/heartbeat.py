@@ -160,20 +160,6 @@ def _java_trim(s: str) -> str:
     return s[start:end]
 
 
-def _int_hashset_order(values: list[int]) -> list[int]:
-    """Iteration order of a ``HashSet<Integer>`` filled in ``values`` order."""
-    unique = list(dict.fromkeys(values))
-    capacity = 16
-    while len(unique) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(v: int) -> int:
-        h = v & 0xFFFFFFFF  # Integer.hashCode is the value; HashMap.hash spreads it
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    return sorted(unique, key=bucket)
-
-
 def build_subscription_data(
     topic: str,
     expression: str | None,
@@ -215,5 +201,5 @@ def build_subscription_data(
         if tag:
             tags.append(tag)
     data.tags_set = hashmap_order(tags)
-    data.code_set = _int_hashset_order([string_hash(t) for t in tags])
+    data.code_set = hashmap_order([string_hash(t) for t in tags])  # HashSet<Integer> order
     return data

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 _K = TypeVar("_K", str, int)
 
-__all__ = ["concurrent_hashmap_order", "hashmap_order", "string_hash"]
+__all__ = ["concurrent_hashmap_order", "hashmap_capacity", "hashmap_order", "string_hash"]
 
 
 def string_hash(s: str) -> int:
@@ -33,13 +33,36 @@ def string_hash(s: str) -> int:
     return h - 0x100000000 if h & 0x80000000 else h
 
 
-def _spread(key: str) -> int:
-    h = string_hash(key) & 0xFFFFFFFF
+def _java_hash(key: str | int) -> int:
+    """``hashCode()`` of a String or an Integer, as an unsigned 32-bit value."""
+    return (string_hash(key) if isinstance(key, str) else key) & 0xFFFFFFFF
+
+
+def _spread(key: str | int) -> int:
+    """``HashMap.hash``: the hash code with its high half folded into the low half."""
+    h = _java_hash(key)
     return h ^ (h >> 16)
 
 
-def hashmap_order(keys: Iterable[str], initial_capacity: int = 16) -> list[str]:
+def hashmap_capacity(size: int, initial_capacity: int = 16) -> int:
+    """Table size of ``new HashMap<>(initial_capacity)`` holding ``size`` entries.
+
+    ``HashMap.tableSizeFor`` rounds the initial capacity up to a power of two; the table
+    doubles while the size exceeds 3/4 of it (load factor 0.75).
+    """
+    capacity = 1
+    while capacity < initial_capacity:
+        capacity <<= 1
+    while size > capacity * 3 // 4:
+        capacity <<= 1
+    return capacity
+
+
+def hashmap_order(keys: Iterable[_K], initial_capacity: int = 16) -> list[_K]:
     """Iteration order of ``new HashMap<>(initial_capacity)`` (or HashSet) after ``put`` of ``keys``.
+
+    Keys are Strings or Integers (``Integer.hashCode`` is the value, e.g. a
+    ``HashSet<Integer>`` of tag codes).
 
     ``HashMap.tableSizeFor`` rounds the capacity up to a power of two and the table doubles
     while the size exceeds 3/4 of it; entries iterate by bucket and, within a bucket, in
@@ -51,21 +74,11 @@ def hashmap_order(keys: Iterable[str], initial_capacity: int = 16) -> list[str]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _hashmap_order(keys: tuple[str, ...], initial_capacity: int) -> tuple[str, ...]:
+def _hashmap_order(keys: tuple[_K, ...], initial_capacity: int) -> tuple[_K, ...]:
     unique = list(dict.fromkeys(keys))
-    capacity = 1
-    while capacity < initial_capacity:
-        capacity <<= 1
-    while len(unique) > capacity * 3 // 4:
-        capacity <<= 1
-    mask = capacity - 1
+    mask = hashmap_capacity(len(unique), initial_capacity) - 1
     # sorted() is stable: keys sharing a bucket keep their insertion order.
     return tuple(sorted(unique, key=lambda k: _spread(k) & mask))
-
-
-def _java_hash(key: str | int) -> int:
-    """``hashCode()`` of a String or an Integer, as an unsigned 32-bit value."""
-    return (string_hash(key) if isinstance(key, str) else key) & 0xFFFFFFFF
 
 
 def concurrent_hashmap_order(keys: Iterable[_K], initial_capacity: int = 16) -> list[_K]:
@@ -84,9 +97,4 @@ def concurrent_hashmap_order(keys: Iterable[_K], initial_capacity: int = 16) -> 
     while len(unique) >= n - (n >> 2):
         n <<= 1
     mask = n - 1
-
-    def bucket(k: _K) -> int:
-        h = _java_hash(k)
-        return ((h ^ (h >> 16)) & 0x7FFFFFFF) & mask
-
-    return sorted(unique, key=bucket)
+    return sorted(unique, key=lambda k: _spread(k) & 0x7FFFFFFF & mask)
