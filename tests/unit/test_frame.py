@@ -98,6 +98,32 @@ def test_lenient_ext_values_and_language_ordinal() -> None:
     assert cmd.ext_fields == {"a": "1", "b": "true"}
 
 
+def test_missing_json_fields_take_the_java_defaults() -> None:
+    # RemotingCommand field initializers: language = JAVA, flag = opaque = 0 (reference 1.3).
+    header = b'{"code":105}'
+    cmd = decode_frame(struct.pack(">iI", 4 + len(header), len(header)) + header)
+    assert (cmd.language, cmd.flag, cmd.opaque, cmd.remark, cmd.ext_fields) == (
+        LanguageCode.JAVA,
+        0,
+        0,
+        None,
+        None,
+    )
+
+
+def test_binary_header_empty_strings() -> None:
+    # RocketMQSerializable.rocketMQProtocolEncode writes an empty remark as length 0 and
+    # rocketMQProtocolDecode reads length 0 as null; mapDeserialize keeps an empty
+    # extFields value as "" (4.9.7), so only the remark loses its empty string.
+    cmd = RemotingCommand(code=11, remark="", ext_fields={"k": ""}, serialize_type=SerializeType.ROCKETMQ)
+    header = cmd.encode_header()
+    assert header[13:17] == b"\x00\x00\x00\x00"  # remarkLength 0
+    assert header[17:] == bytes.fromhex("00000007") + b"\x00\x01k" + b"\x00\x00\x00\x00"
+    back = decode_frame(cmd.encode())
+    assert back.remark is None
+    assert back.ext_fields == {"k": ""}
+
+
 def test_control_characters_escaped_like_fastjson() -> None:
     cmd = RemotingCommand(code=310, ext_fields={"i": "TAGS\x01a\x02WAIT\x01true"})
     assert b'"i":"TAGS\\u0001a\\u0002WAIT\\u0001true"' in cmd.encode_header()

@@ -37,7 +37,7 @@ from rocketq.protocol.headers import (
     jint,
     jstring,
 )
-from rocketq.protocol.java import hashmap_order
+from rocketq.protocol.java import hashmap_capacity, hashmap_order
 from tests.conftest import GoldenFrame, load_golden_frames
 
 # Request codes seen in the golden captures that genuinely have no custom header in
@@ -563,3 +563,10 @@ def test_every_registered_class_round_trips(cls: type[CommandHeader]) -> None:
 
     check()
     assert [f.name for f in fields(cls)] == [wf.attr for wf in cls.wire_fields()]
+
+
+def test_hashmap_capacity_follows_java_resize() -> None:
+    # HashMap: tableSizeFor(initialCapacity), then doubling while size > 0.75 * table;
+    # to_ext_fields re-orders a header with fewer keys by the smaller table.
+    assert [hashmap_capacity(n) for n in (0, 12, 13, 24, 25)] == [16, 16, 32, 32, 64]
+    assert (hashmap_capacity(3, 3), hashmap_capacity(4, 3)) == (4, 8)
