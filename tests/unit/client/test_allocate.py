@@ -18,6 +18,7 @@ from rocketq.client.consumer.allocate import (
     AllocateMessageQueueStrategy,
     allocate,
 )
+from rocketq.errors import IllegalArgumentError
 from rocketq.protocol.message_queue import MessageQueue
 
 
@@ -105,6 +106,32 @@ def test_machine_room_nearby() -> None:
     assert {mq.broker_name for mq in got["hz-1"]} == {"hz@b1", "bj@b3"}
     assert {mq.broker_name for mq in got["sh-1"]} == {"sh@b2", "bj@b3"}
     assert sorted(got["hz-1"] + got["sh-1"]) == sorted(mqs)
+
+
+def test_machine_room_nearby_takes_rooms_without_consumers_in_name_order() -> None:
+    # AllocateMachineRoomNearby groups queues in a TreeMap: after the consumer's own room,
+    # the consumer-less rooms are visited in room-name order, whatever the queue order.
+    mqs = [*_mqs(1, "zz@b9"), *_mqs(1, "hz@b1"), *_mqs(1, "bj@b3"), *_mqs(1, "cd@b4")]
+    strategy = AllocateMachineRoomNearby(
+        AllocateMessageQueueAveragely(),
+        broker_room=lambda mq: mq.broker_name.split("@")[0],
+        client_room=lambda cid: cid.split("-")[0],
+    )
+    got = strategy.allocate("G", "hz-1", mqs, ["hz-1"])
+    assert [mq.broker_name for mq in got] == ["hz@b1", "bj@b3", "cd@b4", "zz@b9"]
+
+
+def test_machine_room_nearby_refuses_an_empty_room() -> None:
+    strategy = AllocateMachineRoomNearby(
+        AllocateMessageQueueAveragely(), broker_room=lambda mq: "", client_room=lambda cid: "hz"
+    )
+    with pytest.raises(IllegalArgumentError, match="Machine room is null"):
+        strategy.allocate("G", "c0", _mqs(2), ["c0"])
+    strategy = AllocateMachineRoomNearby(
+        AllocateMessageQueueAveragely(), broker_room=lambda mq: "hz", client_room=lambda cid: ""
+    )
+    with pytest.raises(IllegalArgumentError, match="Machine room is null"):
+        strategy.allocate("G", "c0", _mqs(2), ["c0"])
 
 
 STRATEGIES: list[AllocateMessageQueueStrategy] = [

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
+from rocketq.errors import IllegalArgumentError
 from rocketq.protocol.message_queue import MessageQueue
 
 __all__ = [
@@ -254,12 +255,19 @@ class AllocateMachineRoomNearby(AbstractAllocateMessageQueueStrategy):
         cid_all: Sequence[str],
         index: int,
     ) -> list[MessageQueue]:
+        # Java groups into TreeMaps: the rooms without consumers are taken in name order
         mq_by_room: dict[str, list[MessageQueue]] = {}
         for mq in mq_all:
-            mq_by_room.setdefault(self.broker_room(mq), []).append(mq)
+            room = self.broker_room(mq)
+            if not room:
+                raise IllegalArgumentError(f"Machine room is null for mq {mq}")
+            mq_by_room.setdefault(room, []).append(mq)
         cid_by_room: dict[str, list[str]] = {}
         for cid in cid_all:
-            cid_by_room.setdefault(self.client_room(cid), []).append(cid)
+            room = self.client_room(cid)
+            if not room:
+                raise IllegalArgumentError(f"Machine room is null for consumer id {cid}")
+            cid_by_room.setdefault(room, []).append(cid)
         current_room = self.client_room(current_cid)
         result: list[MessageQueue] = []
         same_room = mq_by_room.pop(current_room, [])
@@ -267,7 +275,7 @@ class AllocateMachineRoomNearby(AbstractAllocateMessageQueueStrategy):
             result += self.delegate.allocate(
                 consumer_group, current_cid, same_room, cid_by_room[current_room]
             )
-        for room, queues in mq_by_room.items():
+        for room, queues in sorted(mq_by_room.items()):
             if room not in cid_by_room:
                 result += self.delegate.allocate(consumer_group, current_cid, queues, cid_all)
         return result
