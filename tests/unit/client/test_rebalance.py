@@ -193,6 +193,8 @@ def test_orderly_adds_only_locked_queues_and_lock_all() -> None:
     reb.do_rebalance(is_order=True)
     assert {mq.queue_id for mq in reb.owned_queues()} == {0}
     assert reb.process_queue_table[MessageQueue("T", "broker-a", 0)].locked
+    # Java's default: the first pull of a newly locked queue re-reads its offset
+    assert [r.previously_locked for r in reb.dispatched] == [False]
     host.locked_by_other = {MessageQueue("T", "broker-a", 0)}
     reb.lock_all()
     assert not reb.process_queue_table[MessageQueue("T", "broker-a", 0)].locked

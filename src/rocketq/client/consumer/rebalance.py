@@ -239,21 +239,17 @@ class RebalanceImpl:
     def rebalance_by_topic(self, topic: str, is_order: bool) -> bool:
         """``rebalanceByTopic``; True when the owned set of ``topic`` changed."""
         with self._lock:
-            mq_set = set(self.topic_subscribe_info_table.get(topic, set()))
-            known = topic in self.topic_subscribe_info_table
+            info = self.topic_subscribe_info_table.get(topic)
+            mq_set = set(info) if info is not None else None
+        if mq_set is None:
+            if not topic.startswith(_RETRY_GROUP_TOPIC_PREFIX):
+                log.warning("doRebalance, %s, but the topic[%s] not exist.", self.consumer_group, topic)
+            return False
         if self.message_model is MessageModel.BROADCASTING:
-            if not known:
-                if not topic.startswith(_RETRY_GROUP_TOPIC_PREFIX):
-                    log.warning("doRebalance, %s, but the topic[%s] not exist.", self.consumer_group, topic)
-                return False
             changed = self.update_process_queue_table_in_rebalance(topic, mq_set, is_order)
             if changed:
                 self.message_queue_changed(topic, mq_set, mq_set)
             return changed
-        if not known:
-            if not topic.startswith(_RETRY_GROUP_TOPIC_PREFIX):
-                log.warning("doRebalance, %s, but the topic[%s] not exist.", self.consumer_group, topic)
-            return False
         cid_all = self.host.find_consumer_id_list(topic, self.consumer_group)
         if not cid_all:
             log.warning("doRebalance, %s %s, get consumer id list failed", self.consumer_group, topic)
@@ -320,7 +316,9 @@ class RebalanceImpl:
                 if mq in self.process_queue_table:
                     continue
                 self.process_queue_table[mq] = pq
-            requests.append(PullRequest(self.consumer_group, mq, pq, next_offset, previously_locked=is_order))
+            # previously_locked stays False (Java's default): the first pull of an orderly
+            # queue re-reads its offset (DefaultMQPushConsumerImpl.pullMessage)
+            requests.append(PullRequest(self.consumer_group, mq, pq, next_offset))
             changed = True
         self.dispatch_pull_request(requests)
         return changed
@@ -374,12 +372,16 @@ class RebalanceImpl:
                     pq.last_lock_timestamp = now
         return mq in locked
 
-    def lock_all(self) -> None:
-        """``lockAll``: renew every owned queue's lock, broker by broker."""
+    def _owned_queues_by_broker(self) -> dict[str, set[MessageQueue]]:
+        """``buildProcessQueueTableByBrokerName``: the owned queues grouped by broker name."""
         by_broker: dict[str, set[MessageQueue]] = {}
         for mq in self.owned_queues():
             by_broker.setdefault(mq.broker_name, set()).add(mq)
-        for broker_name, mqs in by_broker.items():
+        return by_broker
+
+    def lock_all(self) -> None:
+        """``lockAll``: renew every owned queue's lock, broker by broker."""
+        for broker_name, mqs in self._owned_queues_by_broker().items():
             addr = self._master(broker_name)
             if addr is None:
                 continue
@@ -410,10 +412,7 @@ class RebalanceImpl:
             log.warning("unlock %s failed: %s", mq, exc)
 
     def unlock_all(self, oneway: bool) -> None:
-        by_broker: dict[str, set[MessageQueue]] = {}
-        for mq in self.owned_queues():
-            by_broker.setdefault(mq.broker_name, set()).add(mq)
-        for broker_name, mqs in by_broker.items():
+        for broker_name, mqs in self._owned_queues_by_broker().items():
             addr = self._master(broker_name)
             if addr is None:
                 continue

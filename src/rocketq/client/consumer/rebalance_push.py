@@ -149,8 +149,5 @@ class RebalancePushImpl(RebalanceImpl):
         )
 
     def dispatch_pull_request(self, requests: list[PullRequest]) -> None:
-        for request in requests:
-            # the first pull of a (re)locked orderly queue re-reads its offset from the broker
-            request.previously_locked = False
         with self._lock:
             self._pending.extend(requests)
