@@ -16,6 +16,8 @@ from rocketq.client.consumer.listener import (
     ConsumeMessageContext,
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
+    ConsumeReturnType,
+    classify_consume_result,
 )
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.stats import ConsumerStatsManager
@@ -154,6 +156,31 @@ def test_concurrent_failures_are_sent_back(outcome: str) -> None:
     service.shutdown()
     assert sorted(host.sent_back) == [(0, 5), (1, 5)]
     assert host.stats.consume_failed_tps.get("T@G").total_sum == 2
+    expected = {"later": "FAILED", "none": "RETURNNULL", "raise": "EXCEPTION", "garbage": "RETURNNULL"}
+    assert host.hook.after == [(1, False, expected[outcome])] * 2  # batch size 1
+
+
+def test_classify_consume_result_like_consume_request_run() -> None:
+    later = ConsumeConcurrentlyStatus.RECONSUME_LATER
+    ok = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+    suspend = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+
+    def classify(status: object, failed: object, exc: bool = False, rt: int = 5) -> tuple[object, object]:
+        return classify_consume_result(  # type: ignore[type-var]
+            status, failed, has_exception=exc, consume_rt_ms=rt, consume_timeout_ms=100
+        )
+
+    assert classify(None, later, exc=True) == (later, ConsumeReturnType.EXCEPTION)
+    assert classify(None, suspend) == (suspend, ConsumeReturnType.RETURNNULL)
+    assert classify(None, later, rt=500) == (later, ConsumeReturnType.RETURNNULL)  # no status wins
+    assert classify(ok, later, rt=100) == (ok, ConsumeReturnType.TIME_OUT)  # >= the timeout
+    assert classify(later, later, rt=100) == (later, ConsumeReturnType.TIME_OUT)
+    assert classify(later, later) == (later, ConsumeReturnType.FAILED)
+    assert classify(ok, later) == (ok, ConsumeReturnType.SUCCESS)
+    assert classify(ConsumeOrderlyStatus.COMMIT, suspend) == (
+        ConsumeOrderlyStatus.COMMIT,
+        ConsumeReturnType.SUCCESS,
+    )
 
 
 def test_ack_index_acknowledges_a_prefix() -> None:

@@ -30,11 +30,11 @@ from typing import Protocol
 from rocketq.client.consumer.listener import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
-    ConsumeMessageContext,
     ConsumeMessageHook,
-    ConsumeReturnType,
     MessageListenerConcurrently,
-    run_hooks,
+    classify_consume_result,
+    run_after_hooks,
+    run_before_hooks,
     shutdown_consume_pool,
 )
 from rocketq.client.consumer.process_queue import ProcessQueue
@@ -159,10 +159,7 @@ class ConsumeMessageConcurrentlyService:
             return
         context = ConsumeConcurrentlyContext(message_queue=mq)
         host.reset_retry_and_namespace(msgs)
-        hook_ctx: ConsumeMessageContext | None = None
-        if host.hooks:
-            hook_ctx = ConsumeMessageContext(host.consumer_group, mq, msgs)
-            self._run_hooks(hook_ctx, before=True)
+        hook_ctx = run_before_hooks(host.hooks, host.consumer_group, mq, msgs)
         begin = time.monotonic()
         status: ConsumeConcurrentlyStatus | None = None
         has_exception = False
@@ -179,28 +176,20 @@ class ConsumeMessageConcurrentlyService:
             has_exception = True
             log.exception("consume message exception: group=%s %s", host.consumer_group, mq)
         consume_rt_ms = int((time.monotonic() - begin) * 1000)
-        if status is None:
-            return_type = ConsumeReturnType.EXCEPTION if has_exception else ConsumeReturnType.RETURNNULL
-            status = ConsumeConcurrentlyStatus.RECONSUME_LATER
-        elif consume_rt_ms >= self.consume_timeout_ms:
-            return_type = ConsumeReturnType.TIME_OUT
-        elif status == ConsumeConcurrentlyStatus.RECONSUME_LATER:
-            return_type = ConsumeReturnType.FAILED
-        else:
-            return_type = ConsumeReturnType.SUCCESS
-        if hook_ctx is not None:
-            hook_ctx.props["ConsumeContextType"] = return_type.name
-            hook_ctx.status = status.value
-            hook_ctx.success = status == ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-            self._run_hooks(hook_ctx, before=False)
+        status, return_type = classify_consume_result(
+            status,
+            ConsumeConcurrentlyStatus.RECONSUME_LATER,
+            has_exception=has_exception,
+            consume_rt_ms=consume_rt_ms,
+            consume_timeout_ms=self.consume_timeout_ms,
+        )
+        success = status == ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+        run_after_hooks(host.hooks, hook_ctx, return_type, status, success)
         host.stats.inc_consume_rt(host.consumer_group, mq.topic, consume_rt_ms)
         if pq.is_dropped():
             log.warning("the message queue was dropped while consuming: group=%s %s", host.consumer_group, mq)
             return
         self.process_consume_result(status, context, msgs, pq, mq)
-
-    def _run_hooks(self, ctx: ConsumeMessageContext, *, before: bool) -> None:
-        run_hooks(self.host.hooks, ctx, before=before)
 
     # ------------------------------------------------------------------ results
     def process_consume_result(

@@ -30,13 +30,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from rocketq.client.consumer.listener import (
-    ConsumeMessageContext,
     ConsumeMessageHook,
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
-    ConsumeReturnType,
     MessageListenerOrderly,
-    run_hooks,
+    classify_consume_result,
+    run_after_hooks,
+    run_before_hooks,
     shutdown_consume_pool,
 )
 from rocketq.client.consumer.process_queue import REBALANCE_LOCK_INTERVAL_MS, ProcessQueue
@@ -223,10 +223,7 @@ class ConsumeMessageOrderlyService:
         """One listener call and its result; False stops the task's loop."""
         host = self.host
         context = ConsumeOrderlyContext(message_queue=mq)
-        hook_ctx: ConsumeMessageContext | None = None
-        if host.hooks:
-            hook_ctx = ConsumeMessageContext(host.consumer_group, mq, msgs)
-            self._run_hooks(hook_ctx, before=True)
+        hook_ctx = run_before_hooks(host.hooks, host.consumer_group, mq, msgs)
         status: ConsumeOrderlyStatus | None = None
         has_exception = False
         begin = time.monotonic()
@@ -242,29 +239,21 @@ class ConsumeMessageOrderlyService:
                 has_exception = True
                 log.exception("orderly consume exception: group=%s %s", host.consumer_group, mq)
         consume_rt_ms = int((time.monotonic() - begin) * 1000)
-        if status is None:
-            return_type = ConsumeReturnType.EXCEPTION if has_exception else ConsumeReturnType.RETURNNULL
-            status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
-        elif consume_rt_ms >= self.consume_timeout_ms:
-            return_type = ConsumeReturnType.TIME_OUT
-        elif status == ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT:
-            return_type = ConsumeReturnType.FAILED
-        else:
-            return_type = ConsumeReturnType.SUCCESS
+        status, return_type = classify_consume_result(
+            status,
+            ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT,
+            has_exception=has_exception,
+            consume_rt_ms=consume_rt_ms,
+            consume_timeout_ms=self.consume_timeout_ms,
+        )
         if status in (ConsumeOrderlyStatus.ROLLBACK, ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT):
             log.warning(
                 "consumeMessage orderly returned %s: group=%s %s", status.value, host.consumer_group, mq
             )
-        if hook_ctx is not None:
-            hook_ctx.props["ConsumeContextType"] = return_type.name
-            hook_ctx.status = status.value
-            hook_ctx.success = status in (ConsumeOrderlyStatus.SUCCESS, ConsumeOrderlyStatus.COMMIT)
-            self._run_hooks(hook_ctx, before=False)
+        success = status in (ConsumeOrderlyStatus.SUCCESS, ConsumeOrderlyStatus.COMMIT)
+        run_after_hooks(host.hooks, hook_ctx, return_type, status, success)
         host.stats.inc_consume_rt(host.consumer_group, mq.topic, consume_rt_ms)
         return self.process_consume_result(msgs, status, context, pq, mq)
-
-    def _run_hooks(self, ctx: ConsumeMessageContext, *, before: bool) -> None:
-        run_hooks(self.host.hooks, ctx, before=before)
 
     # ------------------------------------------------------------------ results
     def process_consume_result(
@@ -290,14 +279,10 @@ class ConsumeMessageOrderlyService:
                     log.warning("COMMIT/ROLLBACK are for auto_commit=False only; treated as SUCCESS: %s", mq)
                 commit_offset = pq.commit()
                 host.stats.inc_consume_ok_tps(group, topic, len(msgs))
+            elif self._suspend(msgs, context, pq, mq):
+                keep_going = False
             else:
-                host.stats.inc_consume_failed_tps(group, topic, len(msgs))
-                if self._check_reconsume_times(msgs):
-                    pq.make_message_to_consume_again(msgs)
-                    self.submit_consume_request_later(pq, mq, context.suspend_current_queue_time_millis)
-                    keep_going = False
-                else:
-                    commit_offset = pq.commit()
+                commit_offset = pq.commit()
         elif status == ConsumeOrderlyStatus.SUCCESS:
             host.stats.inc_consume_ok_tps(group, topic, len(msgs))
         elif status == ConsumeOrderlyStatus.COMMIT:
@@ -307,14 +292,25 @@ class ConsumeMessageOrderlyService:
             self.submit_consume_request_later(pq, mq, context.suspend_current_queue_time_millis)
             keep_going = False
         else:
-            host.stats.inc_consume_failed_tps(group, topic, len(msgs))
-            if self._check_reconsume_times(msgs):
-                pq.make_message_to_consume_again(msgs)
-                self.submit_consume_request_later(pq, mq, context.suspend_current_queue_time_millis)
-                keep_going = False
+            keep_going = not self._suspend(msgs, context, pq, mq)
         if commit_offset >= 0 and not pq.is_dropped():
             host.update_offset(mq, commit_offset, increase_only=False)
         return keep_going
+
+    def _suspend(
+        self, msgs: list[MessageExt], context: ConsumeOrderlyContext, pq: ProcessQueue, mq: MessageQueue
+    ) -> bool:
+        """SUSPEND_CURRENT_QUEUE_A_MOMENT: count the failure; True when the batch is retried later.
+
+        False means every message went to the DLQ (``checkReconsumeTimes``) and the queue
+        moves on.
+        """
+        self.host.stats.inc_consume_failed_tps(self.host.consumer_group, mq.topic, len(msgs))
+        if not self._check_reconsume_times(msgs):
+            return False
+        pq.make_message_to_consume_again(msgs)
+        self.submit_consume_request_later(pq, mq, context.suspend_current_queue_time_millis)
+        return True
 
     def _max_reconsume_times(self) -> int:
         value = self.host.max_reconsume_times

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.message_queue import MessageQueue
@@ -31,6 +31,9 @@ __all__ = [
     "ConsumeReturnType",
     "MessageListenerConcurrently",
     "MessageListenerOrderly",
+    "classify_consume_result",
+    "run_after_hooks",
+    "run_before_hooks",
     "run_hooks",
     "shutdown_consume_pool",
 ]
@@ -135,6 +138,59 @@ def run_hooks(hooks: Sequence[ConsumeMessageHook], ctx: ConsumeMessageContext, *
                 hook.consume_message_after(ctx)
         except Exception:
             log.exception("consume hook %s failed", hook.hook_name())
+
+
+def run_before_hooks(
+    hooks: Sequence[ConsumeMessageHook], group: str, mq: MessageQueue, msgs: list[MessageExt]
+) -> ConsumeMessageContext | None:
+    """``executeHookBefore``: the context the after-hooks will get, or None without hooks."""
+    if not hooks:
+        return None
+    ctx = ConsumeMessageContext(group, mq, msgs)
+    run_hooks(hooks, ctx, before=True)
+    return ctx
+
+
+def run_after_hooks(
+    hooks: Sequence[ConsumeMessageHook],
+    ctx: ConsumeMessageContext | None,
+    return_type: ConsumeReturnType,
+    status: ConsumeConcurrentlyStatus | ConsumeOrderlyStatus,
+    success: bool,
+) -> None:
+    """``executeHookAfter`` with the call's outcome; nothing when there were no before-hooks."""
+    if ctx is None:
+        return
+    ctx.props["ConsumeContextType"] = return_type.name
+    ctx.status = status.value
+    ctx.success = success
+    run_hooks(hooks, ctx, before=False)
+
+
+_Status = TypeVar("_Status", ConsumeConcurrentlyStatus, ConsumeOrderlyStatus)
+
+
+def classify_consume_result(
+    status: _Status | None,
+    failed: _Status,
+    *,
+    has_exception: bool,
+    consume_rt_ms: int,
+    consume_timeout_ms: int,
+) -> tuple[_Status, ConsumeReturnType]:
+    """The status to act on and the hooks' ``ConsumeReturnType`` (``ConsumeRequest.run``).
+
+    No status (the listener raised or returned ``None``) becomes ``failed`` with EXCEPTION or
+    RETURNNULL; otherwise a call that took ``consume_timeout_ms`` or longer is TIME_OUT, the
+    ``failed`` status FAILED and any other SUCCESS.
+    """
+    if status is None:
+        return failed, ConsumeReturnType.EXCEPTION if has_exception else ConsumeReturnType.RETURNNULL
+    if consume_rt_ms >= consume_timeout_ms:
+        return status, ConsumeReturnType.TIME_OUT
+    if status == failed:
+        return status, ConsumeReturnType.FAILED
+    return status, ConsumeReturnType.SUCCESS
 
 
 def shutdown_consume_pool(executor: ThreadPoolExecutor, await_termination_ms: int) -> None:
