@@ -131,34 +131,55 @@ class _MemoryTable:
             self._table = dict(table)
 
 
-class RemoteBrokerOffsetStore:
-    """``RemoteBrokerOffsetStore``: offsets live on the broker (CLUSTERING).
+class _MemoryBackedOffsetStore:
+    """What both stores do alike: the in-memory table and the memory side of ``readOffset``."""
 
-    ``persist_all(mqs)`` sends the offsets of ``mqs`` and forgets every other queue's
-    offset, as Java does after a rebalance took those queues away.
-    """
-
-    def __init__(self, host: OffsetBrokerHost, group: str) -> None:
-        self._host = host
-        self.group = group
+    def __init__(self) -> None:
         self._table = _MemoryTable()
-
-    def load(self) -> None:
-        """Nothing to load: the broker is asked on demand."""
 
     def update_offset(self, mq: MessageQueue, offset: int, increase_only: bool) -> None:
         self._table.update(mq, offset, increase_only)
 
     def read_offset(self, mq: MessageQueue, read_type: ReadOffsetType) -> int:
-        """-1 = no offset anywhere; -2 = the broker could not be asked (4.9.x semantics)."""
+        """``readOffset``: memory first unless READ_FROM_STORE; -1 when READ_FROM_MEMORY misses."""
         if read_type is not ReadOffsetType.READ_FROM_STORE:
             offset = self._table.get(mq)
             if offset is not None:
                 return offset
             if read_type is ReadOffsetType.READ_FROM_MEMORY:
                 return -1
+        return self._read_from_store(mq)
+
+    def _read_from_store(self, mq: MessageQueue) -> int:
+        """The stored offset, also put into memory; negative when there is none."""
+        raise NotImplementedError
+
+    def remove_offset(self, mq: MessageQueue) -> None:
+        self._table.remove(mq)
+
+    def clone_offset_table(self, topic: str | None = None) -> dict[MessageQueue, int]:
+        return self._table.snapshot(topic)
+
+
+class RemoteBrokerOffsetStore(_MemoryBackedOffsetStore):
+    """``RemoteBrokerOffsetStore``: offsets live on the broker (CLUSTERING).
+
+    ``persist_all(mqs)`` sends the offsets of ``mqs`` and forgets every other queue's
+    offset, as Java does after a rebalance took those queues away. ``read_offset``: -1 = no
+    offset anywhere; -2 = the broker could not be asked (4.9.x semantics).
+    """
+
+    def __init__(self, host: OffsetBrokerHost, group: str) -> None:
+        super().__init__()
+        self._host = host
+        self.group = group
+
+    def load(self) -> None:
+        """Nothing to load: the broker is asked on demand."""
+
+    def _read_from_store(self, mq: MessageQueue) -> int:
         try:
-            offset = self._fetch_from_broker(mq)
+            offset = self._host.query_consumer_offset(self._find_master(mq), self.group, mq)
         except BrokerError as exc:
             log.debug("no broker offset for %s/%s: %s", self.group, mq, exc)
             return -1
@@ -177,9 +198,6 @@ class RemoteBrokerOffsetStore:
             raise ClientError(f"The broker[{mq.broker_name}] not exist")
         return found.broker_addr
 
-    def _fetch_from_broker(self, mq: MessageQueue) -> int:
-        return self._host.query_consumer_offset(self._find_master(mq), self.group, mq)
-
     def update_consume_offset_to_broker(self, mq: MessageQueue, offset: int, oneway: bool) -> None:
         """UPDATE_CONSUMER_OFFSET to the queue's master; ClientError if it is unknown."""
         self._host.update_consumer_offset(self._find_master(mq), self.group, mq, offset, oneway)
@@ -188,10 +206,7 @@ class RemoteBrokerOffsetStore:
         wanted = set(mqs)
         for mq, offset in self._table.snapshot().items():
             if mq in wanted:
-                try:
-                    self.update_consume_offset_to_broker(mq, offset, True)
-                except RocketqError as exc:
-                    log.warning("persist offset %d of %s/%s failed: %s", offset, self.group, mq, exc)
+                self._send(mq, offset)
             else:
                 # RemoteBrokerOffsetStore.persistAll: forget queues no longer assigned
                 self._table.remove(mq)
@@ -199,28 +214,26 @@ class RemoteBrokerOffsetStore:
     def persist(self, mq: MessageQueue) -> None:
         offset = self._table.get(mq)
         if offset is not None:
-            try:
-                self.update_consume_offset_to_broker(mq, offset, True)
-            except RocketqError as exc:
-                log.warning("persist offset %d of %s/%s failed: %s", offset, self.group, mq, exc)
+            self._send(mq, offset)
 
-    def remove_offset(self, mq: MessageQueue) -> None:
-        self._table.remove(mq)
-
-    def clone_offset_table(self, topic: str | None = None) -> dict[MessageQueue, int]:
-        return self._table.snapshot(topic)
+    def _send(self, mq: MessageQueue, offset: int) -> None:
+        """Oneway UPDATE_CONSUMER_OFFSET; a failure is logged (the next persist retries)."""
+        try:
+            self.update_consume_offset_to_broker(mq, offset, True)
+        except RocketqError as exc:
+            log.warning("persist offset %d of %s/%s failed: %s", offset, self.group, mq, exc)
 
 
-class LocalFileOffsetStore:
+class LocalFileOffsetStore(_MemoryBackedOffsetStore):
     """``LocalFileOffsetStore``: offsets in ``<dir>/<client id>/<group>/offsets.json`` (BROADCASTING)."""
 
     def __init__(
         self, client_id: str, group: str, *, store_dir: str | os.PathLike[str] | None = None
     ) -> None:
+        super().__init__()
         base = Path(store_dir) if store_dir is not None else default_local_offset_store_dir()
         self.group = group
         self.path = base / client_id / group / "offsets.json"
-        self._table = _MemoryTable()
         self._file_lock = threading.Lock()
 
     # ------------------------------------------------------------------ file format
@@ -276,16 +289,7 @@ class LocalFileOffsetStore:
             if table is not None:
                 self._table.replace(table)
 
-    def update_offset(self, mq: MessageQueue, offset: int, increase_only: bool) -> None:
-        self._table.update(mq, offset, increase_only)
-
-    def read_offset(self, mq: MessageQueue, read_type: ReadOffsetType) -> int:
-        if read_type is not ReadOffsetType.READ_FROM_STORE:
-            offset = self._table.get(mq)
-            if offset is not None:
-                return offset
-            if read_type is ReadOffsetType.READ_FROM_MEMORY:
-                return -1
+    def _read_from_store(self, mq: MessageQueue) -> int:
         with self._file_lock:
             try:
                 table = self._read_file(self.path)
@@ -306,12 +310,6 @@ class LocalFileOffsetStore:
 
     def persist(self, mq: MessageQueue) -> None:
         self.persist_all(self._table.snapshot())
-
-    def remove_offset(self, mq: MessageQueue) -> None:
-        self._table.remove(mq)
-
-    def clone_offset_table(self, topic: str | None = None) -> dict[MessageQueue, int]:
-        return self._table.snapshot(topic)
 
     def update_consume_offset_to_broker(self, mq: MessageQueue, offset: int, oneway: bool) -> None:
         """Broadcasting offsets never go to the broker (Java: a no-op)."""
