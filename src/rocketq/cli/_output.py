@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import functools
 import json
 import logging
 import os
@@ -37,6 +38,7 @@ from rocketq.errors import BrokerError, RocketqError
 __all__ = [
     "AdminCommand",
     "Output",
+    "add_admin_command",
     "add_common_options",
     "format_ms",
     "parse_timestamp",
@@ -72,6 +74,12 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
         metavar="MS",
         help=f"timeout of each request in milliseconds (default {DEFAULT_TIMEOUT_MS})",
     )
+
+
+def add_admin_command(parser: argparse.ArgumentParser, body: AdminCommand) -> None:
+    """Give one subcommand the common options and make it run ``body`` via :func:`run_admin_command`."""
+    add_common_options(parser)
+    parser.set_defaults(func=functools.partial(run_admin_command, body=body))
 
 
 def parse_timestamp(text: str) -> int:

@@ -6,12 +6,11 @@ Output rules are those of :mod:`rocketq.cli._output`.
 from __future__ import annotations
 
 import argparse
-import functools
 import time
 from typing import Any
 
 from rocketq.admin import Admin
-from rocketq.cli._output import AdminCommand, Output, add_common_options, run_admin_command
+from rocketq.cli._output import Output, add_admin_command
 
 __all__ = ["register"]
 
@@ -28,16 +27,11 @@ def register(subparsers: Any) -> None:
     p = sub.add_parser(
         "list", help="every broker with its version, TPS and today's counts (mqadmin clusterList)"
     )
-    _finish(p, _list)
+    add_admin_command(p, _list)
 
     p = sub.add_parser("runtime", help="the runtime figures of one broker (mqadmin brokerStatus)")
     p.add_argument("-b", "--broker-addr", required=True, help="broker address ip:port")
-    _finish(p, _runtime)
-
-
-def _finish(parser: argparse.ArgumentParser, body: AdminCommand) -> None:
-    add_common_options(parser)
-    parser.set_defaults(func=functools.partial(run_admin_command, body=body))
+    add_admin_command(p, _runtime)
 
 
 def _hours_ago(ms: int) -> str:

@@ -8,18 +8,15 @@ The mqadmin commands ``consumerProgress``, ``consumerConnection``, ``consumerSta
 from __future__ import annotations
 
 import argparse
-import functools
 from typing import Any
 
 from rocketq.admin import Admin, ResetMode
 from rocketq.admin.models import mq_to_json
 from rocketq.cli._output import (
-    AdminCommand,
     Output,
-    add_common_options,
+    add_admin_command,
     format_ms,
     parse_timestamp,
-    run_admin_command,
 )
 from rocketq.protocol.bodies import ConsumerRunningInfo
 
@@ -42,13 +39,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("-g", "--group", required=True)
     p.add_argument("-t", "--topic", default=None, help="only this topic")
     p.add_argument("--no-clients", action="store_true", help="do not ask live clients which queue they hold")
-    _finish(p, _progress)
+    add_admin_command(p, _progress)
 
     p = sub.add_parser(
         "connections", help="live clients and subscriptions of a group (mqadmin consumerConnection)"
     )
     p.add_argument("-g", "--group", required=True)
-    _finish(p, _connections)
+    add_admin_command(p, _connections)
 
     p = sub.add_parser(
         "status", help="running info of each live client: queues, caches, TPS (mqadmin consumerStatus)"
@@ -56,12 +53,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("-g", "--group", required=True)
     p.add_argument("-i", "--client-id", default=None, help="only this client")
     p.add_argument("--jstack", action="store_true", help="also ask for the clients' thread stacks")
-    _finish(p, _status)
+    add_admin_command(p, _status)
 
     p = sub.add_parser("producers", help="live producers of a producer group (mqadmin producerConnection)")
     p.add_argument("-g", "--group", required=True, help="producer group")
     p.add_argument("-t", "--topic", required=True, help="a topic the group sends to (locates the brokers)")
-    _finish(p, _producers)
+    add_admin_command(p, _producers)
 
     p = sub.add_parser(
         "reset-offset",
@@ -80,7 +77,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--no-force", action="store_true", help="only move offsets backwards")
     p.add_argument("--mode", choices=["auto", "online", "offline"], default="auto", help="default auto")
-    _finish(p, _reset_offset)
+    add_admin_command(p, _reset_offset)
 
     p = sub.add_parser(
         "client-offsets",
@@ -89,12 +86,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("-g", "--group", required=True)
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-i", "--client-addr", default=None, help="only the client with this client id")
-    _finish(p, _client_offsets)
-
-
-def _finish(parser: argparse.ArgumentParser, body: AdminCommand) -> None:
-    add_common_options(parser)
-    parser.set_defaults(func=functools.partial(run_admin_command, body=body))
+    add_admin_command(p, _client_offsets)
 
 
 def _progress(args: argparse.Namespace, admin: Admin, out: Output) -> int:

@@ -10,19 +10,16 @@ The mqadmin commands ``queryMsgById``, ``queryMsgByKey``, ``queryMsgByUniqueKey`
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 from pathlib import Path
 from typing import Any
 
 from rocketq.admin import Admin, ResendMethod, ResendResult, message_to_json
 from rocketq.cli._output import (
-    AdminCommand,
     Output,
-    add_common_options,
+    add_admin_command,
     format_ms,
     parse_timestamp,
-    run_admin_command,
 )
 from rocketq.protocol.message import Message, MessageExt
 
@@ -58,7 +55,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("-q", "--queue", type=int, default=None, help="queue id (with --offset)")
     p.add_argument("--max", type=int, default=64, help="at most this many messages by key (default 64)")
     p.add_argument("--no-track", action="store_true", help="do not compute the consume state per group")
-    _finish(p, _query)
+    add_admin_command(p, _query)
 
     p = sub.add_parser(
         "send",
@@ -73,7 +70,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--jsonl", action="store_true", help="lines of --file are JSON objects")
     p.add_argument("--tags", default=None)
     p.add_argument("-k", "--keys", default=None, help="space-separated keys")
-    _finish(p, _send)
+    add_admin_command(p, _send)
 
     p = sub.add_parser(
         "consume",
@@ -86,7 +83,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("-s", "--begin", default=None, help="start at this time (epoch ms or local date-time)")
     p.add_argument("-e", "--end", default=None, help="stop after this time")
     p.add_argument("-c", "--count", type=int, default=32, help="at most this many messages (default 32)")
-    _finish(p, _consume)
+    add_admin_command(p, _consume)
 
     p = sub.add_parser(
         "resend",
@@ -108,7 +105,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("-t", "--topic", default=None, help="topic, to look ids up as unique keys")
     p.add_argument("--method", choices=[m.value for m in ResendMethod], default="direct")
     p.add_argument("--client-id", default=None, help="direct: only this client")
-    _finish(p, _resend)
+    add_admin_command(p, _resend)
 
     p = sub.add_parser(
         "resend-dlq",
@@ -126,12 +123,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--method", choices=[m.value for m in ResendMethod], default="produce")
     p.add_argument("--max", type=int, default=10_000, help="at most this many messages (default 10000)")
-    _finish(p, _resend_dlq)
-
-
-def _finish(parser: argparse.ArgumentParser, body: AdminCommand) -> None:
-    add_common_options(parser)
-    parser.set_defaults(func=functools.partial(run_admin_command, body=body))
+    add_admin_command(p, _resend_dlq)
 
 
 def _preview(msg: MessageExt) -> str:

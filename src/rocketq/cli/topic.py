@@ -8,12 +8,11 @@ Output rules are those of :mod:`rocketq.cli._output`.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 from typing import Any
 
 from rocketq.admin import Admin
-from rocketq.cli._output import AdminCommand, Output, add_common_options, format_ms, run_admin_command
+from rocketq.cli._output import Output, add_admin_command, format_ms
 
 __all__ = ["register"]
 
@@ -29,15 +28,15 @@ def register(subparsers: Any) -> None:
 
     p = sub.add_parser("list", help="list every topic the name server knows (mqadmin topicList)")
     p.add_argument("-c", "--cluster", default=None, help="only the topics of this cluster")
-    _finish(p, _list)
+    add_admin_command(p, _list)
 
     p = sub.add_parser("route", help="show a topic's route: brokers and queues (mqadmin topicRoute)")
     p.add_argument("-t", "--topic", required=True)
-    _finish(p, _route)
+    add_admin_command(p, _route)
 
     p = sub.add_parser("status", help="min/max offset and last update time per queue (mqadmin topicStatus)")
     p.add_argument("-t", "--topic", required=True)
-    _finish(p, _status)
+    add_admin_command(p, _status)
 
     for name in ("create", "update"):
         p = sub.add_parser(
@@ -56,30 +55,25 @@ def register(subparsers: Any) -> None:
         p.add_argument(
             "-o", "--order", action="store_true", help="an ordered topic (stores ORDER_TOPIC_CONFIG)"
         )
-        _finish(p, _create)
+        add_admin_command(p, _create)
 
     p = sub.add_parser(
         "delete", help="delete a topic from its brokers and the name servers (mqadmin deleteTopic)"
     )
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-c", "--cluster", default=None, help="delete on every master of this cluster")
-    _finish(p, _delete)
+    add_admin_command(p, _delete)
 
     p = sub.add_parser(
         "stats",
         help="in/out TPS, 24 h counts and lag per topic and group (mqadmin statsAll)",
     )
     p.add_argument("-t", "--topic", default=None, help="only this topic (default: all but %%RETRY%%/%%DLQ%%)")
-    _finish(p, _stats)
+    add_admin_command(p, _stats)
 
     p = sub.add_parser("consumers", help="the groups consuming a topic (mqadmin topicConsumeByWho)")
     p.add_argument("-t", "--topic", required=True)
-    _finish(p, _consumers)
-
-
-def _finish(parser: argparse.ArgumentParser, body: AdminCommand) -> None:
-    add_common_options(parser)
-    parser.set_defaults(func=functools.partial(run_admin_command, body=body))
+    add_admin_command(p, _consumers)
 
 
 def _list(args: argparse.Namespace, admin: Admin, out: Output) -> int:
