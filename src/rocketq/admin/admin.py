@@ -60,7 +60,7 @@ from rocketq.protocol.bodies import Connection, ConsumerRunningInfo, ConsumeStat
 from rocketq.protocol.codes import LanguageCode, PermName, ResponseCode, Version
 from rocketq.protocol.message import Message, MessageExt
 from rocketq.protocol.message_queue import MessageQueue
-from rocketq.protocol.mixall import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+from rocketq.protocol.mixall import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, retry_topic
 from rocketq.protocol.route import BrokerData, ClusterInfo, TopicConfig, TopicRouteData
 from rocketq.remoting.client import RemotingClient
 
@@ -248,37 +248,30 @@ class Admin:
     def _group_brokers(self, group: str) -> list[tuple[str, str]]:
         """The brokers of ``%RETRY%<group>``, else every broker of the cluster."""
         try:
-            return self.topic_brokers(RETRY_PREFIX + group)
+            return self.topic_brokers(retry_topic(group))
         except BrokerError as exc:
             if exc.code != ResponseCode.TOPIC_NOT_EXIST:
                 raise
-        return self._all_brokers()
+        return self._cluster_brokers()
 
-    def _all_brokers(self, cluster: str | None = None) -> list[tuple[str, str]]:
-        info = self.cluster_info()
-        names: Iterable[str] = info.broker_addr_table
-        if cluster is not None:
-            if cluster not in info.cluster_addr_table:
-                raise ClientError(f"cluster [{cluster}] not exist")
-            names = info.cluster_addr_table[cluster]
-        out = []
-        for name in sorted(names):
-            bd = info.broker_addr_table.get(name)
-            addr = select_broker_addr(bd) if bd is not None else None
-            if addr is not None:
-                out.append((name, addr))
-        return out
+    def _cluster_brokers(self, cluster: str | None = None, *, masters: bool = False) -> list[tuple[str, str]]:
+        """(broker name, address) of every broker of ``cluster`` (else of all), by name.
 
-    def _masters(self, cluster: str | None) -> list[tuple[str, str]]:
+        The address is the master's with ``masters`` (brokers without one are left out),
+        else the one to read from (:func:`select_broker_addr`).
+        """
         info = self.cluster_info()
-        names = info.cluster_addr_table.get(cluster, []) if cluster else list(info.broker_addr_table)
         if cluster and cluster not in info.cluster_addr_table:
             raise ClientError(f"cluster [{cluster}] not exist")
+        names: Iterable[str] = info.cluster_addr_table[cluster] if cluster else info.broker_addr_table
         out = []
         for name in sorted(names):
             bd = info.broker_addr_table.get(name)
-            if bd is not None and bd.master_addr() is not None:
-                out.append((name, str(bd.master_addr())))
+            if bd is None:
+                continue
+            addr = bd.master_addr() if masters else select_broker_addr(bd)
+            if addr is not None:
+                out.append((name, addr))
         return out
 
     # ================================================================== cluster
@@ -357,7 +350,7 @@ class Admin:
         if broker_addr is not None:
             targets = [("", broker_addr)]
         else:
-            targets = self._masters(cluster)
+            targets = self._cluster_brokers(cluster, masters=True)
             if not targets:
                 raise ClientError("no master broker found" + (f" in cluster [{cluster}]" if cluster else ""))
         tc = TopicConfig(
@@ -386,7 +379,7 @@ class Admin:
         validate_topic(topic)
         api = self._ready()
         if cluster is not None:
-            targets = [addr for _, addr in self._masters(cluster)]
+            targets = [addr for _, addr in self._cluster_brokers(cluster, masters=True)]
         else:
             targets = []
             for bd in self.topic_route(topic).broker_datas:

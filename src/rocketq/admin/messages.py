@@ -31,7 +31,7 @@ from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.protocol.message import Message, MessageConst, MessageExt, decode_records
 from rocketq.protocol.message_id import decode_offset_msg_id
-from rocketq.protocol.mixall import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+from rocketq.protocol.mixall import dlq_topic, retry_topic
 
 if TYPE_CHECKING:
     from rocketq.admin.admin import Admin
@@ -51,8 +51,6 @@ __all__ = [
 
 #: ``MixAll.TOOLS_CONSUMER_GROUP``: the group of mqadmin's reads.
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
-_RETRY_PREFIX = RETRY_GROUP_TOPIC_PREFIX
-_DLQ_PREFIX = DLQ_GROUP_TOPIC_PREFIX
 
 #: ``Long.MAX_VALUE``: the end of every time range mqadmin queries with
 _MAX_TIME = 2**63 - 1
@@ -261,20 +259,22 @@ def _consumed(admin: Admin, msg: MessageExt, group: str) -> bool:
     return False
 
 
+def _failed_track(group: str, exc: RocketqError) -> MessageTrack:
+    """The track of a group whose state could not be read (``messageTrackDetail``'s catch blocks)."""
+    if isinstance(exc, BrokerError):
+        track = TrackType.NOT_ONLINE if exc.code == ResponseCode.CONSUMER_NOT_ONLINE else TrackType.UNKNOWN
+        return MessageTrack(group, track, f"CODE:{exc.code} DESC:{exc.remark}")
+    return MessageTrack(group, TrackType.UNKNOWN, str(exc))
+
+
 def message_track(admin: Admin, msg: MessageExt) -> list[MessageTrack]:
     """``messageTrackDetail``: for each group consuming ``msg.topic``, its :class:`TrackType`."""
     out: list[MessageTrack] = []
     for group in admin.topic_consumed_by(msg.topic):
         try:
             conns = admin.consumer_connections(group)
-        except BrokerError as exc:
-            track = (
-                TrackType.NOT_ONLINE if exc.code == ResponseCode.CONSUMER_NOT_ONLINE else TrackType.UNKNOWN
-            )
-            out.append(MessageTrack(group, track, f"CODE:{exc.code} DESC:{exc.remark}"))
-            continue
         except RocketqError as exc:
-            out.append(MessageTrack(group, TrackType.UNKNOWN, str(exc)))
+            out.append(_failed_track(group, exc))
             continue
         if conns.consume_type == "CONSUME_ACTIVELY":
             out.append(MessageTrack(group, TrackType.PULL))
@@ -284,14 +284,8 @@ def message_track(admin: Admin, msg: MessageExt) -> list[MessageTrack]:
             continue
         try:
             consumed = _consumed(admin, msg, group)
-        except BrokerError as exc:
-            track = (
-                TrackType.NOT_ONLINE if exc.code == ResponseCode.CONSUMER_NOT_ONLINE else TrackType.UNKNOWN
-            )
-            out.append(MessageTrack(group, track, f"CODE:{exc.code} DESC:{exc.remark}"))
-            continue
         except RocketqError as exc:
-            out.append(MessageTrack(group, TrackType.UNKNOWN, str(exc)))
+            out.append(_failed_track(group, exc))
             continue
         if not consumed:
             out.append(MessageTrack(group, TrackType.NOT_CONSUME_YET))
@@ -350,7 +344,7 @@ def _copy_for_group(msg: MessageExt, group: str) -> Message:
     props[MessageConst.RETRY_TOPIC] = origin
     if not props.get(MessageConst.ORIGIN_MESSAGE_ID):
         props[MessageConst.ORIGIN_MESSAGE_ID] = msg.offset_msg_id
-    return Message(_RETRY_PREFIX + group, msg.body, flag=msg.flag, properties=props)
+    return Message(retry_topic(group), msg.body, flag=msg.flag, properties=props)
 
 
 def _resend_produce(admin: Admin, msg: MessageExt, group: str) -> ResendResult:
@@ -400,7 +394,7 @@ def resend_dlq(
     A message that fails to resend yields a result with ``ok`` False and the error as
     ``detail``; the others go on.
     """
-    dlq = _DLQ_PREFIX + group
+    dlq = dlq_topic(group)
     try:
         msgs = pull_messages(admin, dlq, count=max_messages)
     except BrokerError as exc:
