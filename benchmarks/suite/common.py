@@ -15,12 +15,13 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import math
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
@@ -38,6 +39,8 @@ __all__ = [
     "Variant",
     "Workload",
     "body",
+    "paced",
+    "paced_async",
     "percentile_ms",
     "read_busy_cpu_s",
     "read_proc",
@@ -64,6 +67,32 @@ def stamped_body(stamp_ns: int) -> bytes:
 def unstamp(data: bytes) -> int:
     """The ``perf_counter_ns`` stamp written by :func:`stamped_body`."""
     return int(data[:20])
+
+
+def paced(count: int, interval_ms: float) -> Iterator[int]:
+    """``0 .. count-1``, yielding ``i`` no earlier than ``i * interval_ms`` after the first.
+
+    Open-loop pacing (workload 5): the schedule is fixed from the start, so a slow send
+    is followed by catch-up sends, not by a shifted schedule.
+    """
+    interval_ns = int(interval_ms * 1e6)
+    start = time.perf_counter_ns()
+    for i in range(count):
+        delay = start + i * interval_ns - time.perf_counter_ns()
+        if delay > 0:
+            time.sleep(delay / 1e9)
+        yield i
+
+
+async def paced_async(count: int, interval_ms: float) -> AsyncIterator[int]:
+    """:func:`paced` for an asyncio client (sleeps with :func:`asyncio.sleep`)."""
+    interval_ns = int(interval_ms * 1e6)
+    start = time.perf_counter_ns()
+    for i in range(count):
+        delay = start + i * interval_ns - time.perf_counter_ns()
+        if delay > 0:
+            await asyncio.sleep(delay / 1e9)
+        yield i
 
 
 class Variant(str, Enum):

@@ -29,7 +29,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, PubAck, StorageType
 
-from .common import QUEUES, Meter, Sizes, body, stamped_body, unstamp
+from .common import QUEUES, Meter, Sizes, body, paced_async, stamped_body, unstamp
 
 __all__ = ["NatsBench"]
 
@@ -236,12 +236,7 @@ class NatsBench:
             want[0] = sizes.latency_messages
             measuring[0] = True
             m.start()
-            interval_ns = int(sizes.latency_interval_ms * 1e6)
-            start = time.perf_counter_ns()
-            for i in range(sizes.latency_messages):
-                delay = start + i * interval_ns - time.perf_counter_ns()
-                if delay > 0:
-                    await asyncio.sleep(delay / 1e9)
+            async for i in paced_async(sizes.latency_messages, sizes.latency_interval_ms):
                 await js.publish(subjects[i % QUEUES], stamped_body(time.perf_counter_ns()))
             await asyncio.wait_for(got_all.wait(), sizes.wait_timeout_s)
             m.stop(len(lat), list(lat))

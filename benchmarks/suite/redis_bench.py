@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 
 import redis
 
-from .common import QUEUES, Meter, Sizes, body, stamped_body, unstamp
+from .common import QUEUES, Meter, Sizes, body, paced, stamped_body, unstamp
 
 __all__ = ["RedisBench"]
 
@@ -243,12 +243,7 @@ class RedisBench:
                 want[0] = sizes.latency_messages
                 measuring[0] = True
             m.start()
-            interval_ns = int(sizes.latency_interval_ms * 1e6)
-            start = time.perf_counter_ns()
-            for i in range(sizes.latency_messages):
-                delay = start + i * interval_ns - time.perf_counter_ns()
-                if delay > 0:
-                    time.sleep(delay / 1e9)
+            for i in paced(sizes.latency_messages, sizes.latency_interval_ms):
                 self.r.xadd(keys[i % QUEUES], {_FIELD: stamped_body(time.perf_counter_ns())})
             if not got_all.wait(sizes.wait_timeout_s) or failures:
                 raise RuntimeError(f"redis latency: {len(lat)} arrived, failures {failures!r}")

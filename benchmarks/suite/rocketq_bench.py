@@ -28,7 +28,7 @@ from rocketq.client.consumer.listener import ConsumeConcurrentlyContext, Consume
 from rocketq.client.consumer.push import PushConsumer, PushConsumerConfig
 from rocketq.testing.cluster import EmbeddedCluster
 
-from .common import QUEUES, Meter, Sizes, body, stamped_body, unstamp
+from .common import QUEUES, Meter, Sizes, body, paced, stamped_body, unstamp
 
 __all__ = ["RocketqBench"]
 
@@ -70,8 +70,10 @@ class RocketqBench:
         while time.perf_counter() < deadline:
             self.producer.send(Message(topic, body()))
 
-    def publish_one(self, m: Meter, sizes: Sizes) -> None:
-        topic = self._topic("w1")
+    def _sync_window(self, m: Meter, sizes: Sizes, name: str, batch: int) -> None:
+        """Synchronous sends back to back for the window, one message (``batch`` 1) or a batch
+        each; every send is one latency sample."""
+        topic = self._topic(name)
         self._warm(topic, sizes.warmup_seconds)
         payload = body()
         send = self.producer.send
@@ -81,25 +83,19 @@ class RocketqBench:
         deadline = time.perf_counter() + sizes.publish_seconds
         while time.perf_counter() < deadline:
             t0 = time.perf_counter_ns()
-            send(Message(topic, payload))
+            if batch == 1:
+                send(Message(topic, payload))
+            else:
+                send([Message(topic, payload) for _ in range(batch)])
             lat.append(time.perf_counter_ns() - t0)
-            n += 1
+            n += batch
         m.stop(n, lat)
 
+    def publish_one(self, m: Meter, sizes: Sizes) -> None:
+        self._sync_window(m, sizes, "w1", 1)
+
     def publish_batch(self, m: Meter, sizes: Sizes) -> None:
-        topic = self._topic("w2")
-        self._warm(topic, sizes.warmup_seconds)
-        payload = body()
-        lat: list[int] = []
-        n = 0
-        m.start()
-        deadline = time.perf_counter() + sizes.publish_seconds
-        while time.perf_counter() < deadline:
-            t0 = time.perf_counter_ns()
-            self.producer.send([Message(topic, payload) for _ in range(sizes.batch)])
-            lat.append(time.perf_counter_ns() - t0)
-            n += sizes.batch
-        m.stop(n, lat)
+        self._sync_window(m, sizes, "w2", sizes.batch)
 
     def _async_window(self, topic: str, seconds: float, in_flight: int) -> tuple[int, int]:
         """Send asynchronously for ``seconds`` with ``in_flight`` outstanding; (acked, errors)."""
@@ -247,12 +243,7 @@ class RocketqBench:
                 want[0] = sizes.latency_messages
                 measuring[0] = True
             m.start()
-            interval_ns = int(sizes.latency_interval_ms * 1e6)
-            start = time.perf_counter_ns()
-            for i in range(sizes.latency_messages):
-                delay = start + i * interval_ns - time.perf_counter_ns()
-                if delay > 0:
-                    time.sleep(delay / 1e9)
+            for _ in paced(sizes.latency_messages, sizes.latency_interval_ms):
                 self.producer.send(Message(topic, stamped_body(time.perf_counter_ns())))
             if not got_all.wait(sizes.wait_timeout_s):
                 raise RuntimeError(f"rocketq latency: {len(lat)} of {sizes.latency_messages} arrived")
