@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 
@@ -31,6 +30,7 @@ from rocketq.protocol.message import Message, MessageExt
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.remoting.client import RemotingClient
 from rocketq.testing.cluster import EmbeddedCluster
+from rocketq.testing.waits import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -40,14 +40,6 @@ FAST = ClientConfig(
     persist_consumer_offset_interval_ms=200,
     heartbeat_broker_interval_ms=1000,
 )
-
-
-def wait_until(cond: Callable[[], bool], timeout_s: float = 20.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 @pytest.fixture

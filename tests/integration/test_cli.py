@@ -11,7 +11,6 @@ import json
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,6 +26,7 @@ from rocketq.client.producer import Producer
 from rocketq.protocol.heartbeat import ConsumeFromWhere
 from rocketq.protocol.message import Message, MessageExt
 from rocketq.testing.cluster import EmbeddedCluster
+from rocketq.testing.waits import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -67,14 +67,6 @@ class Cli:
 @pytest.fixture
 def cli(embedded_cluster: EmbeddedCluster, capsys: pytest.CaptureFixture[str]) -> Cli:
     return Cli(capsys, embedded_cluster.namesrv_addr)
-
-
-def wait_until(cond: Callable[[], bool], timeout_s: float = 20.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 class Recorder:

@@ -22,7 +22,6 @@ import pytest
 
 from rocketq.client.config import ClientConfig
 from rocketq.client.consumer.listener import ConsumeOrderlyContext, ConsumeOrderlyStatus
-from rocketq.client.consumer.pull import PullConsumer
 from rocketq.client.consumer.push import PushConsumer, PushConsumerConfig
 from rocketq.client.producer import Producer
 from rocketq.client.selectors import SelectMessageQueueByHash
@@ -30,6 +29,7 @@ from rocketq.protocol.heartbeat import ConsumeFromWhere
 from rocketq.protocol.message import Message, MessageExt
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.testing.cluster import EmbeddedCluster
+from rocketq.testing.waits import wait_for_dlq, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -37,14 +37,6 @@ HERE = Path(__file__).resolve().parent
 FAST = ClientConfig(poll_name_server_interval_ms=1000, rebalance_interval_ms=1000)
 
 Delivery = tuple[str, int, str, int, float, float]  # user, seq, consumer, queue, t_start, t_end
-
-
-def wait_until(cond: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def _orderly(
@@ -225,20 +217,5 @@ def test_suspend_retries_then_dlq_and_the_queue_continues(
         consumer.shutdown()
     assert seen == [("first", 0), ("bad", 0), ("bad", 1), ("bad", 2), ("bad", 3), ("after", 0)]
     assert consumer.orderly_dlq_count == 1
-    puller = PullConsumer(unique_name("dlq"), namesrv_addr=embedded_cluster.namesrv_addr)
-    puller.start()
-    try:
-        dlq = MessageQueue(f"%DLQ%{group}", embedded_cluster.broker_names[0], 0)
-        found: list[MessageExt] = []
-
-        def dlq_has_it() -> bool:
-            try:
-                found[:] = puller.pull(dlq, "*", 0, 32).msg_found_list
-            except Exception:
-                return False
-            return bool(found)
-
-        wait_until(dlq_has_it, 20, "the DLQ message")
-        assert [m.body for m in found] == [b"bad"]
-    finally:
-        puller.shutdown()
+    found = wait_for_dlq(embedded_cluster, group, unique_name("dlq"))
+    assert [m.body for m in found] == [b"bad"]

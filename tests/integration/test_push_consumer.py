@@ -19,7 +19,6 @@ import pytest
 from rocketq.client.config import ClientConfig
 from rocketq.client.consumer.allocate import AllocateMessageQueueAveragely, allocate
 from rocketq.client.consumer.listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
-from rocketq.client.consumer.pull import PullConsumer
 from rocketq.client.consumer.push import PushConsumer, PushConsumerConfig
 from rocketq.client.producer import Producer
 from rocketq.errors import RocketqError
@@ -27,20 +26,13 @@ from rocketq.protocol.heartbeat import ConsumeFromWhere, MessageModel
 from rocketq.protocol.message import Message, MessageExt
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.testing.cluster import EmbeddedCluster
+from rocketq.testing.waits import wait_for_dlq, wait_until
 
 pytestmark = pytest.mark.integration
 
 _instances = itertools.count()
 FAST = ClientConfig(poll_name_server_interval_ms=1000, rebalance_interval_ms=2000)
 HERE = Path(__file__).resolve().parent
-
-
-def wait_until(cond: Callable[[], bool], timeout_s: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -163,25 +155,10 @@ def test_failed_messages_are_retried_then_land_in_the_dlq(
         assert next(a for a in attempts if a[0] == "fine")[1] == 0
     finally:
         consumer.shutdown()
-    dlq = MessageQueue(f"%DLQ%{group}", embedded_cluster.broker_names[0], 0)
-    puller = PullConsumer(unique_name("dlqreader"), namesrv_addr=embedded_cluster.namesrv_addr)
-    puller.start()
-    try:
-        found: list[MessageExt] = []
-
-        def dlq_has_it() -> bool:
-            try:
-                found[:] = puller.pull(dlq, "*", 0, 32).msg_found_list
-            except Exception:
-                return False
-            return bool(found)
-
-        wait_until(dlq_has_it, 20, "the DLQ message")
-        assert [m.body for m in found] == [b"poison"]
-        assert found[0].properties.get("RETRY_TOPIC") == topic
-        assert found[0].reconsume_times == 3
-    finally:
-        puller.shutdown()
+    found = wait_for_dlq(embedded_cluster, group, unique_name("dlqreader"))
+    assert [m.body for m in found] == [b"poison"]
+    assert found[0].properties.get("RETRY_TOPIC") == topic
+    assert found[0].reconsume_times == 3
 
 
 def test_flow_control_holds_the_cache_under_its_threshold(
