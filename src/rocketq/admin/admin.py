@@ -679,9 +679,13 @@ class Admin:
                     current[mq] = (t.max_offset, t.min_offset) if t is not None else (0, 0)
             for mq, (broker_offset, consumer_offset) in sorted(current.items()):
                 if timestamp_ms == -1:
-                    target = api.client.get_max_offset(addr, topic, mq.queue_id, self.timeout_ms)
+                    target = api.client.get_max_offset(
+                        addr, topic, mq.queue_id, self.timeout_ms, bname=mq.broker_name
+                    )
                 else:
-                    target = api.client.search_offset(addr, topic, mq.queue_id, timestamp_ms, self.timeout_ms)
+                    target = api.client.search_offset(
+                        addr, topic, mq.queue_id, timestamp_ms, self.timeout_ms, bname=mq.broker_name
+                    )
                 new = consumer_offset
                 if force or target <= consumer_offset:
                     new = target

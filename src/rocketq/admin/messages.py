@@ -150,9 +150,10 @@ def query_by_unique_key(admin: Admin, topic: str, uniq_key: str) -> MessageExt:
 
 
 def _pull(
-    admin: Admin, addr: str, topic: str, queue_id: int, offset: int, max_nums: int
+    admin: Admin, addr: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int
 ) -> tuple[PullStatus, int, list[MessageExt]]:
-    """One non-committing PULL_MESSAGE: (status, next offset, messages)."""
+    """One non-committing PULL_MESSAGE: (status, next offset, messages). ``bname`` is set as
+    the 4.9.5+ Java pull path sets it (``PullAPIWrapper.pullKernelImpl``)."""
     header = PullMessageRequestHeader(
         consumer_group=TOOLS_CONSUMER_GROUP,
         topic=topic,
@@ -165,6 +166,7 @@ def _pull(
         subscription="*",
         sub_version=0,
         expression_type="TAG",
+        bname=broker_name,
     )
     result = admin.client.pull_message_sync(addr, header, admin.timeout_ms)
     msgs = decode_records(result.message_binary) if result.pull_status is PullStatus.FOUND else []
@@ -176,7 +178,7 @@ def query_by_offset(admin: Admin, topic: str, broker_name: str, queue_id: int, o
     addr = next((a for n, a in admin.topic_brokers(topic) if n == broker_name), None)
     if addr is None:
         raise ClientError(f"broker [{broker_name}] does not serve topic [{topic}]")
-    status, _, msgs = _pull(admin, addr, topic, queue_id, offset, 1)
+    status, _, msgs = _pull(admin, addr, broker_name, topic, queue_id, offset, 1)
     for msg in msgs:
         if msg.queue_offset == offset:
             msg.broker_name = broker_name
@@ -217,12 +219,12 @@ def pull_messages(
             if offset is not None:
                 pos = offset
             elif begin_ms is not None:
-                pos = admin.client.search_offset(addr, topic, qid, begin_ms, admin.timeout_ms)
+                pos = admin.client.search_offset(addr, topic, qid, begin_ms, admin.timeout_ms, bname=name)
             else:
-                pos = admin.client.get_min_offset(addr, topic, qid, admin.timeout_ms)
+                pos = admin.client.get_min_offset(addr, topic, qid, admin.timeout_ms, bname=name)
             while len(out) < count:
                 status, next_offset, msgs = _pull(
-                    admin, addr, topic, qid, pos, min(_PULL_BATCH, count - len(out))
+                    admin, addr, name, topic, qid, pos, min(_PULL_BATCH, count - len(out))
                 )
                 if status is PullStatus.OFFSET_ILLEGAL and next_offset != pos:
                     pos = next_offset
