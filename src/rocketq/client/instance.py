@@ -269,6 +269,17 @@ class MQClientInstance:
                 )
             return self._callback_pool
 
+    def run_on_callback_pool(self, fn: Callable[[], object]) -> None:
+        """Run ``fn`` on the callback pool; inline when the pool is gone (shutting down).
+
+        Keeps callbacks and decoding off the remoting I/O thread while the instance lives,
+        and never loses a completion once it is shutting down.
+        """
+        try:
+            self.callback_executor().submit(fn)
+        except (RuntimeError, ClientError):
+            fn()
+
     # ================================================================== registration
     def register_producer(self, group: str, producer: MQProducerInner) -> bool:
         with self._lock:
