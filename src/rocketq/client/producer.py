@@ -44,6 +44,7 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Literal, cast
 
+from rocketq.client.api import host_addr_to_string
 from rocketq.client.api_results import SendResult, SendStatus
 from rocketq.client.config import (
     CLIENT_INNER_PRODUCER_GROUP,
@@ -89,13 +90,24 @@ log = logging.getLogger(__name__)
 SendCallback = Callable[["concurrent.futures.Future[SendResult]"], object]
 
 _Mode = Literal["sync", "async", "oneway"]
-_RETRY_GROUP_TOPIC_PREFIX = RETRY_GROUP_TOPIC_PREFIX
 #: bound of the validated-topic memo (cleared when full)
 _VALID_TOPICS_MAX = 1024
 
 
 def _now_ms() -> int:
     return time.monotonic_ns() // 1_000_000
+
+
+def _guarded(callback: SendCallback) -> Callable[[concurrent.futures.Future[SendResult]], None]:
+    """``callback`` with its exceptions logged, never propagated into the future machinery."""
+
+    def run(f: concurrent.futures.Future[SendResult]) -> None:
+        try:
+            callback(f)
+        except Exception:
+            log.exception("send callback raised")
+
+    return run
 
 
 @dataclasses.dataclass(slots=True)
@@ -311,7 +323,7 @@ class Producer:
             sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
         reconsume: int | None = 0
         max_reconsume: int | None = None
-        if msg.topic.startswith(_RETRY_GROUP_TOPIC_PREFIX):
+        if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             # sendKernelImpl moves these two properties into header fields j and l
             rt = wire.pop(MessageConst.RECONSUME_TIME, None)
             mrt = wire.pop(MessageConst.MAX_RECONSUME_TIMES, None)
@@ -343,7 +355,7 @@ class Producer:
                 raise IllegalArgumentError("The topic of the messages in one batch should be the same")
             if msg.delay_time_level > 0:
                 raise IllegalArgumentError("TimeDelayLevel is not supported for batching")
-            if msg.topic.startswith(_RETRY_GROUP_TOPIC_PREFIX):
+            if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 raise IllegalArgumentError("Retry Group is not supported for batching")
             if msg.wait_store_msg_ok != wait:
                 raise IllegalArgumentError("The waitStoreMsgOK of the messages in one batch should the same")
@@ -573,21 +585,9 @@ class Producer:
             instance = self._running_instance()
             inner = acc.add(msg)
             if callback is not None:
-                user_cb = callback
-
-                def relay(f: concurrent.futures.Future[SendResult]) -> None:
-                    def run() -> None:
-                        try:
-                            user_cb(f)
-                        except Exception:
-                            log.exception("send callback raised")
-
-                    try:  # callbacks never run on the I/O thread
-                        instance.callback_executor().submit(run)
-                    except (RuntimeError, ClientError):
-                        run()
-
-                inner.add_done_callback(relay)
+                run = _guarded(callback)
+                # callbacks never run on the I/O thread
+                inner.add_done_callback(lambda f: instance.run_on_callback_pool(lambda: run(f)))
             return inner
         return self._send_async_now(
             msg, callback, queue=queue, selector=selector, arg=arg, timeout_ms=timeout_ms
@@ -609,15 +609,7 @@ class Producer:
         prep = self._prepare_any(msg)
         out: concurrent.futures.Future[SendResult] = concurrent.futures.Future()
         if callback is not None:
-            user_cb = callback
-
-            def run_callback(f: concurrent.futures.Future[SendResult]) -> None:
-                try:
-                    user_cb(f)
-                except Exception:
-                    log.exception("send callback raised")
-
-            out.add_done_callback(run_callback)
+            out.add_done_callback(_guarded(callback))
 
         def finish(result: SendResult | None, exc: BaseException | None) -> None:
             def complete() -> None:
@@ -628,11 +620,7 @@ class Producer:
                     out.set_result(result)
 
             if callback is not None:
-                # Callbacks never run on the I/O thread.
-                try:
-                    instance.callback_executor().submit(complete)
-                except (RuntimeError, ClientError):
-                    complete()
+                instance.run_on_callback_pool(complete)  # callbacks never run on the I/O thread
             else:
                 complete()
 
@@ -731,11 +719,10 @@ class Producer:
     # ================================================================== admin helpers
     def view_message(self, offset_msg_id: str) -> MessageExt:
         """VIEW_MESSAGE_BY_ID from an offsetMsgId (``DefaultMQProducer.viewMessage``)."""
-        (ip, port), offset = decode_offset_msg_id(offset_msg_id)
-        host = f"[{ip}]" if ":" in ip else ip
+        host, offset = decode_offset_msg_id(offset_msg_id)
         instance = self._running_instance()
         return instance.api.view_message(
-            f"{host}:{port}", offset, self.client_config.mq_client_api_timeout_ms
+            host_addr_to_string(host), offset, self.client_config.mq_client_api_timeout_ms
         )
 
     def create_topic(self, key: str, new_topic: str, queue_num: int, topic_sys_flag: int = 0) -> None:

@@ -313,9 +313,13 @@ class LitePullConsumer:
 
     def _check_running(self) -> tuple[MQClientInstance, OffsetStore, PullAPIWrapper, MQAdmin]:
         inst, store, wrapper, admin = self._instance, self._store, self._wrapper, self._admin
-        if self._state is not ServiceState.RUNNING or inst is None or store is None:
-            raise ClientError(f"The consumer service state not OK, {self._state.name}")
-        if wrapper is None or admin is None:
+        if (
+            self._state is not ServiceState.RUNNING
+            or inst is None
+            or store is None
+            or wrapper is None
+            or admin is None
+        ):
             raise ClientError(f"The consumer service state not OK, {self._state.name}")
         return inst, store, wrapper, admin
 

@@ -31,6 +31,7 @@ import threading
 from collections.abc import Callable
 from types import TracebackType
 
+from rocketq.client.api import host_addr_to_string
 from rocketq.client.api_results import FindBrokerResult, PullResult, PullStatus
 from rocketq.client.config import ClientConfig, PullConsumerConfig, ServiceState, change_instance_name_to_pid
 from rocketq.client.consumer.allocate import AllocateMessageQueueStrategy
@@ -324,9 +325,8 @@ class MQAdmin:
         )
 
     def view_message(self, offset_msg_id: str) -> MessageExt:
-        (ip, port), offset = decode_offset_msg_id(offset_msg_id)
-        host = f"[{ip}]" if ":" in ip else ip
-        return self._instance.api.view_message(f"{host}:{port}", offset, self._timeout)
+        host, offset = decode_offset_msg_id(offset_msg_id)
+        return self._instance.api.view_message(host_addr_to_string(host), offset, self._timeout)
 
 
 class PullConsumer:
@@ -548,9 +548,18 @@ class PullConsumer:
         reb = self._running()[4]
         return reb.owned_queues(topic)
 
-    def _prepare_pull(
-        self, mq: MessageQueue, sub_expression: str | None, offset: int, max_nums: int, expression_type: str
-    ) -> SubscriptionData:
+    def _start_pull(
+        self,
+        mq: MessageQueue,
+        sub_expression: str | None,
+        offset: int,
+        max_nums: int,
+        block: bool,
+        timeout_ms: int | None,
+        expression_type: str,
+    ) -> tuple[MQClientInstance, PullAPIWrapper, SubscriptionData, concurrent.futures.Future[PullResult]]:
+        """Validate, subscribe the topic and send one PULL_MESSAGE (records still undecoded)."""
+        inst, wrapper, _, _, _ = self._running()
         if not isinstance(mq, MessageQueue):
             raise IllegalArgumentError("mq is null")
         if offset < 0:
@@ -558,9 +567,27 @@ class PullConsumer:
         if max_nums <= 0:
             raise IllegalArgumentError("maxNums <= 0")
         self._subscribe_topic(mq.topic)
-        return build_subscription_data(
-            mq.topic, sub_expression, sub_version=0, expression_type=expression_type
+        sd = build_subscription_data(mq.topic, sub_expression, sub_version=0, expression_type=expression_type)
+        cfg = self.config
+        timeout = (
+            cfg.consumer_timeout_millis_when_suspend_ms
+            if block
+            else (timeout_ms or cfg.consumer_pull_timeout_ms)
         )
+        sys_flag = build_pull_sys_flag(commit_offset=False, suspend=block, subscription=True)
+        raw = wrapper.pull_kernel_impl_async(
+            mq,
+            sd.sub_string,
+            sd.expression_type,
+            0,
+            offset,
+            max_nums,
+            sys_flag,
+            0,
+            cfg.broker_suspend_max_time_ms,
+            timeout,
+        )
+        return inst, wrapper, sd, raw
 
     def _pull_sync(
         self,
@@ -572,28 +599,10 @@ class PullConsumer:
         timeout_ms: int | None,
         expression_type: str,
     ) -> PullResult:
-        _, wrapper, _, _, _ = self._running()
-        sd = self._prepare_pull(mq, sub_expression, offset, max_nums, expression_type)
-        cfg = self.config
-        timeout = (
-            cfg.consumer_timeout_millis_when_suspend_ms
-            if block
-            else (timeout_ms or cfg.consumer_pull_timeout_ms)
+        _, wrapper, sd, raw = self._start_pull(
+            mq, sub_expression, offset, max_nums, block, timeout_ms, expression_type
         )
-        sys_flag = build_pull_sys_flag(commit_offset=False, suspend=block, subscription=True)
-        result = wrapper.pull_kernel_impl_async(
-            mq,
-            sd.sub_string,
-            sd.expression_type,
-            0,
-            offset,
-            max_nums,
-            sys_flag,
-            0,
-            cfg.broker_suspend_max_time_ms,
-            timeout,
-        ).result()
-        return wrapper.process_pull_result(mq, result, sd)
+        return wrapper.process_pull_result(mq, raw.result(), sd)
 
     def pull(
         self,
@@ -634,30 +643,12 @@ class PullConsumer:
         expression_type: str = "TAG",
     ) -> concurrent.futures.Future[PullResult]:
         """Pull without blocking the caller; records are decoded on the client's callback pool."""
-        inst, wrapper, _, _, _ = self._running()
-        sd = self._prepare_pull(mq, sub_expression, offset, max_nums, expression_type)
-        cfg = self.config
-        timeout = (
-            cfg.consumer_timeout_millis_when_suspend_ms
-            if block
-            else (timeout_ms or cfg.consumer_pull_timeout_ms)
+        inst, wrapper, sd, raw = self._start_pull(
+            mq, sub_expression, offset, max_nums, block, timeout_ms, expression_type
         )
-        sys_flag = build_pull_sys_flag(commit_offset=False, suspend=block, subscription=True)
         out: concurrent.futures.Future[PullResult] = concurrent.futures.Future()
         if callback is not None:
             out.add_done_callback(callback)
-        raw = wrapper.pull_kernel_impl_async(
-            mq,
-            sd.sub_string,
-            sd.expression_type,
-            0,
-            offset,
-            max_nums,
-            sys_flag,
-            0,
-            cfg.broker_suspend_max_time_ms,
-            timeout,
-        )
 
         def finish(f: concurrent.futures.Future[PullResult]) -> None:
             exc = f.exception()
@@ -669,14 +660,8 @@ class PullConsumer:
             except BaseException as err:
                 out.set_exception(err)
 
-        def on_io(f: concurrent.futures.Future[PullResult]) -> None:
-            # decoding is CPU work: keep it off the I/O thread
-            try:
-                inst.callback_executor().submit(finish, f)
-            except (RuntimeError, ClientError):
-                finish(f)
-
-        raw.add_done_callback(on_io)
+        # decoding is CPU work: keep it off the I/O thread
+        raw.add_done_callback(lambda f: inst.run_on_callback_pool(lambda: finish(f)))
         return out
 
     # ================================================================== offsets
@@ -720,8 +705,7 @@ class PullConsumer:
         name = broker_name or msg.broker_name
         addr = inst.find_broker_address_in_publish(name) if name else None
         if addr is None:
-            host, port = msg.store_host
-            addr = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+            addr = host_addr_to_string(msg.store_host)
         inst.api.consumer_send_message_back(
             addr,
             msg,

@@ -38,6 +38,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from types import TracebackType
 
+from rocketq.client.api import host_addr_to_string
 from rocketq.client.api_results import PullResult, PullStatus
 from rocketq.client.config import (
     ClientConfig,
@@ -94,13 +95,12 @@ from rocketq.protocol.heartbeat import (
 )
 from rocketq.protocol.message import Message, MessageConst, MessageExt, decode_record
 from rocketq.protocol.message_queue import MessageQueue
-from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX
+from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX, retry_topic
 
 __all__ = ["PushConsumer", "PushConsumerConfig"]
 
 log = logging.getLogger(__name__)
 
-RETRY_PREFIX = RETRY_GROUP_TOPIC_PREFIX
 #: DefaultMQPushConsumerImpl constants
 PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL = 50
 PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL = 20
@@ -276,7 +276,7 @@ class PushConsumer:
             for sd in self._subscriptions.values():
                 reb.add_subscription(sd)
             if cfg.message_model is MessageModel.CLUSTERING:
-                reb.add_subscription(build_subscription_data(RETRY_PREFIX + cfg.consumer_group, "*"))
+                reb.add_subscription(build_subscription_data(retry_topic(cfg.consumer_group), "*"))
             self._rebalance = reb
             self._scheduler = ScheduledExecutor(f"ConsumeScheduled-{cfg.consumer_group}")
             self._pull_service = PullMessageService(
@@ -311,7 +311,7 @@ class PushConsumer:
             self._instance = instance
             self._start_timestamp = int(time.time() * 1000)
             self._state = ServiceState.RUNNING
-        for topic in [*self._subscriptions, RETRY_PREFIX + cfg.consumer_group]:
+        for topic in [*self._subscriptions, retry_topic(cfg.consumer_group)]:
             self._refresh_subscribe_info(topic)
         instance.send_heartbeat_to_all_broker_with_lock()
         instance.rebalance_immediately()
@@ -323,7 +323,7 @@ class PushConsumer:
 
     def _pick_up_retry_topic(self) -> None:
         reb, instance = self._rebalance, self._instance
-        retry = RETRY_PREFIX + self.config.consumer_group
+        retry = retry_topic(self.config.consumer_group)
         if reb is None or instance is None or self._state is not ServiceState.RUNNING:
             return
         if reb.is_subscribe_info_missing(retry):
@@ -464,12 +464,12 @@ class PushConsumer:
 
     def reset_retry_and_namespace(self, msgs: Sequence[MessageExt]) -> None:
         """Messages of ``%RETRY%<group>`` are shown under their original topic."""
-        group_topic = RETRY_PREFIX + self.config.consumer_group
+        group_topic = retry_topic(self.config.consumer_group)
         for msg in msgs:
             if msg.topic == group_topic:  # only then is it worth parsing the properties
-                retry_topic = msg.properties.get(MessageConst.RETRY_TOPIC)
-                if retry_topic:
-                    msg.topic = retry_topic
+                original = msg.properties.get(MessageConst.RETRY_TOPIC)
+                if original:
+                    msg.topic = original
 
     def lock_one(self, mq: MessageQueue) -> bool:
         reb = self._rebalance
@@ -496,8 +496,7 @@ class PushConsumer:
             raise ClientError("the consumer is not running")
         addr = instance.find_broker_address_in_publish(broker_name) if broker_name else None
         if addr is None:
-            ip, port = msg.store_host
-            addr = f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+            addr = host_addr_to_string(msg.store_host)
         try:
             instance.api.consumer_send_message_back(
                 addr,
@@ -531,7 +530,7 @@ class PushConsumer:
         props[MessageConst.DELAY] = str(3 + msg.reconsume_times)
         for key in (MessageConst.MIN_OFFSET, MessageConst.MAX_OFFSET, MessageConst.CONSUME_START_TIME):
             props.pop(key, None)
-        new_msg = Message(RETRY_PREFIX + self.config.consumer_group, msg.body, flag=msg.flag)
+        new_msg = Message(retry_topic(self.config.consumer_group), msg.body, flag=msg.flag)
         new_msg.properties = props
         self._producer().send(new_msg)
 
@@ -653,7 +652,7 @@ class PushConsumer:
         try:
             result = wrapper.process_pull_result(mq, fut.result(), sd)
         except Exception as exc:
-            if not mq.topic.startswith(RETRY_PREFIX):
+            if not mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 log.warning("pull of %s failed: %s", mq, exc)
             delay = self.client_config.pull_time_delay_mills_when_exception_ms
             if isinstance(exc, BrokerError) and exc.code == ResponseCode.FLOW_CONTROL:
