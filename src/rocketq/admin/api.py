@@ -19,8 +19,7 @@ ACL and a broker without ACL ignores them.
 
 from __future__ import annotations
 
-from rocketq.client.api import MQClientAPI
-from rocketq.errors import BrokerError
+from rocketq.client.api import MQClientAPI, check_response
 from rocketq.protocol.bodies import (
     BrokerStatsData,
     ConsumeMessageDirectlyResult,
@@ -33,7 +32,7 @@ from rocketq.protocol.bodies import (
     ResetOffsetBody,
     TopicStatsTable,
 )
-from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import (
     CommandHeader,
@@ -59,12 +58,6 @@ from rocketq.protocol.route import KVTable, TopicList
 __all__ = ["AdminAPI"]
 
 
-def _check(response: RemotingCommand, addr: str | None) -> RemotingCommand:
-    if response.code != ResponseCode.SUCCESS:
-        raise BrokerError(response.code, response.remark, addr=addr)
-    return response
-
-
 class AdminAPI:
     """Typed admin RPCs over an :class:`MQClientAPI` (``client``)."""
 
@@ -75,14 +68,12 @@ class AdminAPI:
     def _broker(
         self, addr: str, code: int, header: CommandHeader | None, timeout_ms: int, body: bytes = b""
     ) -> RemotingCommand:
-        request = self.client.request(code, header, body)
-        return _check(self.client.remoting.invoke_sync(addr, request, timeout_ms), addr)
+        return self.client.invoke_checked(addr, code, header, timeout_ms, body)
 
     def _each_namesrv(self, code: int, header: CommandHeader, timeout_ms: int) -> None:
         """Send to every name server (``deleteTopicInNameServer`` / ``putKVConfigValue`` loop)."""
         for addr in self.client.namesrv_addrs:
-            request = self.client.request(code, header)
-            _check(self.client.remoting.invoke_sync(addr, request, timeout_ms), addr)
+            self.client.invoke_checked(addr, code, header, timeout_ms)
 
     # ------------------------------------------------------------------ name server
     def get_topics_by_cluster(self, cluster: str, timeout_ms: int) -> list[str]:
@@ -90,7 +81,7 @@ class AdminAPI:
         request = self.client.request(
             RequestCode.GET_TOPICS_BY_CLUSTER, GetTopicsByClusterRequestHeader(cluster=cluster)
         )
-        response = _check(self.client.invoke_namesrv(request, timeout_ms), None)
+        response = check_response(self.client.invoke_namesrv(request, timeout_ms), None)
         return list(TopicList.from_json(response.body).topic_list) if response.body else []
 
     def delete_topic_in_namesrv(self, topic: str, timeout_ms: int) -> None:
@@ -182,7 +173,7 @@ class AdminAPI:
         return ConsumeMessageDirectlyResult.from_json(response.body)
 
     # ------------------------------------------------------------------ offsets through the broker
-    def invoke_broker_to_reset_offset(
+    def invoke_checked_to_reset_offset(
         self, addr: str, topic: str, group: str, timestamp_ms: int, is_force: bool, timeout_ms: int
     ) -> dict[MessageQueue, int]:
         """INVOKE_BROKER_TO_RESET_OFFSET (222): the offsets pushed to the live clients.
@@ -195,7 +186,7 @@ class AdminAPI:
             return {}
         return dict(ResetOffsetBody.from_json(response.body).offset_table)
 
-    def invoke_broker_to_get_consumer_status(
+    def invoke_checked_to_get_consumer_status(
         self, addr: str, topic: str, group: str, client_addr: str | None, timeout_ms: int
     ) -> dict[str, dict[MessageQueue, int]]:
         """INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223): client id -> its offsets of ``topic``."""

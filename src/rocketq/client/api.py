@@ -77,12 +77,11 @@ from rocketq.protocol.headers import (
 )
 from rocketq.protocol.heartbeat import HeartbeatData
 from rocketq.protocol.message import MessageExt, decode_record, decode_records
-from rocketq.protocol.message_id import HostAddr
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.route import ClusterInfo, TopicConfig, TopicList, TopicRouteData
 from rocketq.remoting.client import RemotingClient
 
-__all__ = ["UNIQUE_KEY_QUERY", "MQClientAPI", "host_addr_to_string"]
+__all__ = ["UNIQUE_KEY_QUERY", "MQClientAPI", "check_response"]
 
 log = logging.getLogger(__name__)
 
@@ -93,19 +92,11 @@ _H = TypeVar("_H", bound=CommandHeader)
 _T = TypeVar("_T")
 
 
-def host_addr_to_string(host: HostAddr) -> str:
-    """``(ip, port)`` -> ``"ip:port"`` (``"[v6]:port"`` for IPv6, as ``parse_addr`` reads it back).
-
-    ``RemotingUtil.socketAddress2String``: how a store host or an offsetMsgId's address
-    becomes a broker address to connect to.
-    """
-    ip, port = host
-    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
-
-
-def _check(response: RemotingCommand, addr: str | None) -> None:
+def check_response(response: RemotingCommand, addr: str | None) -> RemotingCommand:
+    """``response`` itself when it is SUCCESS; otherwise :class:`BrokerError` (code, remark, addr)."""
     if response.code != ResponseCode.SUCCESS:
         raise BrokerError(response.code, response.remark, addr=addr)
+    return response
 
 
 def _response_header(cls: type[_H], response: RemotingCommand, addr: str | None) -> _H:
@@ -165,13 +156,13 @@ class MQClientAPI:
             serialize_type=self.serialize_type,
         )
 
-    def invoke_broker(
+    def invoke_checked(
         self, addr: str, code: int, header: CommandHeader | None, timeout_ms: int, body: bytes = b""
     ) -> RemotingCommand:
         """One synchronous request to ``addr``; a non-success answer raises BrokerError."""
-        response = self.remoting.invoke_sync(addr, self.request(code, header, body), timeout_ms)
-        _check(response, addr)
-        return response
+        return check_response(
+            self.remoting.invoke_sync(addr, self.request(code, header, body), timeout_ms), addr
+        )
 
     def _namesrv_candidates(self) -> list[str]:
         with self._ns_lock:
@@ -218,7 +209,7 @@ class MQClientAPI:
         response = self.invoke_namesrv(request, timeout_ms)
         if response.code == ResponseCode.TOPIC_NOT_EXIST:
             return None
-        _check(response, None)
+        check_response(response, None)
         if not response.body:
             return None
         return TopicRouteData.from_json(response.body)
@@ -226,14 +217,14 @@ class MQClientAPI:
     def get_broker_cluster_info(self, timeout_ms: int) -> ClusterInfo:
         """GET_BROKER_CLUSTER_INFO (106)."""
         response = self.invoke_namesrv(self.request(RequestCode.GET_BROKER_CLUSTER_INFO), timeout_ms)
-        _check(response, None)
+        check_response(response, None)
         return ClusterInfo.from_json(response.body)
 
     def get_topic_list_from_name_server(self, timeout_ms: int) -> list[str]:
         """GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206)."""
         request = self.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
         response = self.invoke_namesrv(request, timeout_ms)
-        _check(response, None)
+        check_response(response, None)
         return list(TopicList.from_json(response.body).topic_list) if response.body else []
 
     # ================================================================== send
@@ -376,7 +367,7 @@ class MQClientAPI:
         header = QueryConsumerOffsetRequestHeader(
             consumer_group=group, topic=topic, queue_id=queue_id, bname=bname
         )
-        response = self.invoke_broker(addr, RequestCode.QUERY_CONSUMER_OFFSET, header, timeout_ms)
+        response = self.invoke_checked(addr, RequestCode.QUERY_CONSUMER_OFFSET, header, timeout_ms)
         offset = _response_header(QueryConsumerOffsetResponseHeader, response, addr).offset
         return offset if offset is not None else -1
 
@@ -401,7 +392,7 @@ class MQClientAPI:
     ) -> None:
         """UPDATE_CONSUMER_OFFSET (15), waiting for the broker's answer."""
         request = self._update_offset_request(group, topic, queue_id, offset, bname)
-        _check(self.remoting.invoke_sync(addr, request, timeout_ms), addr)
+        check_response(self.remoting.invoke_sync(addr, request, timeout_ms), addr)
 
     def update_consumer_offset_oneway(
         self, addr: str, group: str, topic: str, queue_id: int, offset: int, *, bname: str | None = None
@@ -412,7 +403,7 @@ class MQClientAPI:
     # ================================================================== clients
     def send_heartbeat(self, addr: str, heartbeat: HeartbeatData, timeout_ms: int) -> int:
         """HEART_BEAT (34) with the HeartbeatData body; returns the broker's version."""
-        response = self.invoke_broker(addr, RequestCode.HEART_BEAT, None, timeout_ms, heartbeat.to_json())
+        response = self.invoke_checked(addr, RequestCode.HEART_BEAT, None, timeout_ms, heartbeat.to_json())
         return response.version
 
     def unregister_client(
@@ -428,12 +419,12 @@ class MQClientAPI:
         header = UnregisterClientRequestHeader(
             client_id=client_id, producer_group=producer_group, consumer_group=consumer_group
         )
-        self.invoke_broker(addr, RequestCode.UNREGISTER_CLIENT, header, timeout_ms)
+        self.invoke_checked(addr, RequestCode.UNREGISTER_CLIENT, header, timeout_ms)
 
     def get_consumer_id_list_by_group(self, addr: str, group: str, timeout_ms: int) -> list[str]:
         """GET_CONSUMER_LIST_BY_GROUP (38): the client ids of the group's live consumers."""
         header = GetConsumerListByGroupRequestHeader(consumer_group=group)
-        response = self.invoke_broker(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, header, timeout_ms)
+        response = self.invoke_checked(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, header, timeout_ms)
         if not response.body:
             return []
         return list(GetConsumerListByGroupResponseBody.from_json(response.body).consumer_id_list)
@@ -444,7 +435,7 @@ class MQClientAPI:
     ) -> int:
         """GET_MAX_OFFSET (30): the offset the next message of the queue will get."""
         header = GetMaxOffsetRequestHeader(topic=topic, queue_id=queue_id, bname=bname)
-        response = self.invoke_broker(addr, RequestCode.GET_MAX_OFFSET, header, timeout_ms)
+        response = self.invoke_checked(addr, RequestCode.GET_MAX_OFFSET, header, timeout_ms)
         return _response_header(GetMaxOffsetResponseHeader, response, addr).offset or 0
 
     def get_min_offset(
@@ -452,7 +443,7 @@ class MQClientAPI:
     ) -> int:
         """GET_MIN_OFFSET (31): the smallest offset still stored."""
         header = GetMinOffsetRequestHeader(topic=topic, queue_id=queue_id, bname=bname)
-        response = self.invoke_broker(addr, RequestCode.GET_MIN_OFFSET, header, timeout_ms)
+        response = self.invoke_checked(addr, RequestCode.GET_MIN_OFFSET, header, timeout_ms)
         return _response_header(GetMinOffsetResponseHeader, response, addr).offset or 0
 
     def get_earliest_msg_storetime(
@@ -460,7 +451,7 @@ class MQClientAPI:
     ) -> int:
         """GET_EARLIEST_MSG_STORETIME (32): store time (ms) of the oldest message, -1 if unknown."""
         header = GetEarliestMsgStoretimeRequestHeader(topic=topic, queue_id=queue_id, bname=bname)
-        response = self.invoke_broker(addr, RequestCode.GET_EARLIEST_MSG_STORETIME, header, timeout_ms)
+        response = self.invoke_checked(addr, RequestCode.GET_EARLIEST_MSG_STORETIME, header, timeout_ms)
         ts = _response_header(GetEarliestMsgStoretimeResponseHeader, response, addr).timestamp
         return ts if ts is not None else -1
 
@@ -478,14 +469,14 @@ class MQClientAPI:
         header = SearchOffsetRequestHeader(
             topic=topic, queue_id=queue_id, timestamp=timestamp_ms, bname=bname
         )
-        response = self.invoke_broker(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header, timeout_ms)
+        response = self.invoke_checked(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header, timeout_ms)
         return _response_header(SearchOffsetResponseHeader, response, addr).offset or 0
 
     # ================================================================== messages
     def view_message(self, addr: str, phy_offset: int, timeout_ms: int) -> MessageExt:
         """VIEW_MESSAGE_BY_ID (33): the record at a commit-log offset (from an offsetMsgId)."""
         header = ViewMessageRequestHeader(offset=phy_offset)
-        response = self.invoke_broker(addr, RequestCode.VIEW_MESSAGE_BY_ID, header, timeout_ms)
+        response = self.invoke_checked(addr, RequestCode.VIEW_MESSAGE_BY_ID, header, timeout_ms)
         return decode_record(response.body)
 
     def query_message(
@@ -520,7 +511,7 @@ class MQClientAPI:
         response = self.remoting.invoke_sync(addr, request, timeout_ms)
         if response.code == ResponseCode.QUERY_NOT_FOUND:
             return []
-        _check(response, addr)
+        check_response(response, addr)
         out = []
         for msg in decode_records(response.body):
             if unique_key:
@@ -552,7 +543,7 @@ class MQClientAPI:
             max_reconsume_times=max_reconsume_times,
             bname=bname,
         )
-        self.invoke_broker(addr, RequestCode.CONSUMER_SEND_MSG_BACK, header, timeout_ms)
+        self.invoke_checked(addr, RequestCode.CONSUMER_SEND_MSG_BACK, header, timeout_ms)
 
     def end_transaction_oneway(
         self, addr: str, header: EndTransactionRequestHeader, remark: str | None
@@ -576,7 +567,7 @@ class MQClientAPI:
             topic_sys_flag=topic_config.topic_sys_flag,
             order=topic_config.order,
         )
-        self.invoke_broker(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header, timeout_ms)
+        self.invoke_checked(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header, timeout_ms)
 
     # ================================================================== orderly locks
     def lock_batch_mq(
@@ -584,7 +575,7 @@ class MQClientAPI:
     ) -> set[MessageQueue]:
         """LOCK_BATCH_MQ (41): the queues this client now holds locked on that broker."""
         body = LockBatchRequestBody(consumer_group=group, client_id=client_id, mq_set=list(mqs))
-        response = self.invoke_broker(addr, RequestCode.LOCK_BATCH_MQ, None, timeout_ms, body.to_json())
+        response = self.invoke_checked(addr, RequestCode.LOCK_BATCH_MQ, None, timeout_ms, body.to_json())
         if not response.body:
             return set()
         return set(LockBatchResponseBody.from_json(response.body).lock_ok_mq_set)
@@ -605,4 +596,4 @@ class MQClientAPI:
         if oneway:
             self.remoting.invoke_oneway(addr, request)
             return
-        _check(self.remoting.invoke_sync(addr, request, timeout_ms), addr)
+        check_response(self.remoting.invoke_sync(addr, request, timeout_ms), addr)

@@ -69,7 +69,14 @@ from rocketq.protocol.frame import (
     RemotingCommand,
 )
 
-__all__ = ["RemotingClient", "RequestHandler", "exception_desc", "machinery_response", "parse_addr"]
+__all__ = [
+    "RemotingClient",
+    "RequestHandler",
+    "exception_desc",
+    "host_addr_to_string",
+    "machinery_response",
+    "parse_addr",
+]
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +109,14 @@ def parse_addr(addr: str) -> tuple[str, int]:
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     return host, port
+
+
+def host_addr_to_string(host: tuple[str, int]) -> str:
+    """``(ip, port)`` -> ``"ip:port"`` (``"[v6]:port"`` for IPv6): what :func:`parse_addr` reads
+    back (``RemotingUtil.socketAddress2String``: a store host or an offsetMsgId's address
+    becoming a broker address to connect to)."""
+    ip, port = host
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
 
 
 def exception_desc(exc: BaseException) -> str:

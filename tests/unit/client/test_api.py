@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketq.client.api import MQClientAPI, host_addr_to_string
+from rocketq.client.api import MQClientAPI
 from rocketq.client.config import ClientConfig
 from rocketq.client.instance import MQClientInstance
 from rocketq.errors import BrokerError
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import GetMaxOffsetRequestHeader
-from rocketq.remoting.client import parse_addr
+from rocketq.remoting.client import host_addr_to_string, parse_addr
 
 
 @given(st.ip_addresses(), st.integers(min_value=1, max_value=65535))
@@ -43,11 +43,11 @@ class _FakeRemoting:
         return request.make_response(self.code, "remark-x")
 
 
-def test_invoke_broker_sends_the_header_and_returns_success() -> None:
+def test_invoke_checked_sends_the_header_and_returns_success() -> None:
     remoting = _FakeRemoting(ResponseCode.SUCCESS)
     api = MQClientAPI(remoting, [])  # type: ignore[arg-type]
     header = GetMaxOffsetRequestHeader(topic="T", queue_id=3, bname="b")
-    response = api.invoke_broker("10.0.0.1:10911", RequestCode.GET_MAX_OFFSET, header, 1234, b"xy")
+    response = api.invoke_checked("10.0.0.1:10911", RequestCode.GET_MAX_OFFSET, header, 1234, b"xy")
     assert response.code == ResponseCode.SUCCESS
     addr, request, timeout = remoting.sent[0]
     assert (addr, timeout) == ("10.0.0.1:10911", 1234)
@@ -56,10 +56,10 @@ def test_invoke_broker_sends_the_header_and_returns_success() -> None:
     assert request.body == b"xy"
 
 
-def test_invoke_broker_raises_broker_error_on_failure_codes() -> None:
+def test_invoke_checked_raises_broker_error_on_failure_codes() -> None:
     api = MQClientAPI(_FakeRemoting(ResponseCode.SYSTEM_ERROR), [])  # type: ignore[arg-type]
     with pytest.raises(BrokerError) as err:
-        api.invoke_broker("10.0.0.1:10911", RequestCode.HEART_BEAT, None, 1000)
+        api.invoke_checked("10.0.0.1:10911", RequestCode.HEART_BEAT, None, 1000)
     assert err.value.code == ResponseCode.SYSTEM_ERROR
     assert err.value.remark == "remark-x"
     assert err.value.addr == "10.0.0.1:10911"

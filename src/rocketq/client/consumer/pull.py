@@ -31,7 +31,6 @@ import threading
 from collections.abc import Callable
 from types import TracebackType
 
-from rocketq.client.api import host_addr_to_string
 from rocketq.client.api_results import FindBrokerResult, PullResult, PullStatus
 from rocketq.client.config import ClientConfig, PullConsumerConfig, ServiceState, change_instance_name_to_pid
 from rocketq.client.consumer.allocate import AllocateMessageQueueStrategy
@@ -64,6 +63,7 @@ from rocketq.protocol.heartbeat import (
 from rocketq.protocol.message import MessageConst, MessageExt, decode_records, encode_properties
 from rocketq.protocol.message_id import decode_offset_msg_id
 from rocketq.protocol.message_queue import MessageQueue
+from rocketq.remoting.client import host_addr_to_string
 
 __all__ = [
     "MQAdmin",

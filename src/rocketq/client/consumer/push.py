@@ -38,7 +38,6 @@ import traceback
 from collections.abc import Callable, Sequence
 from types import TracebackType
 
-from rocketq.client.api import host_addr_to_string
 from rocketq.client.api_results import PullResult, PullStatus
 from rocketq.client.config import (
     ClientConfig,
@@ -96,6 +95,7 @@ from rocketq.protocol.heartbeat import (
 from rocketq.protocol.message import Message, MessageConst, MessageExt, decode_record
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX, retry_topic
+from rocketq.remoting.client import host_addr_to_string
 
 __all__ = ["PushConsumer", "PushConsumerConfig"]
 
