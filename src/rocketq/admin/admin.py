@@ -567,7 +567,7 @@ class Admin:
         api = self._ready()
         out: dict[str, dict[MessageQueue, int]] = {}
         for _, addr in self.topic_brokers(topic):
-            for cid, table in api.invoke_checked_to_get_consumer_status(
+            for cid, table in api.invoke_broker_to_get_consumer_status(
                 addr, topic, group, client_addr, self.timeout_ms
             ).items():
                 out.setdefault(cid, {}).update(table)
@@ -641,7 +641,7 @@ class Admin:
         table: dict[MessageQueue, int] = {}
         for _, addr in brokers:
             table.update(
-                api.invoke_checked_to_reset_offset(addr, topic, group, timestamp_ms, force, self.timeout_ms)
+                api.invoke_broker_to_reset_offset(addr, topic, group, timestamp_ms, force, self.timeout_ms)
             )
         queues = [
             QueueReset(

@@ -173,7 +173,7 @@ class AdminAPI:
         return ConsumeMessageDirectlyResult.from_json(response.body)
 
     # ------------------------------------------------------------------ offsets through the broker
-    def invoke_checked_to_reset_offset(
+    def invoke_broker_to_reset_offset(
         self, addr: str, topic: str, group: str, timestamp_ms: int, is_force: bool, timeout_ms: int
     ) -> dict[MessageQueue, int]:
         """INVOKE_BROKER_TO_RESET_OFFSET (222): the offsets pushed to the live clients.
@@ -186,7 +186,7 @@ class AdminAPI:
             return {}
         return dict(ResetOffsetBody.from_json(response.body).offset_table)
 
-    def invoke_checked_to_get_consumer_status(
+    def invoke_broker_to_get_consumer_status(
         self, addr: str, topic: str, group: str, client_addr: str | None, timeout_ms: int
     ) -> dict[str, dict[MessageQueue, int]]:
         """INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223): client id -> its offsets of ``topic``."""
