@@ -20,13 +20,12 @@ from typing import cast
 import pytest
 
 from rocketq.broker.broker import BrokerController
-from rocketq.broker.config import BrokerConfig
-from rocketq.broker.store.config import MessageStoreConfig
 from rocketq.protocol import fastjson
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frame import RemotingCommand, decode_frame
 from rocketq.remoting.server import Channel, RequestProcessor
 from tests.conftest import GoldenFrame, golden_dir, load_golden_frames
+from tests.unit.broker.conftest import unit_broker_config
 
 #: Codes whose answers depend only on state the replay reproduces: compare everything.
 EXACT = {
@@ -75,14 +74,7 @@ class ReplayChannel:
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerController]:
-    cfg = BrokerConfig(
-        broker_ip1="127.0.0.1",
-        listen_port=10911,
-        message_store=MessageStoreConfig(
-            store_path_root_dir=str(tmp_path), mapped_file_size_commit_log=1 << 20
-        ),
-    )
-    b = BrokerController(cfg)
+    b = BrokerController(unit_broker_config(tmp_path))
     assert b.store.load()
     # the topics the golden session created beforehand (mqadmin updateTopic, not captured)
     b.topic_config_manager.decode((golden_dir() / "store" / "topics.json").read_text())

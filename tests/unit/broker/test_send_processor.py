@@ -12,13 +12,12 @@ from typing import cast
 import pytest
 
 from rocketq.broker.broker import BrokerController
-from rocketq.broker.config import BrokerConfig
 from rocketq.broker.processors.send import SendMessageProcessor
-from rocketq.broker.store.config import MessageStoreConfig
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import SendMessageRequestHeader
 from rocketq.remoting.server import Channel
+from tests.unit.broker.conftest import unit_broker_config
 
 
 class _Channel:
@@ -29,14 +28,7 @@ class _Channel:
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerController]:
-    cfg = BrokerConfig(
-        broker_ip1="127.0.0.1",
-        listen_port=10911,
-        message_store=MessageStoreConfig(
-            store_path_root_dir=str(tmp_path), mapped_file_size_commit_log=1 << 20
-        ),
-    )
-    b = BrokerController(cfg)
+    b = BrokerController(unit_broker_config(tmp_path))
     # as a consumer's heartbeat creates it (ClientManageProcessor): one queue, read-write
     b.topic_config_manager.create_topic_in_send_message_back_method("%RETRY%G", 1, 6, 0)
     b.store.start()
