@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from rocketq.broker.store.mapped_file import MappedFile
-from rocketq.protocol.java import string_hash
+from rocketq.protocol.java import ascii_hash, string_hash
 from rocketq.protocol.message import MessageConst
 
 __all__ = [
@@ -53,16 +53,6 @@ _ENTRY = struct.Struct(">iqii")
 _INT = struct.Struct(">i")
 
 
-def _ascii_hash(data: bytes, h: int = 0) -> int:
-    """``String.hashCode`` continued from ``h`` over ASCII ``data``, unsigned 32-bit.
-
-    No masking per step (an ASCII char is one UTF-16 unit): one mask at the end is
-    cheaper for the short keys indexed per message."""
-    for c in data:
-        h = h * 31 + c
-    return h & 0xFFFFFFFF
-
-
 def _index_hash(h: int) -> int:
     # IndexFile.indexKeyHashMethod: abs() of the signed hash, Integer.MIN_VALUE -> 0.
     if h & 0x80000000:
@@ -73,8 +63,6 @@ def _index_hash(h: int) -> int:
 
 def index_key_hash(key: str) -> int:
     """``IndexFile.indexKeyHashMethod``: ``abs(key.hashCode())``, with Integer.MIN_VALUE -> 0."""
-    if key.isascii():
-        return _index_hash(_ascii_hash(key.encode()))
     return _index_hash(string_hash(key) & 0xFFFFFFFF)
 
 
@@ -100,8 +88,8 @@ def uniq_key_hash(topic: str, uniq: str) -> int:
     if head is None:
         if len(_uniq_prefix_hashes) >= _PREFIX_CACHE_MAX:
             _uniq_prefix_hashes.clear()
-        head = _uniq_prefix_hashes[key] = _ascii_hash(f"{topic}#{uniq[:cut]}".encode())
-    return _index_hash(_ascii_hash(uniq[cut:].encode(), head))
+        head = _uniq_prefix_hashes[key] = ascii_hash(f"{topic}#{uniq[:cut]}".encode())
+    return _index_hash(ascii_hash(uniq[cut:].encode(), head))
 
 
 def index_key_hashes(topic: str, properties: Mapping[str, str]) -> list[int]:
