@@ -40,7 +40,8 @@ pytest: venv interop-deps
 
 test: lint typecheck pytest
 
-# Side-by-side benchmarks (issue #9): rocketq vs Redis Streams vs NATS JetStream, ~15 min.
+# Side-by-side benchmarks (issue #9): rocketq vs Redis Streams vs NATS JetStream, ~15 min, then
+# workload 7 (the Spark connector vs Parquet, 1 M rows, ~3 min; MISSING without Java 17+).
 # Installs Debian's redis-server and nats-server if missing (a peer that still cannot be found
 # is reported as MISSING in the output and in the report, and the target fails), the peers'
 # Python clients, matplotlib and py-spy into the venv; writes benchmarks/results/REPORT.md.

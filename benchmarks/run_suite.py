@@ -5,6 +5,10 @@
     .venv/bin/python benchmarks/run_suite.py --quick --systems rocketq --out /tmp/x   # CI smoke test
     .venv/bin/python benchmarks/run_suite.py --report-only   # re-render REPORT.md + PNG from results.json
 
+Workload 7 (the Spark connector against Parquet) runs ``benchmarks/spark_bench.py`` after the
+peers (not with ``--quick`` unless ``--spark``); without pyspark or Java 17+ it is reported as
+missing.
+
 Peers are found on PATH (or /usr/sbin), or through ``REDIS_SERVER`` / ``NATS_SERVER``; a peer
 that is missing is reported in the output and in REPORT.md. Exit status: 0 when every
 requested system ran every workload, 1 when something was missing or failed.
@@ -14,7 +18,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
+import json
 import logging
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -26,6 +33,34 @@ from benchmarks.suite.report import load_results, render_markdown, write_chart, 
 from benchmarks.suite.runner import SYSTEMS, run_suite
 
 RESULTS = Path(__file__).resolve().parent / "results"
+SPARK_BENCH = Path(__file__).resolve().parent / "spark_bench.py"
+
+
+def run_spark(out: Path, quick: bool = False) -> str | None:
+    """Workload 7: ``spark_bench.py --json out/spark.json``; None when it ran, else what went wrong
+    (also written to ``spark.json`` so the report shows it). ``quick``: 20,000 messages, one run each."""
+    from rocketq.demo.environment import java_problem
+
+    path = out / "spark.json"
+    out.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)  # never report an earlier run's numbers
+    missing = (
+        "pyspark is not installed (pip install 'rocketq[spark]')"
+        if importlib.util.find_spec("pyspark") is None
+        else java_problem()
+    )
+    if missing:
+        path.write_text(json.dumps({"missing": missing}), encoding="utf-8")
+        return f"MISSING spark (workload 7): {missing}"
+    sizes = ["--messages", "20000", "--repeat", "1", "--warmup", "0"] if quick else []
+    proc = subprocess.run(
+        [sys.executable, str(SPARK_BENCH), "--json", str(path), *sizes], check=False, timeout=3600
+    )
+    if proc.returncode != 0 or not path.exists():
+        error = f"spark_bench.py exited with status {proc.returncode}"
+        path.write_text(json.dumps({"error": error}), encoding="utf-8")
+        return f"FAILED spark (workload 7): {error}"
+    return None
 
 
 def _render(out: Path, chart: bool) -> Path | None:
@@ -58,6 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--profile-only", action="store_true", help="only profile, then re-render the report")
     parser.add_argument("--report-only", action="store_true", help="only re-render from results.json")
+    parser.add_argument(
+        "--spark",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="workload 7, the Spark connector vs Parquet (default: on unless --quick)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
@@ -87,6 +128,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"MISSING {system}: {why}")
         for failure in result.failures:
             print(f"FAILED {failure}")
+        if (not args.quick) if args.spark is None else args.spark:
+            print("workload 7: Spark connector vs Parquet (benchmarks/spark_bench.py)")
+            problem = run_spark(out, quick=args.quick)
+            if problem:
+                print(problem)
+                ok = False
     if profile or args.profile_only:
         from benchmarks.suite.profiling import profile_rocketq
 

@@ -8,24 +8,38 @@ messages of 100-byte bodies (default 1,000,000), then
 * ``parquet``: the very same rows, saved once as Parquet, read the same way,
 
 each warmed up ``--warmup`` times (JIT, Python workers), then timed ``--repeat`` times in
-alternation (connector, Parquet, connector, ...; best run of each reported). The broker is configured for bulk reads
+alternation (connector, Parquet, connector, ...; best run of each reported). Each timed run
+also records the CPU seconds of every process involved, by group: the Spark JVM, its Python
+workers, the rocketq server process (name server + broker) and this driver process; the
+medians per reader show where a read's CPU goes on the machine's cores. ``--json F`` writes
+all of it to ``F`` (``make bench`` reports it as workload 7). The broker is configured for bulk reads
 (``maxTransferCountOnMessageInMemory``/``maxTransferBytesOnMessageInMemory`` raised, as an
 operator would for a batch-analytics consumer); everything else is the default.
 
     .venv/bin/python benchmarks/spark_bench.py [--messages 1000000] [--queues 2] [--repeat 3] [--warmup 1]
+                                               [--json results/spark.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
 import shutil
+import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
+import pyspark
 from pyspark.sql import SparkSession
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.suite.common import ProcEntry, cpu_by_group, read_proc_table
 
 import rocketq.spark
 from rocketq.client.producer import Producer
@@ -67,13 +81,36 @@ def fill(cluster: EmbeddedCluster, messages: int, queues: int, body_size: int) -
     return time.perf_counter() - t0
 
 
-def timed(label: str, action: Callable[[], object], run: int, rows: int) -> float:
-    """Run ``action`` once; its rate in rows/s."""
+def cpu_groups(broker_pid: int) -> dict[str, int | Callable[[ProcEntry], bool]]:
+    """The process groups of a run, for :func:`cpu_by_group` from this process."""
+    return {
+        "rocketq server": broker_pid,
+        "spark jvm": lambda e: e.comm == "java",  # before the workers: its class path names pyspark too
+        "python workers": lambda e: "pyspark" in e.cmdline,  # pyspark.daemon and its forked workers
+        "driver": os.getpid(),
+    }
+
+
+def timed(
+    label: str,
+    action: Callable[[], object],
+    run: int,
+    rows: int,
+    groups: dict[str, int | Callable[[ProcEntry], bool]],
+) -> tuple[float, dict[str, float]]:
+    """Run ``action`` once; its rate in rows/s and the CPU seconds each process group used."""
+    before = cpu_by_group(read_proc_table(), os.getpid(), groups)
     t0 = time.perf_counter()
     action()
     elapsed = time.perf_counter() - t0
-    print(f"  {label:9s} run {run}: {elapsed:6.2f} s  {rows / elapsed:12,.0f} rows/s", flush=True)
-    return rows / elapsed
+    after = cpu_by_group(read_proc_table(), os.getpid(), groups)
+    cpu = {k: round(after[k] - before.get(k, 0.0), 3) for k in after}
+    spent = ", ".join(f"{k} {v:.2f}" for k, v in cpu.items() if v)
+    print(
+        f"  {label:9s} run {run}: {elapsed:6.2f} s  {rows / elapsed:12,.0f} rows/s  CPU s: {spent}",
+        flush=True,
+    )
+    return rows / elapsed, {"wall": round(elapsed, 3), **cpu}
 
 
 def main() -> int:
@@ -83,6 +120,7 @@ def main() -> int:
     parser.add_argument("--body-size", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured runs of each before timing")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results to this file")
     args = parser.parse_args()
 
     workdir = tempfile.mkdtemp(prefix="rocketq-spark-bench-")
@@ -123,16 +161,44 @@ def main() -> int:
                 f"reading {rows:,} rows, every column, into the noop sink "
                 f"(alternating, best of {args.repeat}):"
             )
-            best = dict.fromkeys(actions, 0.0)
+            groups = cpu_groups(cluster.broker_pid())
+            runs: dict[str, list[dict[str, float]]] = {label: [] for label in actions}
             for i in range(args.repeat):
                 for label, action in actions.items():
-                    best[label] = max(best[label], timed(f"{label}", action, i + 1, rows))
-            connector, parquet_rate = best["connector"], best["parquet"]
+                    rate, cpu = timed(f"{label}", action, i + 1, rows, groups)
+                    runs[label].append({"rows_per_s": round(rate), **cpu})
             spark.stop()
+        best = {label: max(r["rows_per_s"] for r in rs) for label, rs in runs.items()}
+        connector, parquet_rate = best["connector"], best["parquet"]
+        median_cpu = {
+            label: {k: round(statistics.median(r[k] for r in rs), 3) for k in rs[0] if k != "rows_per_s"}
+            for label, rs in runs.items()
+        }
         print()
         print(f"connector: {connector:12,.0f} rows/s")
         print(f"parquet:   {parquet_rate:12,.0f} rows/s")
         print(f"ratio:     {connector / parquet_rate:12.2f}x  (target >= 0.5x)")
+        for label, cpu in median_cpu.items():
+            print(f"median CPU s per {label} run: " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items()))
+        if args.json is not None:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            result = {
+                "generated": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+                "messages": args.messages,
+                "queues": args.queues,
+                "body_size": args.body_size,
+                "repeat": args.repeat,
+                "warmup": args.warmup,
+                "cores": os.cpu_count(),
+                "python": platform.python_version(),
+                "pyspark": pyspark.__version__,
+                "best_rows_per_s": best,
+                "ratio": round(connector / parquet_rate, 3),
+                "median_cpu_s": median_cpu,
+                "runs": runs,
+            }
+            args.json.write_text(json.dumps(result, indent=1), encoding="utf-8")
+            print(f"results: {args.json}")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return 0

@@ -21,7 +21,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
@@ -39,11 +39,13 @@ __all__ = [
     "Variant",
     "Workload",
     "body",
+    "cpu_by_group",
     "paced",
     "paced_async",
     "percentile_ms",
     "read_busy_cpu_s",
     "read_proc",
+    "read_proc_table",
     "stamped_body",
     "unstamp",
 ]
@@ -184,6 +186,67 @@ def read_proc(pid: int) -> ProcSample:
                 rss = int(line.split()[1]) * 1024
                 break
     return ProcSample(cpu_s=cpu, rss_bytes=rss)
+
+
+@dataclass(frozen=True)
+class ProcEntry:
+    """One process of ``/proc``: parent pid, command name, command line, CPU seconds."""
+
+    ppid: int
+    comm: str
+    cmdline: str
+    cpu_s: float
+
+
+def read_proc_table() -> dict[int, ProcEntry]:
+    """Every process this user can read in ``/proc`` (processes that vanish meanwhile are left out)."""
+    table: dict[int, ProcEntry] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as fh:
+                stat = fh.read()
+            with open(f"/proc/{name}/cmdline", "rb") as fb:
+                cmdline = fb.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        cpu = (int(fields[11]) + int(fields[12])) / _TICKS
+        table[int(name)] = ProcEntry(ppid=int(fields[1]), comm=comm, cmdline=cmdline, cpu_s=cpu)
+    return table
+
+
+def cpu_by_group(
+    table: dict[int, ProcEntry], root: int, groups: dict[str, int | Callable[[ProcEntry], bool]]
+) -> dict[str, float]:
+    """CPU seconds of ``root`` and its descendants, summed per group.
+
+    ``groups`` maps a group name to a pid (that process and its descendants) or to a
+    predicate on a descendant of ``root``; the first group that claims a process gets it
+    (and its descendants, unless one of them is claimed by another group first). What no
+    group claims counts under ``"other"``.
+    """
+    children: dict[int, list[int]] = {}
+    for pid, entry in table.items():
+        children.setdefault(entry.ppid, []).append(pid)
+    totals = dict.fromkeys([*groups, "other"], 0.0)
+
+    def claim(pid: int) -> str | None:
+        entry = table[pid]
+        for name, rule in groups.items():
+            if (rule == pid) if isinstance(rule, int) else rule(entry):
+                return name
+        return None
+
+    stack: list[tuple[int, str]] = [(root, claim(root) or "other")] if root in table else []
+    while stack:
+        pid, group = stack.pop()
+        totals[group] += table[pid].cpu_s
+        for child in children.get(pid, []):
+            stack.append((child, claim(child) or group))
+    return totals
 
 
 def read_busy_cpu_s() -> float:

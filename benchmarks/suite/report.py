@@ -17,7 +17,14 @@ from pathlib import Path
 from .common import Measurement, Variant, Workload
 from .runner import SYSTEMS, Row, SuiteResult, summarize
 
-__all__ = ["JAVA_REFERENCE", "load_results", "render_markdown", "write_chart", "write_results"]
+__all__ = [
+    "JAVA_REFERENCE",
+    "load_results",
+    "render_markdown",
+    "spark_section",
+    "write_chart",
+    "write_results",
+]
 
 #: Issue #9: a real Apache RocketMQ 4.9.7 broker + Java client on this machine class (msgs/s).
 JAVA_REFERENCE: dict[Workload, float] = {
@@ -197,6 +204,37 @@ def _profile_section(profile_path: Path) -> list[str]:
     return out
 
 
+def spark_section(spark_path: Path) -> list[str]:
+    """Workload 7 from ``spark.json`` (written by ``benchmarks/spark_bench.py --json``)."""
+    if not spark_path.exists():
+        return []
+    data = json.loads(spark_path.read_text(encoding="utf-8"))
+    out = ["## Workload 7: Spark batch read, connector vs Parquet", ""]
+    if data.get("missing") or data.get("error"):
+        kind = "MISSING" if data.get("missing") else "FAILED"
+        out += [f"**{kind}**: {data.get('missing') or data.get('error')}", ""]
+        return out
+    best = data["best_rows_per_s"]
+    out += [
+        f"`benchmarks/spark_bench.py`: {data['messages']:,} messages of {data['body_size']} bytes in "
+        f"{data['queues']} queues, read by a local[2] SparkSession (pyspark {data['pyspark']}) into the "
+        f"`noop` sink, every column; the same rows saved once as Parquet and read the same way. "
+        f"{data['warmup']} warm-up run(s) of each, then {data['repeat']} timed runs alternating "
+        "connector / Parquet; best run of each. CPU seconds are medians over the timed runs, per process "
+        "group (`/proc`: the Spark JVM, its Python workers, the rocketq server, this driver).",
+        "",
+        "| reader | rows/s (best) | wall s | Spark JVM CPU s | Python workers CPU s | rocketq server CPU s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for label, cpu in data["median_cpu_s"].items():
+        out.append(
+            f"| {label} | {best[label]:,.0f} | {cpu.get('wall', 0):.2f} | {cpu.get('spark jvm', 0):.2f} | "
+            f"{cpu.get('python workers', 0):.2f} | {cpu.get('rocketq server', 0):.2f} |"
+        )
+    out += ["", f"Ratio connector / Parquet: **{data['ratio']:.2f}x** (issue #7 target: >= 0.5x).", ""]
+    return out
+
+
 def render_markdown(data: dict[str, object], ms: Sequence[Measurement], out_dir: Path) -> str:
     """The whole ``REPORT.md`` text."""
     rows = summarize(ms)
@@ -273,6 +311,7 @@ def render_markdown(data: dict[str, object], ms: Sequence[Measurement], out_dir:
         "",
         _METHOD,
     ]
+    lines += spark_section(out_dir / "spark.json")
     lines += _profile_section(out_dir / "profile.json")
     return "\n".join(lines).rstrip() + "\n"
 

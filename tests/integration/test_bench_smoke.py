@@ -11,11 +11,22 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from benchmarks.suite.common import Measurement, Variant, Workload, percentile_ms, read_proc
+from benchmarks.suite.common import (
+    Measurement,
+    ProcEntry,
+    Variant,
+    Workload,
+    cpu_by_group,
+    percentile_ms,
+    read_proc,
+    read_proc_table,
+)
 from benchmarks.suite.profiling import reduce_collapsed
+from benchmarks.suite.report import spark_section
 from benchmarks.suite.runner import DURABLE_WORKLOADS, summarize
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,3 +131,60 @@ def test_reduce_collapsed_counts_self_and_total() -> None:
     assert all("rocketq/" in name for name, _ in totals)  # totals list rocketq code only
     # serve() is on 90 % of the stacks: an entry point, left out of the totals
     assert totals == [("decode (rocketq/protocol/frame.py)", 60.0)]
+
+
+def test_cpu_by_group_follows_the_process_tree() -> None:
+    def proc(ppid: int, comm: str, cpu: float, cmdline: str = "") -> ProcEntry:
+        return ProcEntry(ppid=ppid, comm=comm, cmdline=cmdline or comm, cpu_s=cpu)
+
+    table = {
+        10: proc(1, "python", 1.0, "python spark_bench.py"),  # the driver (root)
+        11: proc(10, "python", 2.0, "python -m rocketq server"),  # the server, by pid
+        12: proc(10, "java", 4.0, "java -cp .../pyspark/jars/*"),  # names pyspark too: JVM first
+        13: proc(12, "python", 0.5, "python -m pyspark.daemon"),
+        14: proc(13, "python", 0.25, "python -m pyspark.daemon"),  # a forked worker
+        15: proc(11, "python", 8.0, "python -c helper"),  # the server's child: the server's group
+        16: proc(10, "sh", 0.125, "sh -c true"),  # unclaimed child of the driver: the driver's
+        20: proc(1, "java", 16.0, "java -jar unrelated.jar"),  # not under the root: not counted
+    }
+    groups: dict[str, int | Callable[[ProcEntry], bool]] = {
+        "server": 11,
+        "jvm": lambda e: e.comm == "java",
+        "workers": lambda e: "pyspark" in e.cmdline,
+        "driver": 10,
+    }
+    got = cpu_by_group(table, 10, groups)
+    assert got == {"server": 10.0, "jvm": 4.0, "workers": 0.75, "driver": 1.125, "other": 0.0}
+    assert cpu_by_group(table, 99, groups)["other"] == 0.0  # a vanished root counts nothing
+
+
+def test_read_proc_table_has_this_process_and_its_parent() -> None:
+    table = read_proc_table()
+    me = table[os.getpid()]
+    assert me.ppid == os.getppid()
+    assert me.cpu_s > 0
+    assert "python" in me.cmdline
+
+
+def test_spark_section_renders_results_and_missing(tmp_path: Path) -> None:
+    assert spark_section(tmp_path / "spark.json") == []  # not run: no section
+    path = tmp_path / "spark.json"
+    path.write_text(json.dumps({"missing": "Java was not found"}), encoding="utf-8")
+    assert "**MISSING**: Java was not found" in spark_section(path)
+    cpu = {"wall": 0.9, "spark jvm": 0.91, "python workers": 0.5, "rocketq server": 0.3}
+    result = {
+        "messages": 1_000_000,
+        "queues": 2,
+        "body_size": 100,
+        "repeat": 3,
+        "warmup": 1,
+        "pyspark": "4.3.0",
+        "best_rows_per_s": {"connector": 1_150_000, "parquet": 2_500_000},
+        "ratio": 0.46,
+        "median_cpu_s": {"connector": cpu, "parquet": {"wall": 0.4, "spark jvm": 0.65}},
+    }
+    path.write_text(json.dumps(result), encoding="utf-8")
+    text = "\n".join(spark_section(path))
+    assert "| connector | 1,150,000 | 0.90 | 0.91 | 0.50 | 0.30 |" in text
+    assert "| parquet | 2,500,000 | 0.40 | 0.65 | 0.00 | 0.00 |" in text
+    assert "**0.46x**" in text
