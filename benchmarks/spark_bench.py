@@ -16,7 +16,7 @@ all of it to ``F`` (``make bench`` reports it as workload 7). The broker is conf
 (``maxTransferCountOnMessageInMemory``/``maxTransferBytesOnMessageInMemory`` raised, as an
 operator would for a batch-analytics consumer); everything else is the default.
 
-    .venv/bin/python benchmarks/spark_bench.py [--messages 1000000] [--queues 2] [--repeat 3] [--warmup 1]
+    .venv/bin/python benchmarks/spark_bench.py [--messages 1000000] [--queues 2] [--repeat 3] [--warmup 2]
                                                [--json results/spark.json]
 """
 
@@ -119,7 +119,7 @@ def main() -> int:
     parser.add_argument("--queues", type=int, default=2)
     parser.add_argument("--body-size", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--warmup", type=int, default=1, help="unmeasured runs of each before timing")
+    parser.add_argument("--warmup", type=int, default=2, help="unmeasured runs of each before timing (JIT)")
     parser.add_argument("--json", type=Path, default=None, help="also write the results to this file")
     args = parser.parse_args()
 
