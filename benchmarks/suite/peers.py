@@ -32,7 +32,7 @@ from types import TracebackType
 
 from rocketq.testing.cluster import EmbeddedCluster
 
-from .common import Variant
+from .common import Variant, read_proc_table
 
 __all__ = [
     "NatsServer",
@@ -284,22 +284,11 @@ class NatsServer(_ChildServer):
 def _child_pid_of_cluster() -> int:
     """The pid of this process's ``rocketq.cli.main`` child (EmbeddedCluster keeps it private)."""
     me = os.getpid()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
-                stat = fh.read()
-            ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
-            if ppid != me:
-                continue
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                cmdline = fh.read().split(b"\0")
-        except (OSError, ValueError):
-            continue
-        if b"rocketq.cli.main" in cmdline:
-            found.append(int(entry))
+    found = [
+        pid
+        for pid, entry in read_proc_table().items()
+        if entry.ppid == me and "rocketq.cli.main" in entry.cmdline
+    ]
     if len(found) != 1:
         raise RuntimeError(f"expected one rocketq server child process, found {found}")
     return found[0]
