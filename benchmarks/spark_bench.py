@@ -122,6 +122,8 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=2, help="unmeasured runs of each before timing (JIT)")
     parser.add_argument("--json", type=Path, default=None, help="also write the results to this file")
     args = parser.parse_args()
+    if args.repeat < 1 or args.warmup < 0 or args.messages < 1:
+        parser.error("--repeat and --messages must be >= 1, --warmup >= 0")
 
     workdir = tempfile.mkdtemp(prefix="rocketq-spark-bench-")
     conf = {
