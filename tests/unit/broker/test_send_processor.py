@@ -1,10 +1,13 @@
 """``SendMessageProcessor`` on a broker that was never started (no sockets): retry-topic
 sends and the queue they land in (``SendMessageProcessor.sendMessage`` +
-``handleRetryAndDLQ``)."""
+``handleRetryAndDLQ``), and how a SEND_BATCH_MESSAGE is checked and stored
+(``DefaultMessageStore.checkMessages``, ``CommitLog.MessageExtBatchEncoder``)."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
@@ -15,7 +18,9 @@ from rocketq.broker.broker import BrokerController
 from rocketq.broker.processors.send import SendMessageProcessor
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
-from rocketq.protocol.headers import SendMessageRequestHeader
+from rocketq.protocol.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
+from rocketq.protocol.message import decode_records
+from rocketq.protocol.route import TopicConfig
 from rocketq.remoting.server import Channel
 from tests.unit.broker.conftest import unit_broker_config
 
@@ -73,3 +78,89 @@ def test_retry_topic_send_over_its_max_goes_to_the_dlq(broker: BrokerController)
     assert response.ext_fields is not None and response.ext_fields["queueId"] == "0"
     assert broker.store.get_max_offset_in_queue("%DLQ%G", 0) == 1
     assert broker.store.get_max_offset_in_queue("%RETRY%G", 0) == 0
+
+
+# ---------------------------------------------------------------------- batches
+#: the batch-level properties a broker appends to every entry (header ``i`` plus CLUSTER),
+#: in the order the 4.9.7 broker writes them (see the golden store's batch records)
+_BATCH_PROPS = "CLUSTER\x01DefaultCluster\x02WAIT\x01true"
+
+
+def _entries(*items: tuple[bytes, str]) -> bytes:
+    """A SEND_BATCH_MESSAGE body (``MessageDecoder.encodeMessages``) of (body, properties)."""
+    out = b""
+    for body, props in items:
+        raw = props.encode()
+        out += struct.pack(">iiiii", 20 + len(body) + 2 + len(raw), 0, 0, 0, len(body)) + body
+        out += len(raw).to_bytes(2, "big") + raw
+    return out
+
+
+def _send_batch(broker: BrokerController, body: bytes) -> RemotingCommand:
+    broker.topic_config_manager.update_topic_config(
+        TopicConfig(topic_name="B", read_queue_nums=1, write_queue_nums=1)
+    )
+    header = SendMessageRequestHeader(
+        producer_group="P",
+        topic="B",
+        default_topic="TBW102",
+        default_topic_queue_nums=4,
+        queue_id=0,
+        sys_flag=0,
+        born_timestamp=1_700_000_000_000,
+        flag=0,
+        properties="WAIT\x01true",
+        reconsume_times=0,
+        batch=True,
+    )
+    v2 = SendMessageRequestHeaderV2.from_v1(header)  # what the Java client sends with code 320
+    request = RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, v2.to_ext_fields(), body)
+    response = asyncio.run(SendMessageProcessor(broker).process(cast(Channel, _Channel()), request))
+    assert response is not None
+    return response
+
+
+def _stored_properties(broker: BrokerController) -> list[str]:
+    result = broker.store.get_message("G", "B", 0, 0, 32)
+    return [m.stored_properties for m in decode_records(b"".join(result.buffers))]
+
+
+def test_batch_properties_get_a_separator_only_where_java_writes_one(broker: BrokerController) -> None:
+    body = _entries(
+        (b"a", "KEYS\x01k1\x02UNIQ_KEY\x01U1"),  # a 4.9.7 client: no trailing separator
+        (b"b", "KEYS\x01k2\x02"),  # a client that keeps the trailing one: not doubled
+        (b"c", ""),  # no properties: the batch's alone, no leading separator
+    )
+    assert _send_batch(broker, body).code == ResponseCode.SUCCESS
+    assert _stored_properties(broker) == [
+        "KEYS\x01k1\x02UNIQ_KEY\x01U1\x02" + _BATCH_PROPS,
+        "KEYS\x01k2\x02" + _BATCH_PROPS,
+        _BATCH_PROPS,
+    ]
+
+
+@pytest.fixture
+def small_broker(tmp_path: Path) -> Iterator[BrokerController]:
+    """A broker whose maxMessageSize is 1,000 bytes."""
+    cfg = unit_broker_config(tmp_path)
+    cfg = dataclasses.replace(
+        cfg, message_store=dataclasses.replace(cfg.message_store, max_message_size=1_000)
+    )
+    b = BrokerController(cfg)
+    b.store.start()
+    yield b
+    b.store.shutdown()
+
+
+def test_batch_size_limit_counts_the_whole_encoded_batch(small_broker: BrokerController) -> None:
+    # DefaultMessageStore.checkMessages holds the encoded batch (entry headers and
+    # properties included) against maxMessageSize, not just the sum of the bodies
+    broker = small_broker
+    fits = _entries(*[(b"x" * 150, "") for _ in range(4)])  # 4 x 172 bytes encoded
+    assert len(fits) <= 1_000
+    assert _send_batch(broker, fits).code == ResponseCode.SUCCESS
+    over = _entries(*[(b"x" * 190, "") for _ in range(5)])  # bodies 950, encoded 1,060
+    assert len(over) > 1_000
+    response = _send_batch(broker, over)
+    assert response.code == ResponseCode.MESSAGE_ILLEGAL
+    assert broker.store.get_max_offset_in_queue("B", 0) == 4  # nothing of it was stored

@@ -323,8 +323,14 @@ class SendMessageProcessor:
                     request, ResponseCode.MESSAGE_ILLEGAL, "Delay message is not supported in batch"
                 )
             merged = {**props, **batch_props}
-            # CommitLog.MessageExtBatchEncoder: entry properties + separator + batch properties
-            pstr = entry.properties + ("\x02" + batch_props_string if batch_props_string else "")
+            # CommitLog.MessageExtBatchEncoder: the entry's properties, then the batch's, with
+            # a separator between them only when both are non-empty and the entry's do not
+            # already end with one (a 4.9.7 client's do not; other clients' may)
+            pstr = entry.properties
+            if batch_props_string:
+                if pstr and not pstr.endswith("\x02"):
+                    pstr += "\x02"
+                pstr += batch_props_string
             inners.append(
                 MessageExtBrokerInner(
                     topic=topic,
@@ -341,7 +347,7 @@ class SendMessageProcessor:
                     reconsume_times=reconsume_times,
                 )
             )
-        result = broker.store.put_messages(inners)
+        result = broker.store.put_messages(inners, batch_body_size=len(request.body))
         size = sum(len(e.body) for e in entries)
         wait_flush = batch_props.get(MessageConst.WAIT) != "false"
         return await self._handle_put_result(request, result, topic, queue_id, len(entries), size, wait_flush)

@@ -315,13 +315,18 @@ class MessageStore:
         record, request = prepared
         return self._append([record], [request], msg.store_host, msg.wait_store_msg_ok)
 
-    def put_messages(self, batch: Sequence[MessageExtBrokerInner]) -> PutMessageResult:
+    def put_messages(
+        self, batch: Sequence[MessageExtBrokerInner], *, batch_body_size: int | None = None
+    ) -> PutMessageResult:
         """Store a batch (``DefaultMessageStore.putMessages``): one topic-queue, consecutive
         queue offsets, all records in one segment, one lock acquisition.
 
         MESSAGE_ILLEGAL for an empty batch, mixed topic/queue, transactional or delayed
-        messages (``CommitLog.asyncPutMessages``), total body over ``max_message_size``, or
-        a batch larger than a segment.
+        messages (``CommitLog.asyncPutMessages``), a batch over ``max_message_size``, or a
+        batch larger than a segment. ``batch_body_size`` is the length of the encoded
+        SEND_BATCH_MESSAGE body the batch came from, which is what Java's ``checkMessages``
+        holds against ``max_message_size`` (entry headers and properties included); without
+        it the sum of the bodies is.
         """
         status = self._check_store_status()
         if status is not None:
@@ -351,7 +356,8 @@ class MessageStore:
             records.append(prepared[0])
             requests.append(prepared[1])
             total += len(prepared[0])
-        if total_body > self.config.max_message_size or total + 8 > self.config.mapped_file_size_commit_log:
+        size = total_body if batch_body_size is None else batch_body_size
+        if size > self.config.max_message_size or total + 8 > self.config.mapped_file_size_commit_log:
             self._count_failure()
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         return self._append(records, requests, first.store_host, first.wait_store_msg_ok)
