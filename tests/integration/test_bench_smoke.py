@@ -32,9 +32,9 @@ from benchmarks.suite.runner import DURABLE_WORKLOADS, summarize
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.integration
-def test_quick_rocketq_run_writes_results_and_report(tmp_path: Path) -> None:
-    proc = subprocess.run(
+def run_quick_suite(out: Path, *extra: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``run_suite.py --quick --systems rocketq`` into ``out`` (no chart, no profile) plus ``extra``."""
+    return subprocess.run(
         [
             sys.executable,
             str(ROOT / "benchmarks" / "run_suite.py"),
@@ -42,17 +42,23 @@ def test_quick_rocketq_run_writes_results_and_report(tmp_path: Path) -> None:
             "--systems",
             "rocketq",
             "--out",
-            str(tmp_path),
+            str(out),
             "--no-chart",
             "--no-profile",
+            *extra,
         ],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=timeout,
         check=False,
         cwd=ROOT,
-        env={**os.environ, "PYTHONWARNINGS": "error"},
+        env={**os.environ, "PYTHONWARNINGS": "error", "PYSPARK_PYTHON": sys.executable},
     )
+
+
+@pytest.mark.integration
+def test_quick_rocketq_run_writes_results_and_report(tmp_path: Path) -> None:
+    proc = run_quick_suite(tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     data = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     assert data["failures"] == []

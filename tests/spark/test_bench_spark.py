@@ -8,41 +8,17 @@ The real entry point in a subprocess: the rocketq workloads (tiny), then
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.integration.test_bench_smoke import run_quick_suite
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
 
 
 def test_quick_suite_runs_the_spark_workload(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "run_suite.py"),
-            "--quick",
-            "--systems",
-            "rocketq",
-            "--variants",
-            "default",
-            "--spark",
-            "--out",
-            str(tmp_path),
-            "--no-chart",
-            "--no-profile",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-        cwd=ROOT,
-        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-    )
+    proc = run_quick_suite(tmp_path, "--variants", "default", "--spark", timeout=240)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     data = json.loads((tmp_path / "spark.json").read_text(encoding="utf-8"))
     assert data["messages"] == 20_000

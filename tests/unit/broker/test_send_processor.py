@@ -41,8 +41,10 @@ def broker(tmp_path: Path) -> Iterator[BrokerController]:
     b.store.shutdown()
 
 
-def _send(broker: BrokerController, topic: str, queue_id: int, reconsume_times: int) -> RemotingCommand:
-    header = SendMessageRequestHeader(
+def _header(
+    topic: str, queue_id: int, *, reconsume_times: int = 0, properties: str = "", batch: bool = False
+) -> SendMessageRequestHeader:
+    return SendMessageRequestHeader(
         producer_group="P",
         topic=topic,
         default_topic="TBW102",
@@ -51,14 +53,24 @@ def _send(broker: BrokerController, topic: str, queue_id: int, reconsume_times: 
         sys_flag=0,
         born_timestamp=1_700_000_000_000,
         flag=0,
-        properties="",
+        properties=properties,
         reconsume_times=reconsume_times,
         max_reconsume_times=3,
+        batch=batch,
     )
-    request = RemotingCommand.request(RequestCode.SEND_MESSAGE, header.to_ext_fields(), b"body")
+
+
+def _process(broker: BrokerController, request: RemotingCommand) -> RemotingCommand:
     response = asyncio.run(SendMessageProcessor(broker).process(cast(Channel, _Channel()), request))
     assert response is not None
     return response
+
+
+def _send(broker: BrokerController, topic: str, queue_id: int, reconsume_times: int) -> RemotingCommand:
+    header = _header(topic, queue_id, reconsume_times=reconsume_times)
+    return _process(
+        broker, RemotingCommand.request(RequestCode.SEND_MESSAGE, header.to_ext_fields(), b"body")
+    )
 
 
 @pytest.mark.parametrize("queue_id", [-1, 0])
@@ -100,24 +112,9 @@ def _send_batch(broker: BrokerController, body: bytes) -> RemotingCommand:
     broker.topic_config_manager.update_topic_config(
         TopicConfig(topic_name="B", read_queue_nums=1, write_queue_nums=1)
     )
-    header = SendMessageRequestHeader(
-        producer_group="P",
-        topic="B",
-        default_topic="TBW102",
-        default_topic_queue_nums=4,
-        queue_id=0,
-        sys_flag=0,
-        born_timestamp=1_700_000_000_000,
-        flag=0,
-        properties="WAIT\x01true",
-        reconsume_times=0,
-        batch=True,
-    )
-    v2 = SendMessageRequestHeaderV2.from_v1(header)  # what the Java client sends with code 320
-    request = RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, v2.to_ext_fields(), body)
-    response = asyncio.run(SendMessageProcessor(broker).process(cast(Channel, _Channel()), request))
-    assert response is not None
-    return response
+    # what the Java client sends with code 320: the V2 header
+    v2 = SendMessageRequestHeaderV2.from_v1(_header("B", 0, properties="WAIT\x01true", batch=True))
+    return _process(broker, RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, v2.to_ext_fields(), body))
 
 
 def _stored_properties(broker: BrokerController) -> list[str]:
