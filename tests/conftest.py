@@ -1,15 +1,20 @@
-"""Shared fixtures: the golden captures of a real Apache RocketMQ 4.9.7 in ../shared/golden."""
+"""Shared fixtures: the golden captures of a real Apache RocketMQ 4.9.7 in ../shared/golden, and
+the send request the tests that talk to a broker directly build."""
 
 from __future__ import annotations
 
 import base64
 import json
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from rocketq.protocol.codes import RequestCode
+from rocketq.protocol.frame import RemotingCommand
+from rocketq.protocol.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from rocketq.testing.fixtures import embedded_cluster, unique_name  # noqa: F401
 
 _REPO = Path(__file__).resolve().parent.parent
@@ -77,3 +82,37 @@ def load_golden_frames(name: str | None = None) -> list[GoldenFrame]:
 @pytest.fixture(scope="session")
 def golden() -> Path:
     return golden_dir()
+
+
+def send_request(
+    topic: str,
+    body: bytes,
+    *,
+    queue_id: int = 0,
+    properties: str = "",
+    reconsume_times: int = 0,
+    max_reconsume_times: int | None = None,
+    code: RequestCode = RequestCode.SEND_MESSAGE_V2,
+) -> RemotingCommand:
+    """A send request as a Java producer builds it: SEND_MESSAGE with the V1 header, else
+    (SEND_MESSAGE_V2, SEND_BATCH_MESSAGE) the one-letter V2 header; ``batch`` follows the code."""
+    header = SendMessageRequestHeader(
+        producer_group="test-producer",
+        topic=topic,
+        default_topic="TBW102",
+        default_topic_queue_nums=4,
+        queue_id=queue_id,
+        sys_flag=0,
+        born_timestamp=int(time.time() * 1000),
+        flag=0,
+        properties=properties,
+        reconsume_times=reconsume_times,
+        max_reconsume_times=max_reconsume_times,
+        batch=code == RequestCode.SEND_BATCH_MESSAGE,
+    )
+    fields = (
+        header.to_ext_fields()
+        if code == RequestCode.SEND_MESSAGE
+        else SendMessageRequestHeaderV2.from_v1(header).to_ext_fields()
+    )
+    return RemotingCommand.request(code, fields, body)

@@ -12,28 +12,15 @@ import pytest
 
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
-from rocketq.protocol.headers import GetMaxOffsetRequestHeader, SendMessageRequestHeaderV2
+from rocketq.protocol.headers import GetMaxOffsetRequestHeader
 from rocketq.testing.cluster import EmbeddedCluster
+from tests.conftest import send_request
 
 pytestmark = pytest.mark.integration
 
 
 def _send(cluster: EmbeddedCluster, topic: str, body: bytes, queue_id: int = 0) -> RemotingCommand:
-    header = SendMessageRequestHeaderV2(
-        producer_group="bad-input-pg",
-        topic=topic,
-        default_topic="TBW102",
-        default_topic_queue_nums=4,
-        queue_id=queue_id,
-        sys_flag=0,
-        born_timestamp=1,
-        flag=0,
-        properties="TAGS\x01a",
-        reconsume_times=0,
-        unit_mode=False,
-        batch=False,
-    )
-    request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header.to_ext_fields(), body)
+    request = send_request(topic, body, queue_id=queue_id, properties="TAGS\x01a")
     return cluster.invoke(cluster.broker_addrs[0], request)
 
 

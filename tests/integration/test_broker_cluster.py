@@ -14,28 +14,16 @@ from rocketq.protocol.headers import (
     GetMaxOffsetRequestHeader,
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
-    SendMessageRequestHeaderV2,
     UpdateConsumerOffsetRequestHeader,
 )
 from rocketq.testing.cluster import EmbeddedCluster
+from tests.conftest import send_request
 
 pytestmark = pytest.mark.integration
 
 
 def send(cluster: EmbeddedCluster, addr: str, topic: str, queue_id: int = 0) -> RemotingCommand:
-    header = SendMessageRequestHeaderV2(
-        producer_group="it-producer",
-        topic=topic,
-        default_topic="TBW102",
-        default_topic_queue_nums=4,
-        queue_id=queue_id,
-        sys_flag=0,
-        born_timestamp=int(time.time() * 1000),
-        flag=0,
-        properties="",
-        reconsume_times=0,
-    )
-    request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header.to_ext_fields(), b"hello")
+    request = send_request(topic, b"hello", queue_id=queue_id)
     return cluster.invoke(addr, request)
 
 
@@ -123,21 +111,7 @@ def test_delayed_message_is_delivered(
     topic = unique_name("t")
     c.create_topic(topic, 1)
     addr = c.broker_addrs[0]
-    header = SendMessageRequestHeaderV2(
-        producer_group="it-producer",
-        topic=topic,
-        default_topic="TBW102",
-        default_topic_queue_nums=4,
-        queue_id=0,
-        sys_flag=0,
-        born_timestamp=int(time.time() * 1000),
-        flag=0,
-        properties="DELAY\x011\x02WAIT\x01true",
-        reconsume_times=0,
-    )
-    response = c.invoke(
-        addr, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header.to_ext_fields(), b"x")
-    )
+    response = c.invoke(addr, send_request(topic, b"x", properties="DELAY\x011\x02WAIT\x01true"))
     assert response.code == ResponseCode.SUCCESS, response.remark
     assert max_offset(c, addr, topic) == 0  # parked in SCHEDULE_TOPIC_XXXX
     deadline = time.monotonic() + 10

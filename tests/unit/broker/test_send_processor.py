@@ -18,10 +18,10 @@ from rocketq.broker.broker import BrokerController
 from rocketq.broker.processors.send import SendMessageProcessor
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
-from rocketq.protocol.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from rocketq.protocol.message import decode_records
 from rocketq.protocol.route import TopicConfig
 from rocketq.remoting.server import Channel
+from tests.conftest import send_request
 from tests.unit.broker.conftest import unit_broker_config
 
 
@@ -41,25 +41,6 @@ def broker(tmp_path: Path) -> Iterator[BrokerController]:
     b.store.shutdown()
 
 
-def _header(
-    topic: str, queue_id: int, *, reconsume_times: int = 0, properties: str = "", batch: bool = False
-) -> SendMessageRequestHeader:
-    return SendMessageRequestHeader(
-        producer_group="P",
-        topic=topic,
-        default_topic="TBW102",
-        default_topic_queue_nums=4,
-        queue_id=queue_id,
-        sys_flag=0,
-        born_timestamp=1_700_000_000_000,
-        flag=0,
-        properties=properties,
-        reconsume_times=reconsume_times,
-        max_reconsume_times=3,
-        batch=batch,
-    )
-
-
 def _process(broker: BrokerController, request: RemotingCommand) -> RemotingCommand:
     response = asyncio.run(SendMessageProcessor(broker).process(cast(Channel, _Channel()), request))
     assert response is not None
@@ -67,10 +48,15 @@ def _process(broker: BrokerController, request: RemotingCommand) -> RemotingComm
 
 
 def _send(broker: BrokerController, topic: str, queue_id: int, reconsume_times: int) -> RemotingCommand:
-    header = _header(topic, queue_id, reconsume_times=reconsume_times)
-    return _process(
-        broker, RemotingCommand.request(RequestCode.SEND_MESSAGE, header.to_ext_fields(), b"body")
+    request = send_request(
+        topic,
+        b"body",
+        queue_id=queue_id,
+        reconsume_times=reconsume_times,
+        max_reconsume_times=3,
+        code=RequestCode.SEND_MESSAGE,
     )
+    return _process(broker, request)
 
 
 @pytest.mark.parametrize("queue_id", [-1, 0])
@@ -112,9 +98,8 @@ def _send_batch(broker: BrokerController, body: bytes) -> RemotingCommand:
     broker.topic_config_manager.update_topic_config(
         TopicConfig(topic_name="B", read_queue_nums=1, write_queue_nums=1)
     )
-    # what the Java client sends with code 320: the V2 header
-    v2 = SendMessageRequestHeaderV2.from_v1(_header("B", 0, properties="WAIT\x01true", batch=True))
-    return _process(broker, RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, v2.to_ext_fields(), body))
+    request = send_request("B", body, properties="WAIT\x01true", code=RequestCode.SEND_BATCH_MESSAGE)
+    return _process(broker, request)
 
 
 def _stored_properties(broker: BrokerController) -> list[str]:
