@@ -159,6 +159,11 @@ def register_and_start(instance: MQClientInstance, group: str, consumer: MQConsu
         raise
 
 
+#: The arguments of ``PullAPIWrapper.pull_kernel_impl[_async]``: mq, subscription expression and
+#: type, sub version, offset, max nums, sys flag, commit offset, suspend time, timeout (ms).
+_KernelArgs = tuple[MessageQueue, "str | None", "str | None", int, int, int, int, int, int, int]
+
+
 class PullAPIWrapper:
     """``PullAPIWrapper``: broker choice per queue, the PULL_MESSAGE call, result processing."""
 
@@ -222,6 +227,38 @@ class PullAPIWrapper:
             bname=mq.broker_name,
         )
 
+    def pull_kernel_impl(
+        self,
+        mq: MessageQueue,
+        sub_expression: str | None,
+        expression_type: str | None,
+        sub_version: int,
+        offset: int,
+        max_nums: int,
+        sys_flag: int,
+        commit_offset: int,
+        broker_suspend_max_time_ms: int,
+        timeout_ms: int,
+    ) -> PullResult:
+        """One blocking PULL_MESSAGE (``CommunicationMode.SYNC``; records undecoded).
+
+        A synchronous invoke: it raises ClientError on the remoting I/O thread rather than
+        wait there for an answer that thread would have to read."""
+        found = self._find_broker(mq)
+        header = self._header(
+            mq,
+            found,
+            sub_expression,
+            expression_type,
+            sub_version,
+            offset,
+            max_nums,
+            sys_flag,
+            commit_offset,
+            broker_suspend_max_time_ms,
+        )
+        return self._instance.api.pull_message_sync(found.broker_addr, header, timeout_ms)
+
     def pull_kernel_impl_async(
         self,
         mq: MessageQueue,
@@ -235,11 +272,7 @@ class PullAPIWrapper:
         broker_suspend_max_time_ms: int,
         timeout_ms: int,
     ) -> concurrent.futures.Future[PullResult]:
-        """One PULL_MESSAGE whose future completes on the I/O thread (records undecoded).
-
-        A blocking pull is ``pull_kernel_impl_async(...).result()``: the remoting layer
-        fails the future after ``timeout_ms``, so the wait is bounded either way.
-        """
+        """One PULL_MESSAGE whose future completes on the I/O thread (records undecoded)."""
         found = self._find_broker(mq)
         header = self._header(
             mq,
@@ -548,7 +581,7 @@ class PullConsumer:
         reb = self._running()[4]
         return reb.owned_queues(topic)
 
-    def _start_pull(
+    def _prepare_pull(
         self,
         mq: MessageQueue,
         sub_expression: str | None,
@@ -557,8 +590,8 @@ class PullConsumer:
         block: bool,
         timeout_ms: int | None,
         expression_type: str,
-    ) -> tuple[MQClientInstance, PullAPIWrapper, SubscriptionData, concurrent.futures.Future[PullResult]]:
-        """Validate, subscribe the topic and send one PULL_MESSAGE (records still undecoded)."""
+    ) -> tuple[MQClientInstance, PullAPIWrapper, SubscriptionData, _KernelArgs]:
+        """Validate and subscribe the topic; the arguments of one PULL_MESSAGE."""
         inst, wrapper, _, _, _ = self._running()
         if not isinstance(mq, MessageQueue):
             raise IllegalArgumentError("mq is null")
@@ -575,19 +608,8 @@ class PullConsumer:
             else (timeout_ms or cfg.consumer_pull_timeout_ms)
         )
         sys_flag = build_pull_sys_flag(commit_offset=False, suspend=block, subscription=True)
-        raw = wrapper.pull_kernel_impl_async(
-            mq,
-            sd.sub_string,
-            sd.expression_type,
-            0,
-            offset,
-            max_nums,
-            sys_flag,
-            0,
-            cfg.broker_suspend_max_time_ms,
-            timeout,
-        )
-        return inst, wrapper, sd, raw
+        args = (mq, sd.sub_string, sd.expression_type, 0, offset, max_nums, sys_flag, 0)
+        return inst, wrapper, sd, (*args, cfg.broker_suspend_max_time_ms, timeout)
 
     def _pull_sync(
         self,
@@ -599,10 +621,10 @@ class PullConsumer:
         timeout_ms: int | None,
         expression_type: str,
     ) -> PullResult:
-        _, wrapper, sd, raw = self._start_pull(
+        _, wrapper, sd, args = self._prepare_pull(
             mq, sub_expression, offset, max_nums, block, timeout_ms, expression_type
         )
-        return wrapper.process_pull_result(mq, raw.result(), sd)
+        return wrapper.process_pull_result(mq, wrapper.pull_kernel_impl(*args), sd)
 
     def pull(
         self,
@@ -643,9 +665,10 @@ class PullConsumer:
         expression_type: str = "TAG",
     ) -> concurrent.futures.Future[PullResult]:
         """Pull without blocking the caller; records are decoded on the client's callback pool."""
-        inst, wrapper, sd, raw = self._start_pull(
+        inst, wrapper, sd, args = self._prepare_pull(
             mq, sub_expression, offset, max_nums, block, timeout_ms, expression_type
         )
+        raw = wrapper.pull_kernel_impl_async(*args)
         out: concurrent.futures.Future[PullResult] = concurrent.futures.Future()
         if callback is not None:
             out.add_done_callback(callback)
