@@ -40,6 +40,7 @@ from rocketq.protocol.headers import (
     SendMessageResponseHeader,
 )
 from rocketq.protocol.message import (
+    PROPERTY_SEPARATOR,
     MessageConst,
     decode_batch,
     decode_properties,
@@ -328,8 +329,8 @@ class SendMessageProcessor:
             # already end with one (a 4.9.7 client's do not; other clients' may)
             pstr = entry.properties
             if batch_props_string:
-                if pstr and not pstr.endswith("\x02"):
-                    pstr += "\x02"
+                if pstr and not pstr.endswith(PROPERTY_SEPARATOR):
+                    pstr += PROPERTY_SEPARATOR
                 pstr += batch_props_string
             inners.append(
                 MessageExtBrokerInner(

@@ -333,11 +333,15 @@ class MessageStore:
             return PutMessageResult(status)
         if not batch:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        # DefaultMessageStore.checkMessages, before anything is encoded
+        size = sum(len(msg.body) for msg in batch) if batch_body_size is None else batch_body_size
+        if size > self.config.max_message_size:
+            self._count_failure()
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         first = batch[0]
         encoders: dict[tuple[str, HostAddr, HostAddr, int], RecordEncoder] = {}
         records: list[bytes] = []
         requests: list[DispatchRequest] = []
-        total_body = 0
         total = 0
         for msg in batch:
             if (
@@ -348,7 +352,6 @@ class MessageStore:
             ):
                 self._count_failure()
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-            total_body += len(msg.body)
             prepared = self._prepare(msg, encoders)
             if isinstance(prepared, PutMessageStatus):
                 self._count_failure()
@@ -356,8 +359,7 @@ class MessageStore:
             records.append(prepared[0])
             requests.append(prepared[1])
             total += len(prepared[0])
-        size = total_body if batch_body_size is None else batch_body_size
-        if size > self.config.max_message_size or total + 8 > self.config.mapped_file_size_commit_log:
+        if total + 8 > self.config.mapped_file_size_commit_log:
             self._count_failure()
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         return self._append(records, requests, first.store_host, first.wait_store_msg_ok)
