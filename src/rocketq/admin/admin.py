@@ -64,16 +64,12 @@ from rocketq.protocol.mixall import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PR
 from rocketq.protocol.route import BrokerData, ClusterInfo, TopicConfig, TopicRouteData
 from rocketq.remoting.client import RemotingClient
 
-__all__ = ["DEFAULT_TIMEOUT_MS", "RETRY_PREFIX", "Admin", "ProgressCallback"]
+__all__ = ["DEFAULT_TIMEOUT_MS", "Admin", "ProgressCallback"]
 
 log = logging.getLogger(__name__)
 
 #: ``DefaultMQAdminExt.timeoutMillis``
 DEFAULT_TIMEOUT_MS = 5000
-#: ``MixAll.RETRY_GROUP_TOPIC_PREFIX``
-RETRY_PREFIX = RETRY_GROUP_TOPIC_PREFIX
-#: ``MixAll.DLQ_GROUP_TOPIC_PREFIX``
-DLQ_PREFIX = DLQ_GROUP_TOPIC_PREFIX
 #: ``TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC``
 _DEFAULT_TOPIC = "TBW102"
 #: ``NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG``
@@ -436,7 +432,7 @@ class Admin:
         topics = [topic] if topic is not None else self.topic_list()
         rows: list[TopicGroupStats] = []
         for t in topics:
-            if topic is None and t.startswith((RETRY_PREFIX, DLQ_PREFIX)):
+            if topic is None and t.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
                 continue
             try:
                 brokers = self.topic_brokers(t)

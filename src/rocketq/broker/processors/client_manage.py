@@ -36,24 +36,18 @@ from rocketq.protocol.heartbeat import (
     HeartbeatData,
     MessageModel,
 )
-from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX
+from rocketq.protocol.mixall import retry_topic
 from rocketq.remoting.server import Channel
 
 if TYPE_CHECKING:
     from rocketq.broker.broker import BrokerController
 
-__all__ = ["RETRY_GROUP_TOPIC_PREFIX", "ClientManageProcessor", "retry_topic"]
+__all__ = ["ClientManageProcessor"]
 
 log = logging.getLogger(__name__)
 
-#: MixAll.RETRY_GROUP_TOPIC_PREFIX
 #: TopicSysFlag.buildSysFlag(false, true): FLAG_UNIT_SUB
 _FLAG_UNIT_SUB = 0x2
-
-
-def retry_topic(group: str) -> str:
-    """``MixAll.getRetryTopic``."""
-    return RETRY_GROUP_TOPIC_PREFIX + group
 
 
 class ClientManageProcessor:

@@ -49,7 +49,7 @@ from rocketq.protocol.message import (
     tags_code,
 )
 from rocketq.protocol.message_id import create_offset_msg_id
-from rocketq.protocol.mixall import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX, dlq_topic, retry_topic
 from rocketq.remoting.client import parse_addr
 from rocketq.remoting.server import Channel
 
@@ -57,16 +57,11 @@ if TYPE_CHECKING:
     from rocketq.broker.broker import BrokerController
 
 __all__ = [
-    "DLQ_PREFIX",
-    "RETRY_PREFIX",
     "SendMessageProcessor",
 ]
 
 log = logging.getLogger(__name__)
 
-#: ``MixAll.RETRY_GROUP_TOPIC_PREFIX`` / ``MixAll.DLQ_GROUP_TOPIC_PREFIX``
-RETRY_PREFIX = RETRY_GROUP_TOPIC_PREFIX
-DLQ_PREFIX = DLQ_GROUP_TOPIC_PREFIX
 #: ``AbstractSendMessageProcessor.DLQ_NUMS_PER_GROUP``
 DLQ_NUMS_PER_GROUP = 1
 _FAQ = " https://rocketmq.apache.org/docs/bestPractice/06FAQ"
@@ -190,7 +185,7 @@ class SendMessageProcessor:
                 int(header.default_topic_queue_nums or 4),
                 0,
             )
-            if tc is None and topic.startswith(RETRY_PREFIX):
+            if tc is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 tc = tcm.create_topic_in_send_message_back_method(topic, 1, _PERM_RW, 0)
             if tc is None:
                 return (
@@ -224,7 +219,7 @@ class SendMessageProcessor:
         topic = str(header.topic)
         props = decode_properties(header.properties or "")
         reconsume_times = int(header.reconsume_times or 0)
-        if topic.startswith(RETRY_PREFIX):
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             redirected = self._handle_retry_and_dlq(request, header, queue_id, props, reconsume_times)
             if isinstance(redirected, RemotingCommand):
                 return redirected
@@ -273,7 +268,7 @@ class SendMessageProcessor:
         was replaced by a random writable queue there)."""
         broker = self.broker
         topic = str(header.topic)
-        group = topic[len(RETRY_PREFIX) :]
+        group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
         sgc = broker.subscription_group_manager.find_subscription_group_config(group)
         if sgc is None:
             return self._response(
@@ -283,7 +278,7 @@ class SendMessageProcessor:
             )
         max_reconsume = _max_reconsume_times(request, header.max_reconsume_times, sgc.retry_max_times)
         if reconsume_times >= max_reconsume:
-            topic = DLQ_PREFIX + group
+            topic = dlq_topic(group)
             queue_id = self._random.randrange(DLQ_NUMS_PER_GROUP)
             broker.topic_config_manager.create_topic_in_send_message_back_method(
                 topic, DLQ_NUMS_PER_GROUP, _PERM_RW, 0
@@ -297,7 +292,7 @@ class SendMessageProcessor:
     ) -> RemotingCommand | None:
         broker = self.broker
         topic = str(header.topic)
-        if topic.startswith(RETRY_PREFIX):
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             return self._response(
                 request, ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + topic
             )
@@ -408,7 +403,7 @@ class SendMessageProcessor:
         if sgc.retry_queue_nums <= 0:
             return request.make_response(ResponseCode.SUCCESS)
         tcm = broker.topic_config_manager
-        new_topic = RETRY_PREFIX + group
+        new_topic = retry_topic(group)
         queue_id = self._random.randrange(sgc.retry_queue_nums)
         tc = tcm.create_topic_in_send_message_back_method(new_topic, sgc.retry_queue_nums, _PERM_RW, 0)
         if not tc.perm & _PERM_WRITE:
@@ -430,7 +425,7 @@ class SendMessageProcessor:
         delay_level = int(header.delay_level or 0)
         max_reconsume = _max_reconsume_times(request, header.max_reconsume_times, sgc.retry_max_times)
         if msg.reconsume_times >= max_reconsume or delay_level < 0:
-            new_topic = DLQ_PREFIX + group
+            new_topic = dlq_topic(group)
             queue_id = self._random.randrange(DLQ_NUMS_PER_GROUP)
             tcm.create_topic_in_send_message_back_method(new_topic, DLQ_NUMS_PER_GROUP, _PERM_RW, 0)
         else:
