@@ -55,7 +55,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_RETRY_GROUP_TOPIC_PREFIX = RETRY_GROUP_TOPIC_PREFIX
 _MASTER_ID = 0
 #: ``RebalanceImpl.lock`` / ``lockAll`` RPC timeout.
 _LOCK_TIMEOUT_MS = 1000
@@ -126,7 +125,7 @@ def compute_pull_from_where(
         return last
     if last != -1:
         return -1
-    retry = mq.topic.startswith(_RETRY_GROUP_TOPIC_PREFIX)
+    retry = mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
     try:
         if consume_from_where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
             return 0
@@ -232,7 +231,7 @@ class RebalanceImpl:
             try:
                 self.rebalance_by_topic(topic.topic, is_order)
             except RocketqError as exc:
-                if not topic.topic.startswith(_RETRY_GROUP_TOPIC_PREFIX):
+                if not topic.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                     log.warning("rebalance of %s/%s failed: %s", self.consumer_group, topic.topic, exc)
         self.truncate_message_queue_not_my_topic()
 
@@ -242,7 +241,7 @@ class RebalanceImpl:
             info = self.topic_subscribe_info_table.get(topic)
             mq_set = set(info) if info is not None else None
         if mq_set is None:
-            if not topic.startswith(_RETRY_GROUP_TOPIC_PREFIX):
+            if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 log.warning("doRebalance, %s, but the topic[%s] not exist.", self.consumer_group, topic)
             return False
         if self.message_model is MessageModel.BROADCASTING:
