@@ -10,7 +10,7 @@ messages of 100-byte bodies (default 1,000,000), then
 each warmed up ``--warmup`` times (JIT, Python workers), then timed ``--repeat`` times in
 alternation (connector, Parquet, connector, ...; best run of each reported). Each timed run
 also records the CPU seconds of every process involved, by group: the Spark JVM, its Python
-workers, the rocketq server process (name server + broker) and this driver process; the
+workers, the rocketq server process (name server + broker), and "other" (this driver); the
 medians per reader show where a read's CPU goes on the machine's cores. ``--json F`` writes
 all of it to ``F`` (``make bench`` reports it as workload 7). The broker is configured for bulk reads
 (``maxTransferCountOnMessageInMemory``/``maxTransferBytesOnMessageInMemory`` raised, as an
@@ -87,8 +87,7 @@ def cpu_groups(broker_pid: int) -> dict[str, int | Callable[[ProcEntry], bool]]:
         "rocketq server": broker_pid,
         "spark jvm": lambda e: e.comm == "java",  # before the workers: its class path names pyspark too
         "python workers": lambda e: "pyspark" in e.cmdline,  # pyspark.daemon and its forked workers
-        "driver": os.getpid(),
-    }
+    }  # the rest (this driver and its other children) counts as "other"
 
 
 def timed(
@@ -99,12 +98,12 @@ def timed(
     groups: dict[str, int | Callable[[ProcEntry], bool]],
 ) -> tuple[float, dict[str, float]]:
     """Run ``action`` once; its rate in rows/s and the CPU seconds each process group used."""
-    before = cpu_by_group(read_proc_table(), os.getpid(), groups)
+    before = cpu_by_group(read_proc_table(os.getpid()), os.getpid(), groups)
     t0 = time.perf_counter()
     action()
     elapsed = time.perf_counter() - t0
-    after = cpu_by_group(read_proc_table(), os.getpid(), groups)
-    cpu = {k: round(after[k] - before.get(k, 0.0), 3) for k in after}
+    after = cpu_by_group(read_proc_table(os.getpid()), os.getpid(), groups)
+    cpu = {k: round(after[k] - before[k], 3) for k in after}
     spent = ", ".join(f"{k} {v:.2f}" for k, v in cpu.items() if v)
     print(
         f"  {label:9s} run {run}: {elapsed:6.2f} s  {rows / elapsed:12,.0f} rows/s  CPU s: {spent}",

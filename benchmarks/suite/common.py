@@ -21,7 +21,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
@@ -172,13 +172,19 @@ class ProcSample:
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def _parse_stat(stat: str) -> tuple[str, int, float]:
+    """(command name, parent pid, CPU seconds: utime + stime) of a ``/proc/<pid>/stat`` line."""
+    # the command name (field 2) may hold spaces and parentheses: split after the last ")"
+    cut = stat.rindex(")")
+    fields = stat[cut + 2 :].split()
+    cpu = (int(fields[11]) + int(fields[12])) / _TICKS  # fields 14 and 15 of proc(5)
+    return stat[stat.index("(") + 1 : cut], int(fields[1]), cpu
+
+
 def read_proc(pid: int) -> ProcSample:
     """Read ``/proc/<pid>/stat`` (utime, stime) and ``/proc/<pid>/status`` (VmRSS)."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-        stat = fh.read()
-    # the command name (field 2) may hold spaces: split after its closing parenthesis
-    fields = stat[stat.rindex(")") + 2 :].split()
-    cpu = (int(fields[11]) + int(fields[12])) / _TICKS  # fields 14 and 15 of proc(5)
+    with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+        cpu = _parse_stat(fh.read())[2]
     rss = 0
     with open(f"/proc/{pid}/status", encoding="ascii") as fh:
         for line in fh:
@@ -198,23 +204,39 @@ class ProcEntry:
     cpu_s: float
 
 
-def read_proc_table() -> dict[int, ProcEntry]:
-    """Every process this user can read in ``/proc`` (processes that vanish meanwhile are left out)."""
-    table: dict[int, ProcEntry] = {}
+def read_proc_table(root: int | None = None) -> dict[int, ProcEntry]:
+    """The processes this user can read in ``/proc`` (those that vanish meanwhile are left out):
+    all of them, or only ``root`` and its descendants (whose command lines alone are read)."""
+    stats: dict[int, tuple[str, int, float]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
             with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as fh:
-                stat = fh.read()
-            with open(f"/proc/{name}/cmdline", "rb") as fb:
+                stats[int(name)] = _parse_stat(fh.read())
+        except OSError:
+            continue
+    wanted: Iterable[int] = stats
+    if root is not None:
+        children: dict[int, list[int]] = {}
+        for pid, (_, ppid, _) in stats.items():
+            children.setdefault(ppid, []).append(pid)
+        tree: list[int] = []
+        stack = [root] if root in stats else []
+        while stack:
+            pid = stack.pop()
+            tree.append(pid)
+            stack.extend(children.get(pid, []))
+        wanted = tree
+    table: dict[int, ProcEntry] = {}
+    for pid in wanted:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fb:
                 cmdline = fb.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
         except OSError:
             continue
-        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2 :].split()
-        cpu = (int(fields[11]) + int(fields[12])) / _TICKS
-        table[int(name)] = ProcEntry(ppid=int(fields[1]), comm=comm, cmdline=cmdline, cpu_s=cpu)
+        comm, ppid, cpu = stats[pid]
+        table[pid] = ProcEntry(ppid=ppid, comm=comm, cmdline=cmdline, cpu_s=cpu)
     return table
 
 

@@ -32,7 +32,7 @@ from types import TracebackType
 
 from rocketq.testing.cluster import EmbeddedCluster
 
-from .common import Variant, read_proc_table
+from .common import Variant
 
 __all__ = [
     "NatsServer",
@@ -281,19 +281,6 @@ class NatsServer(_ChildServer):
         return ["-c", str(conf)]
 
 
-def _child_pid_of_cluster() -> int:
-    """The pid of this process's ``rocketq.cli.main`` child (EmbeddedCluster keeps it private)."""
-    me = os.getpid()
-    found = [
-        pid
-        for pid, entry in read_proc_table().items()
-        if entry.ppid == me and "rocketq.cli.main" in entry.cmdline
-    ]
-    if len(found) != 1:
-        raise RuntimeError(f"expected one rocketq server child process, found {found}")
-    return found[0]
-
-
 class RocketqServer(Server):
     """An :class:`EmbeddedCluster` in ``server`` mode; ``url`` is the name server address."""
 
@@ -312,7 +299,7 @@ class RocketqServer(Server):
     def start(self) -> None:
         self.cluster.start()
         self.url = self.cluster.namesrv_addr
-        self.pid = _child_pid_of_cluster()
+        self.pid = self.cluster.broker_pid()  # the one `rocketq server` process
 
     def stop(self) -> None:
         self.cluster.stop()

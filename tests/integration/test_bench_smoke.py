@@ -194,3 +194,16 @@ def test_spark_section_renders_results_and_missing(tmp_path: Path) -> None:
     assert "| connector | 1,150,000 | 0.90 | 0.91 | 0.50 | 0.30 |" in text
     assert "| parquet | 2,500,000 | 0.40 | 0.65 | 0.00 | 0.00 |" in text
     assert "**0.46x**" in text
+
+
+def test_read_proc_table_of_a_root_holds_its_tree_only() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        tree = read_proc_table(os.getpid())
+        assert set(tree) >= {os.getpid(), child.pid}
+        assert os.getppid() not in tree  # the parent is not under this root
+        assert tree[child.pid].ppid == os.getpid()
+        assert "time.sleep(30)" in tree[child.pid].cmdline
+    finally:
+        child.kill()
+        child.wait()
