@@ -40,7 +40,7 @@ pytest: venv interop-deps
 
 test: lint typecheck pytest
 
-# Side-by-side benchmarks (issue #9): rocketq vs Redis Streams vs NATS JetStream, ~15 min, then
+# Side-by-side benchmarks (issue #9): rocketq vs Redis Streams vs NATS JetStream, ~9 min, then
 # workload 7 (the Spark connector vs Parquet, 1 M rows, ~3 min; MISSING without Java 17+).
 # Installs Debian's redis-server and nats-server if missing (a peer that still cannot be found
 # is reported as MISSING in the output and in the report, and the target fails), the peers'
