@@ -18,6 +18,7 @@ Invariants:
 from __future__ import annotations
 
 import enum
+import functools
 import os
 import re
 import socket
@@ -78,8 +79,17 @@ _DEFAULT_TOPIC = "TBW102"
 
 
 def validate_topic(topic: str, *, for_send: bool = False) -> None:
-    """``Validators.checkTopic`` (+ ``TopicValidator.isNotAllowedSendTopic`` for sends)."""
-    if not isinstance(topic, str) or not topic.strip():
+    """``Validators.checkTopic`` (+ ``TopicValidator.isNotAllowedSendTopic`` for sends).
+
+    Valid names are remembered (it runs on every send); an invalid one raises every time."""
+    if not isinstance(topic, str):
+        raise IllegalArgumentError("the specified topic is blank")
+    _check_topic(topic, for_send)
+
+
+@functools.lru_cache(maxsize=1024)
+def _check_topic(topic: str, for_send: bool) -> None:
+    if not topic.strip():
         raise IllegalArgumentError("the specified topic is blank")
     if len(topic) > _TOPIC_MAX_LENGTH:
         raise IllegalArgumentError(f"the specified topic is longer than topic max length {_TOPIC_MAX_LENGTH}")

@@ -90,8 +90,6 @@ log = logging.getLogger(__name__)
 SendCallback = Callable[["concurrent.futures.Future[SendResult]"], object]
 
 _Mode = Literal["sync", "async", "oneway"]
-#: bound of the validated-topic memo (cleared when full)
-_VALID_TOPICS_MAX = 1024
 
 
 def _now_ms() -> int:
@@ -160,8 +158,6 @@ class Producer:
         self._state_lock = threading.Lock()
         self._instance: MQClientInstance | None = None
         self._accumulator: ProduceAccumulator | None = None
-        #: topics that passed ``Validators.checkTopic`` (checked once, not per message)
-        self._valid_topics: set[str] = set()
         if cfg.auto_batch:
             self._accumulator = ProduceAccumulator(
                 lambda msgs: self._send_async_now(msgs[0] if len(msgs) == 1 else msgs),
@@ -292,12 +288,7 @@ class Producer:
         """``Validators.checkMessage``."""
         if not isinstance(msg, Message):
             raise IllegalArgumentError(f"the message is not a Message: {msg!r}")
-        topic = msg.topic
-        if not isinstance(topic, str) or topic not in self._valid_topics:
-            validate_topic(topic, for_send=True)
-            if len(self._valid_topics) >= _VALID_TOPICS_MAX:
-                self._valid_topics.clear()
-            self._valid_topics.add(topic)
+        validate_topic(msg.topic, for_send=True)
         if not msg.body:
             raise IllegalArgumentError("the message body length is zero")
         if len(msg.body) > self.config.max_message_size:
