@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,14 +30,6 @@ from rocketq.protocol.frame import RemotingCommand
 from rocketq.remoting.server import Channel
 
 __all__ = ["PullRequest", "PullRequestHoldService"]
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    """The event loop running in this thread, if any."""
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
 
 
 log = logging.getLogger(__name__)
@@ -78,11 +71,13 @@ class PullRequestHoldService:
         self._scan_interval_s = _SCAN_INTERVAL_LONG_S if long_polling_enable else _SCAN_INTERVAL_SHORT_S
         self._table: dict[tuple[str, int], list[PullRequest]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_ident = 0  # the loop's thread
         self._scan_task: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
+        self._loop_ident = threading.get_ident()
         self._scan_task = self._loop.create_task(self._scan_forever(), name="pull-request-hold")
 
     async def stop(self) -> None:
@@ -124,7 +119,7 @@ class PullRequestHoldService:
         loop = self._loop
         if loop is None or (topic, queue_id) not in self._table:
             return
-        if _running_loop() is loop:
+        if threading.get_ident() == self._loop_ident:
             # a send on the loop itself: no self-pipe wakeup needed, and the send's own
             # response leaves first (this runs in the next iteration)
             loop.call_soon(self.notify_message_arriving, topic, queue_id, max_offset, tags_code)
