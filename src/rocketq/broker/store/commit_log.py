@@ -34,6 +34,7 @@ from rocketq.broker.store.index import index_key_hashes
 from rocketq.broker.store.mapped_file import MappedFile, MappedFileQueue
 from rocketq.broker.store.status import AppendResult, PutMessageStatus
 from rocketq.errors import MalformedFrameError
+from rocketq.protocol.codes import MessageSysFlag
 from rocketq.protocol.message import (
     BLANK_MAGIC_CODE,
     MAGIC_CODE_V1,
@@ -65,7 +66,7 @@ _TRANSACTION_MASK = 0xC
 _PREPARED = 0x4
 _ROLLBACK = 0xC
 
-_BORN_V6 = 0x10  # MessageSysFlag.BORNHOST_V6_FLAG: STORETIMESTAMP moves 12 bytes on
+_BORN_V6 = int(MessageSysFlag.BORNHOST_V6_FLAG)  # STORETIMESTAMP moves 12 bytes on
 _STORE_TS_POS = store_timestamp_pos(0)
 _STORE_TS_POS_V6 = store_timestamp_pos(_BORN_V6)
 _QOFF_PHYS = struct.Struct(">qq")
@@ -174,13 +175,13 @@ class CommitLog:
         requests: Sequence[DispatchRequest],
         store_host: HostAddr,
         dispatch: Callable[[DispatchRequest], None],
-        dispatch_batch: Callable[[Sequence[DispatchRequest]], None] | None = None,
+        dispatch_batch: Callable[[Sequence[DispatchRequest]], None],
     ) -> AppendResult | PutMessageStatus:
         """Append ``records`` (pre-encoded, one batch) in one segment, under one lock.
 
         Patches each record's queue offset, physical offset and store timestamp, then calls
-        ``dispatch`` for it (still under the lock) -- or, for more than one record and when
-        given, ``dispatch_batch`` once for all of them, in order. Returns
+        ``dispatch`` for it (still under the lock) -- or, for more than one record,
+        ``dispatch_batch`` once for all of them, in order. Returns
         CREATE_MAPEDFILE_FAILED if no segment could be created, SERVICE_NOT_AVAILABLE once
         closed for writing. The caller checked that the batch fits a segment.
         """
@@ -212,7 +213,7 @@ class CommitLog:
             start = mf.wrote_position
             first_phys = base + start
             first_qoff = -1
-            batched = dispatch_batch is not None and len(records) > 1
+            batched = len(records) > 1
             # all bytes in one copy, then each record's offsets and store time patched in
             mm[start : start + total] = records[0] if len(records) == 1 else b"".join(records)
             pos = start
@@ -241,7 +242,6 @@ class CommitLog:
                     mf.wrote_position = pos
                     dispatch(req)
             if batched:
-                assert dispatch_batch is not None
                 mf.wrote_position = pos
                 dispatch_batch(requests)
             mf.last_modified_ms = ts
