@@ -53,10 +53,6 @@ class ServiceThread:
         """True once :meth:`shutdown` was called (Java ``isStopped()``)."""
         return self._stopped
 
-    def is_stopped(self) -> bool:
-        """:attr:`stopped` as a call: re-read in loops that another thread ends."""
-        return self._stopped
-
     @property
     def is_alive(self) -> bool:
         thread = self._thread
@@ -148,13 +144,10 @@ class PeriodicService(ServiceThread):
         self._task = task
         self._initial_s = interval_s if initial_s is None else initial_s
 
+    def run_once(self) -> None:
+        self._task()
+
     def run(self) -> None:
+        """The first run after ``initial_s``, then :meth:`ServiceThread.run`'s schedule."""
         self.wait_for_running(self._initial_s)
-        while not self.is_stopped():
-            try:
-                self._task()
-            except Exception:
-                log.exception("%s failed", self.name)
-            if self.is_stopped():
-                break
-            self.wait_for_running(self.interval_s)
+        super().run()
