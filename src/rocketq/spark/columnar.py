@@ -351,7 +351,7 @@ class _Props:
         valid = (pos1 > 0) & (pos1 < seg_len - 1)
         if not valid.all():
             seg_start, seg_len, pos1, parents = seg_start[valid], seg_len[valid], pos1[valid], parents[valid]
-        data = (bufs[2].to_pybytes() if bufs[2] is not None else b"") + _PAD
+        data = b"".join([bufs[2], _PAD]) if bufs[2] is not None else _PAD  # one copy, padded
         names = _slices(data, seg_start, pos1, pa.string(), seg_start, 0)
         values = _slices(data, seg_start + pos1 + 1, seg_len - pos1 - 1, pa.string(), seg_start, 0)
         keep = self._later_wins(names, parents)
