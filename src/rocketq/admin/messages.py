@@ -32,6 +32,7 @@ from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.protocol.message import Message, MessageConst, MessageExt, decode_records
 from rocketq.protocol.message_id import decode_offset_msg_id
 from rocketq.protocol.mixall import dlq_topic, retry_topic
+from rocketq.remoting.client import host_addr_to_string, parse_addr
 
 if TYPE_CHECKING:
     from rocketq.admin.admin import Admin
@@ -81,13 +82,9 @@ _NOT_COPIED = frozenset(
 )
 
 
-def _addr(host: tuple[str, int]) -> str:
-    return f"{host[0]}:{host[1]}"
-
-
-def _known_broker_addrs(admin: Admin) -> set[str]:
+def _known_broker_hosts(admin: Admin) -> set[tuple[str, int]]:
     info = admin.cluster_info()
-    return {addr for bd in info.broker_addr_table.values() for addr in bd.broker_addrs.values()}
+    return {parse_addr(addr) for bd in info.broker_addr_table.values() for addr in bd.broker_addrs.values()}
 
 
 # --------------------------------------------------------------------------- find
@@ -100,8 +97,8 @@ def view_message(admin: Admin, msg_id: str, topic: str | None = None) -> Message
     except (IllegalArgumentError, ValueError):
         host, offset = None, -1
     if host is not None:
-        addr = _addr(host)
-        if topic is None or addr in _known_broker_addrs(admin):
+        addr = host_addr_to_string(host)
+        if topic is None or host in _known_broker_hosts(admin):
             try:
                 msg = admin.client.view_message(addr, offset, admin.timeout_ms)
                 if topic is None or msg.topic == topic or msg.msg_id == msg_id:
@@ -251,12 +248,16 @@ def _consumed(admin: Admin, msg: MessageExt, group: str) -> bool:
     """``DefaultMQAdminExtImpl.consumed``: the group's offset of the message's queue is past it."""
     stats = admin.consume_stats(group, None)
     info = admin.cluster_info()
-    store = _addr(msg.store_host)
     for mq, w in stats.offset_table.items():
         if mq.topic != msg.topic or mq.queue_id != msg.queue_id:
             continue
         bd = info.broker_addr_table.get(mq.broker_name)
-        if bd is not None and bd.master_addr() == store and w.consumer_offset > msg.queue_offset:
+        master = bd.master_addr() if bd is not None else None
+        if (
+            master is not None
+            and parse_addr(master) == msg.store_host
+            and w.consumer_offset > msg.queue_offset
+        ):
             return True
     return False
 
@@ -308,7 +309,7 @@ def _resend_direct(admin: Admin, msg: MessageExt, group: str, client_id: str | N
     clients = (
         [client_id] if client_id else [c.client_id for c in admin.consumer_connections(group).connections]
     )
-    addr = _addr(msg.store_host)
+    addr = host_addr_to_string(msg.store_host)
     last: ResendResult | None = None
     error: RocketqError | None = None
     for cid in clients:

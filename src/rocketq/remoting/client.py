@@ -112,9 +112,10 @@ def parse_addr(addr: str) -> tuple[str, int]:
 
 
 def host_addr_to_string(host: tuple[str, int]) -> str:
-    """``(ip, port)`` -> ``"ip:port"`` (``"[v6]:port"`` for IPv6): what :func:`parse_addr` reads
-    back (``RemotingUtil.socketAddress2String``: a store host or an offsetMsgId's address
-    becoming a broker address to connect to)."""
+    """``(ip, port)`` -> ``"ip:port"``, ``"[v6]:port"`` for IPv6: a store host or an offsetMsgId's
+    address as a broker address to connect to, which :func:`parse_addr` reads back. (Java's
+    ``RemotingUtil.socketAddress2String`` writes IPv6 without brackets; compare addresses as
+    parsed ``(host, port)`` pairs, not as strings.)"""
     ip, port = host
     return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
 
