@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import socket
 import struct
-import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from rocketq.protocol.codes import RequestCode, ResponseCode, SerializeType
 from rocketq.protocol.frame import RemotingCommand, decode_frame
 from rocketq.protocol.route import DataVersion, RegisterBrokerBody, TopicConfig
 from rocketq.remoting.client import RemotingClient
+from rocketq.testing.waits import wait_until
 from tests.conftest import GoldenFrame, load_golden_frames
 
 TIMEOUT_MS = 3000
@@ -60,14 +60,6 @@ def client() -> Iterator[RemotingClient]:
         yield c
     finally:
         c.close()
-
-
-def wait_until(predicate: Callable[[], bool], timeout_s: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.01)
 
 
 def register_request(

@@ -9,7 +9,6 @@ JSON paths, map keys abstracted; where Java's container was empty ours may have 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -26,6 +25,7 @@ from rocketq.protocol.message import Message, MessageExt, decode_records
 from rocketq.protocol.message_id import decode_offset_msg_id
 from rocketq.remoting.client import RemotingClient
 from rocketq.testing.cluster import EmbeddedCluster
+from rocketq.testing.waits import wait_until
 from tests.conftest import GoldenFrame, load_golden_frames
 
 pytestmark = pytest.mark.integration
@@ -160,13 +160,6 @@ def _consumer(cluster: EmbeddedCluster, group: str, topic: str) -> PushConsumer:
     return consumer
 
 
-def _wait(cond: Callable[[], bool], what: str, timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
 @pytest.fixture
 def scenario(
     embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
@@ -177,12 +170,12 @@ def scenario(
         # GoldenPushGroup: consumed the topic, then went away (offsets + %RETRY% topic remain)
         push = _consumer(embedded_cluster, sc.push_group, sc.producer_topic)
         try:
-            _wait(
+            wait_until(
                 lambda: (
                     _lag(admin, sc.push_group) == 0
                     and embedded_cluster.route("%RETRY%" + sc.push_group) is not None
                 ),
-                "the push group to drain",
+                what="the push group to drain",
             )
         finally:
             push.shutdown()
@@ -190,11 +183,13 @@ def scenario(
         embedded_cluster.create_topic(sc.admin_topic, 4)
         live = _consumer(embedded_cluster, sc.live_group, sc.admin_topic)
         try:
-            _wait(
+            wait_until(
                 lambda: embedded_cluster.route("%RETRY%" + sc.live_group) is not None,
-                "the live group's retry topic",
+                what="the live group's retry topic",
             )
-            _wait(lambda: len(live.assigned_queues(sc.admin_topic)) == 4, "the live consumer's queues")
+            wait_until(
+                lambda: len(live.assigned_queues(sc.admin_topic)) == 4, what="the live consumer's queues"
+            )
             yield sc, live.client_id
         finally:
             live.shutdown()

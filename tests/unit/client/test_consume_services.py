@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Sequence
 
 import pytest
@@ -24,6 +23,7 @@ from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.protocol.heartbeat import MessageModel
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.message_queue import MessageQueue
+from rocketq.testing.waits import wait_until
 
 MQ = MessageQueue("T", "broker-a", 0)
 
@@ -110,11 +110,8 @@ class FakeHost:
             self.retried.append(msg.queue_offset)
 
 
-def _wait(cond: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.005)
+def _wait(cond: Callable[[], bool]) -> None:
+    wait_until(cond, 5.0, interval_s=0.005)
 
 
 def test_concurrent_success_commits_and_counts() -> None:
