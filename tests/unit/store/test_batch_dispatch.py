@@ -36,10 +36,10 @@ def test_put_many_writes_what_put_writes(start: int, batches: list[int]) -> None
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _compare_put_many(root: Path, start: int, batches: list[int]) -> None:
+def _compare_put_many(root: Path, start: int, batches: list[int], units_per_file: int = 7) -> None:
     # 7 units per file: batches straddle files; a start past 0 pads with pre-blank units
-    one = ConsumeQueue("T", 0, str(root / "one"), 7 * 20)
-    many = ConsumeQueue("T", 0, str(root / "many"), 7 * 20)
+    one = ConsumeQueue("T", 0, str(root / "one"), units_per_file * 20)
+    many = ConsumeQueue("T", 0, str(root / "many"), units_per_file * 20)
     cq_offset, phys = start, 1000
     for n in batches:
         units = [(phys + i * 150, 150, 17 + i) for i in range(n)]
@@ -58,6 +58,11 @@ def _compare_put_many(root: Path, start: int, batches: list[int]) -> None:
     assert _files(many) == _files(one)
     one.close()
     many.close()
+
+
+def test_put_many_packs_large_batches_as_put_writes_them(tmp_path: Path) -> None:
+    # batches of hundreds of units written in one pack, and one that must roll the file
+    _compare_put_many(tmp_path, 3, [300, 1, 257, 600], units_per_file=1_000)
 
 
 def test_build_index_batch_equals_record_by_record(tmp_path: Path) -> None:

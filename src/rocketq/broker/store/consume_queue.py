@@ -34,9 +34,6 @@ _log = logging.getLogger("rocketq.broker.store")
 
 _UNIT = struct.Struct(">qiq")
 _PRE_BLANK = _UNIT.pack(0, 0x7FFFFFFF, 0)  # ConsumeQueue.fillPreBlank
-#: n -> the struct of n consecutive units (put_many), for n up to _UNITS_CACHED_MAX
-_UNITS: dict[int, struct.Struct] = {}
-_UNITS_CACHED_MAX = 256
 
 
 class ConsumeQueue:
@@ -166,7 +163,7 @@ class ConsumeQueue:
 
         The first unit goes through :meth:`put` (file creation, pre-blank padding, order
         checks); the rest are packed together and written at once when they fit the same
-        file right after it, and one by one otherwise.
+        file right after it, and one by one through :meth:`put` otherwise.
         """
         if not units:
             return
@@ -187,16 +184,11 @@ class ConsumeQueue:
                 offset, size, tags = units[i]
                 self.put(offset, size, tags, first_cq_offset + i, store_timestamp)
             return
+        # one pack of all the rest (struct caches the compiled format itself)
+        struct.pack_into(
+            ">" + "qiq" * rest, mf.mm, mf.wrote_position, *[v for unit in units[1:] for v in unit]
+        )
         pos = mf.wrote_position
-        mm = mf.mm
-        if rest <= _UNITS_CACHED_MAX:
-            fmt = _UNITS.get(rest)
-            if fmt is None:
-                fmt = _UNITS[rest] = struct.Struct(">" + "qiq" * rest)
-            fmt.pack_into(mm, pos, *[v for unit in units[1:] for v in unit])
-        else:
-            for i in range(1, len(units)):
-                _UNIT.pack_into(mm, pos + (i - 1) * CQ_STORE_UNIT_SIZE, *units[i])
         mf.wrote_position = pos + nbytes
         mf.last_modified_ms = store_timestamp
         last = units[-1]
