@@ -54,6 +54,7 @@ from rocketq.protocol.message import (
     MAGIC_CODE_V1,
     MAGIC_CODE_V2,
     MessageConst,
+    MessageExt,
     decode_records,
 )
 
@@ -506,12 +507,24 @@ def _entries(lengths: list[int], data: Any, n: int) -> Any:
     return pa.Array.from_buffers(pa.string(), n * k, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-def _fallback(buf: bytes, n: int) -> tuple[list[bytes], list[str]]:
-    """Bodies (decompressed) and property strings of every record, the slow exact way."""
-    msgs = decode_records(buf)
-    if len(msgs) != n:  # pragma: no cover - both walks follow TOTALSIZE
-        raise MalformedFrameError(f"record count mismatch: {len(msgs)} != {n}")
-    return [m.body for m in msgs], [m.stored_properties for m in msgs]
+class _Exact:
+    """The records decoded the slow exact way (:func:`decode_records`), at most once per batch:
+    for compressed bodies, invalid UTF-8 and IPv6 hosts."""
+
+    def __init__(self, data: bytes, end: int, n: int) -> None:
+        self._data = data
+        self._end = end
+        self._n = n
+        self._msgs: list[MessageExt] | None = None
+
+    @property
+    def msgs(self) -> list[MessageExt]:
+        if self._msgs is None:
+            msgs = decode_records(self._data[: self._end])
+            if len(msgs) != self._n:  # pragma: no cover - both walks follow TOTALSIZE
+                raise MalformedFrameError(f"record count mismatch: {len(msgs)} != {self._n}")
+            self._msgs = msgs
+        return self._msgs
 
 
 def decode_batch(
@@ -600,11 +613,12 @@ def _decode(
     if (p_props + 2 + props_len != ends).any():
         raise MalformedFrameError("a record's properties length is inconsistent with its size")
 
+    exact = _Exact(data, end, n)
     compressed = (sysflag & _COMPRESSED) != 0
     prop_strs: list[str] | None = None
     if compressed.any():
-        bodies, prop_strs = _fallback(data[:end], n)
-        body = pa.array(bodies, type=pa.binary())
+        body = pa.array([m.body for m in exact.msgs], type=pa.binary())  # decompressed
+        prop_strs = [m.stored_properties for m in exact.msgs]
     else:
         body = _slices(data, p_body, body_len, pa.binary(), starts, stride)
 
@@ -622,7 +636,7 @@ def _decode(
             try:
                 props = _slices(data, p_props + 2, props_len, pa.string(), starts, stride)
             except pa.ArrowInvalid:  # invalid UTF-8: decode with replacement like the codec
-                prop_strs = _fallback(data[:end], n)[1]
+                prop_strs = [m.stored_properties for m in exact.msgs]
         if prop_strs is not None:
             props = pa.array(prop_strs, type=pa.string())
         parsed = _Props(props, n)
@@ -630,8 +644,7 @@ def _decode(
     uniq = parsed.pick(MessageConst.UNIQ_KEY)
     if uniq.null_count:
         if any_v6:
-            msgs = decode_records(data[:end])
-            offset_ids = pa.array([m.offset_msg_id for m in msgs], type=pa.string())
+            offset_ids = pa.array([m.offset_msg_id for m in exact.msgs], type=pa.string())
         else:  # MessageDecoder.createMessageId: store host (address, port) + commit-log offset
             raw = np.empty((n, 2), dtype=">u8")
             raw[:, 0] = head["store_host"]
@@ -641,8 +654,7 @@ def _decode(
     else:
         msg_id = uniq
     if any_v6:
-        msgs = decode_records(data[:end])
-        born_host = pa.array([f"{m.born_host[0]}:{m.born_host[1]}" for m in msgs], type=pa.string())
+        born_host = pa.array([f"{m.born_host[0]}:{m.born_host[1]}" for m in exact.msgs], type=pa.string())
     else:
         born_host = _hosts(head["born_host"])
     tag_col = parsed.pick(MessageConst.TAGS)
