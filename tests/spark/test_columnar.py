@@ -228,6 +228,26 @@ def test_a_row_off_the_template_falls_back_exactly() -> None:
     assert actual_rows(decode(buf)) == expected_rows(buf)
 
 
+@pytest.mark.parametrize("name_len", [1, 2, 3, 5, 7, 12, 13, 17])
+def test_every_byte_of_the_template_names_is_compared(name_len: int) -> None:
+    # one row differs from row 0 in one byte of a name (or its separators): for every byte
+    # the rows are off the template and must decode as the reference codec does
+    name = "NabcdefghijklmnopqrstuvwxyZ"[:name_len]
+    template = f"UNIQ_KEY\x01{{u}}\x02{name}\x01v\x02TAGS\x01A"
+    span = template.format(u="0" * 32).index("\x02")  # \x02 name \x01 after UNIQ_KEY's value
+    for at in range(len(name) + 2):
+
+        def props(i: int, at: int = at) -> str:
+            text = template.format(u=f"{i:032X}")
+            if i != 3:
+                return text
+            cut = span + at
+            return text[:cut] + ("Q" if text[cut] != "Q" else "R") + text[cut + 1 :]
+
+        buf = uniform(6, props)
+        assert actual_rows(decode(buf)) == expected_rows(buf), at
+
+
 def test_template_without_uniq_key_uses_offset_msg_ids_and_empty_properties() -> None:
     buf = uniform(5, "TAGS\x01A\x02KEYS\x01k")
     rows = actual_rows(decode(buf))

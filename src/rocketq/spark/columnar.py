@@ -446,7 +446,7 @@ class _TemplateProps:
         # name ends at the first one, which is in row 0's columns).
         edges = np.flatnonzero(np.diff(np.concatenate([[False], const, [False]]).astype(np.int8)))
         for a, b in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
-            if not bool((block[1:, a:b] == block[0, a:b]).all()):
+            if not self._same_in_every_row(a, b):
                 return None
         last = {name: j for j, name in enumerate(names)}  # HashMap.put: the later pair wins
         kept = [j for j, name in enumerate(names) if last[name] == j]
@@ -476,6 +476,19 @@ class _TemplateProps:
         except pa.ArrowInvalid:  # invalid UTF-8: the general path decodes with replacement
             return None
         return self
+
+    def _same_in_every_row(self, a: int, b: int) -> bool:
+        """Whether bytes ``[a, b)`` of every row equal row 0's: one strided column of 8-,
+        4-, 2- or 1-byte words per word of the span (the last word may overlap the one
+        before), not a 2-D comparison whose inner loop is a few bytes long."""
+        length = b - a
+        size = 8 if length >= 8 else 4 if length >= 4 else 2 if length >= 2 else 1
+        word = np.dtype(f"u{size}")
+        for at in [*range(a, b - size, size), b - size]:
+            column = _strided(self.block_data, word, **self._where(at))
+            if not bool((column == column[0]).all()):
+                return False
+        return True
 
     def map_array(self, map_type: Any) -> Any:
         k = len(self.names)
