@@ -6,12 +6,12 @@ import json
 import struct
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rocketq.errors import FrameTooLargeError, MalformedFrameError
 from rocketq.protocol.codes import LanguageCode, SerializeType
-from rocketq.protocol.frame import MAX_FRAME_LENGTH, FrameDecoder, RemotingCommand, decode_frame
+from rocketq.protocol.frame import LARGE_FRAME, MAX_FRAME_LENGTH, FrameDecoder, RemotingCommand, decode_frame
 from tests.conftest import GoldenFrame, load_golden_frames
 
 GOLDEN = load_golden_frames()
@@ -218,3 +218,74 @@ def test_roundtrip_property(
         version,
     )
     assert (back.remark, back.ext_fields, back.body) == (remark, ext, body)
+
+
+def _large_stream() -> tuple[bytes, list[RemotingCommand]]:
+    """Small frames around large ones, the large at and around :data:`LARGE_FRAME`."""
+    cmds = []
+    for i, size in enumerate([5, LARGE_FRAME, 0, LARGE_FRAME - 40, 3 * LARGE_FRAME + 7, 1, LARGE_FRAME]):
+        body = bytes((i + k) % 251 for k in range(size))
+        cmds.append(RemotingCommand(code=11, flag=1, opaque=i, remark="r", body=body))
+    stream = b"".join(c.encode() for c in cmds)
+    return stream, [decode_frame(c.encode()) for c in cmds]
+
+
+@settings(deadline=None, max_examples=40)
+@given(cuts=st.lists(st.integers(97, 70_000), min_size=1, max_size=60))
+def test_large_frames_any_chunking(cuts: list[int]) -> None:
+    stream, expected = _large_stream()
+    dec = FrameDecoder()
+    got, pos, i = [], 0, 0
+    while pos < len(stream):
+        step = cuts[i % len(cuts)]
+        got += dec.feed(stream[pos : pos + step])
+        pos += step
+        i += 1
+    assert got == expected
+    assert dec.buffered == 0
+
+
+@settings(deadline=None, max_examples=40)
+@given(cuts=st.lists(st.integers(97, 70_000), min_size=1, max_size=60))
+def test_large_frames_received_into_their_own_buffer(cuts: list[int]) -> None:
+    # the socket reader of RemotingClient: recv_into the pending large frame, else recv + feed
+    stream, expected = _large_stream()
+    dec = FrameDecoder()
+    got, pos, i, direct = [], 0, 0, 0
+    while pos < len(stream):
+        step = cuts[i % len(cuts)]
+        i += 1
+        view = dec.pending_large()
+        if view is not None:
+            n = min(step, len(view))
+            view[:n] = stream[pos : pos + n]
+            view.release()
+            got += dec.filled(n)
+            direct += n
+        else:
+            n = step
+            got += dec.feed(stream[pos : pos + n])
+        pos += n
+        assert dec.buffered <= 4 * LARGE_FRAME
+    assert got == expected
+    assert direct > 0  # chunks below LARGE_FRAME: the rest of each large frame went direct
+    assert dec.pending_large() is None
+
+
+def test_large_frame_bookkeeping() -> None:
+    frame = RemotingCommand(code=10, body=b"z" * LARGE_FRAME).encode()
+    dec = FrameDecoder()
+    assert dec.pending_large() is None
+    with pytest.raises(ValueError, match="filled"):
+        dec.filled(1)
+    assert dec.feed(frame[:1000]) == []
+    assert dec.buffered == 996  # the length prefix is not kept
+    view = dec.pending_large()
+    assert view is not None and len(view) == len(frame) - 1000
+    with pytest.raises(ValueError, match="filled"):
+        dec.filled(len(view) + 1)
+    view[:] = frame[1000:]
+    view.release()
+    (cmd,) = dec.filled(len(frame) - 1000)
+    assert cmd.body == b"z" * LARGE_FRAME
+    assert dec.buffered == 0 and dec.pending_large() is None

@@ -35,6 +35,7 @@ from rocketq.protocol.codes import CURRENT_VERSION, LanguageCode, SerializeType
 __all__ = [
     "FLAG_ONEWAY",
     "FLAG_RESPONSE",
+    "LARGE_FRAME",
     "MAX_FRAME_LENGTH",
     "FrameDecoder",
     "RemotingCommand",
@@ -43,6 +44,8 @@ __all__ = [
 
 #: ``com.rocketmq.remoting.frameMaxLength``: the whole frame, including the length prefix.
 MAX_FRAME_LENGTH = 16 * 1024 * 1024
+#: Frames this long or longer are collected in a buffer of their own (:class:`FrameDecoder`).
+LARGE_FRAME = 128 * 1024
 #: Flag bit 0: the command is a response (``RemotingCommand.RPC_TYPE``).
 FLAG_RESPONSE = 0x1
 #: Flag bit 1: a oneway request, never answered (``RemotingCommand.RPC_ONEWAY``).
@@ -324,27 +327,62 @@ class FrameDecoder:
     announces a frame over :data:`MAX_FRAME_LENGTH`, and :class:`MalformedFrameError`
     for negative lengths or inconsistent headers; after an error the stream is unusable
     (the connection must be closed, as Netty does).
+
+    A frame of at least :data:`LARGE_FRAME` bytes (a pull answer in bulk, a batch send) is
+    collected in a buffer of its own size instead of the shared one, which would grow
+    and copy it again on every chunk. A socket reader can receive the rest of such a
+    frame straight into that buffer: :meth:`pending_large` gives the unfilled part (for
+    ``socket.recv_into``) and :meth:`filled` takes the count received.
     """
 
-    __slots__ = ("_buf", "_max", "_pos")
+    __slots__ = ("_buf", "_filled", "_large", "_max", "_pos")
 
     def __init__(self, max_frame_length: int = MAX_FRAME_LENGTH) -> None:
         self._buf = bytearray()
         self._pos = 0
         self._max = max_frame_length
+        self._large: bytearray | None = None  # a large frame without its length prefix
+        self._filled = 0
 
     @property
     def buffered(self) -> int:
         """Bytes received but not yet part of a complete frame."""
-        return len(self._buf) - self._pos
+        return len(self._buf) - self._pos + (self._filled if self._large is not None else 0)
+
+    def pending_large(self) -> memoryview | None:
+        """The unfilled rest of the large frame being received, or None."""
+        large = self._large
+        return None if large is None else memoryview(large)[self._filled :]
+
+    def filled(self, count: int) -> list[RemotingCommand]:
+        """``count`` bytes were written at the start of :meth:`pending_large`'s view: the
+        frame once it is complete (else nothing)."""
+        large = self._large
+        if large is None or not 0 <= count <= len(large) - self._filled:
+            raise ValueError(f"filled({count}) does not match the pending large frame")
+        self._filled += count
+        if self._filled < len(large):
+            return []
+        self._large = None
+        with memoryview(large) as mv:
+            return [_decode_after_length(mv)]
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
+        out: list[RemotingCommand] = []
+        large = self._large
+        if large is not None:
+            view = memoryview(data)
+            take = min(len(view), len(large) - self._filled)
+            large[self._filled : self._filled + take] = view[:take]
+            out.extend(self.filled(take))
+            if take == len(view):
+                return out
+            data = view[take:]
         buf = self._buf
         if self._pos and self._pos == len(buf):
             buf.clear()
             self._pos = 0
         buf += data
-        out: list[RemotingCommand] = []
         pos = self._pos
         end = len(buf)
         while end - pos >= 4:
@@ -354,6 +392,11 @@ class FrameDecoder:
             if total + 4 > self._max:
                 raise FrameTooLargeError(f"frame of {total + 4} bytes exceeds {self._max}")
             if end - pos - 4 < total:
+                if total + 4 >= LARGE_FRAME:  # the rest goes into a buffer of its own
+                    self._large = large = bytearray(total)
+                    self._filled = end - pos - 4
+                    large[: self._filled] = memoryview(buf)[pos + 4 : end]
+                    pos = end
                 break
             with memoryview(buf) as mv:
                 out.append(_decode_after_length(mv[pos + 4 : pos + 4 + total]))

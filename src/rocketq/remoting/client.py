@@ -616,18 +616,27 @@ class RemotingClient:
             self._update_interest(conn)
 
     def _on_readable(self, conn: _Connection) -> None:
+        decoder = conn.decoder
+        large = decoder.pending_large()  # the rest of a large frame: straight into its buffer
         try:
-            data = conn.sock.recv(_RECV_SIZE)
+            if large is not None:
+                received = conn.sock.recv_into(large)
+            else:
+                data = conn.sock.recv(_RECV_SIZE)
+                received = len(data)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
             self._close_connection_now(conn, f"read failed: {exc}")
             return
-        if not data:
+        finally:
+            if large is not None:
+                large.release()
+        if not received:
             self._close_connection_now(conn, "connection closed by the server")
             return
         try:
-            commands = conn.decoder.feed(data)
+            commands = decoder.filled(received) if large is not None else decoder.feed(data)
         except ProtocolError as exc:
             # NettyDecoder: a bad frame closes the channel (NettyRemotingClient.closeChannel).
             log.warning("%s: malformed frame from %s, closing: %s", self.name, conn.addr, exc)
