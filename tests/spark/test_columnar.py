@@ -20,6 +20,7 @@ from rocketq.protocol.message import (
     decode_records,
     encode_record,
 )
+from rocketq.spark import columnar
 from rocketq.spark.columnar import arrow_schema, decode_batch, record_starts
 
 TOPIC = "orders"
@@ -271,6 +272,17 @@ def test_template_with_invalid_utf8_values_decodes_with_replacement() -> None:
     rows = actual_rows(decode(bytes(buf)))
     assert rows == expected_rows(bytes(buf))
     assert "\ufffd" in rows[0]["msg_id"]  # type: ignore[operator]
+
+
+def test_template_with_valid_non_ascii_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_general_path(*args: object) -> None:
+        raise AssertionError("the template should have decoded these rows")
+
+    monkeypatch.setattr(columnar._Props, "__init__", no_general_path)
+    buf = uniform(6, lambda i: "UNIQ_KEY\x01" + "é" * 15 + f"{i:02d}" + "\x02TAGS\x01ü")
+    rows = actual_rows(decode(buf))
+    assert rows == expected_rows(buf)
+    assert rows[1]["msg_id"] == "é" * 15 + "01" and rows[1]["tags"] == "ü"
 
 
 def test_uniform_records_with_ipv6_compressed_and_empty_bodies() -> None:

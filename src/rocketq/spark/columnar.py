@@ -468,13 +468,15 @@ class _TemplateProps:
         values: Any = np.empty(n, dtype=layout) if lengths else np.zeros(0, dtype=np.uint8)
         for j, (a, b) in enumerate(self.ranges):
             values[f"v{j}"] = _strided(buffer, np.dtype((np.void, b - a)), **self._where(a))
-        if lengths and bool((values.view(np.uint8) == 2).any()):
+        raw = values.tobytes()  # one copy: memchr and an ASCII scan beat element-wise compares
+        if b"\x02" in raw:
             return None
         self.values = _entries(lengths, values, n)
-        try:
-            self.values.validate(full=True)
-        except pa.ArrowInvalid:  # invalid UTF-8: the general path decodes with replacement
-            return None
+        if not raw.isascii():  # ASCII is valid UTF-8; anything else is checked
+            try:
+                self.values.validate(full=True)
+            except pa.ArrowInvalid:  # invalid UTF-8: the general path decodes with replacement
+                return None
         return self
 
     def _same_in_every_row(self, a: int, b: int) -> bool:
