@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import zlib
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -331,3 +332,33 @@ def test_same_width_properties_match_reference_codec(
 
     buf = b"".join(record(i, b"b" * (10 if same_body else i), props(i)) for i in range(len(values)))
     assert actual_rows(decode(buf)) == expected_rows(buf)
+
+
+def test_prefixes_slice_the_longest_array_built() -> None:
+    prefixes = columnar._Prefixes(entries=2, max_bytes=1000)
+    built: list[int] = []
+
+    def build(m: int) -> np.ndarray:
+        built.append(m)
+        return np.arange(m, dtype=np.int64) * 3
+
+    assert prefixes.get("a", 10, build).tolist() == [k * 3 for k in range(10)]
+    assert prefixes.get("a", 4, build).tolist() == [0, 3, 6, 9]  # a slice of the first
+    assert prefixes.get("a", 20, build).tolist() == [k * 3 for k in range(20)]  # longer: built again
+    assert built == [10, 20]
+    cached = prefixes.get("a", 5, build)
+    assert not cached.flags.writeable
+    prefixes.get("b", 1, build)
+    prefixes.get("c", 1, build)  # two entries: "a" (least recently used) is dropped
+    prefixes.get("a", 5, build)
+    assert built == [10, 20, 1, 1, 5]
+    prefixes.get("big", 200, build)  # 1600 bytes: over max_bytes, never kept
+    prefixes.get("big", 200, build)
+    assert built[-2:] == [200, 200]
+
+
+def test_batches_of_any_size_after_one_another_match_the_reference() -> None:
+    # the constant columns and offsets are prefixes of arrays kept across batches
+    for n in (50, 7, 120, 1, 50, 300, 2):
+        buf = uniform(n, lambda i: f"UNIQ_KEY\x01{i:032X}\x02TAGS\x01T{i % 3}\x02KEYS\x01k")
+        assert actual_rows(decode(buf)) == expected_rows(buf), n

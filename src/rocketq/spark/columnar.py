@@ -41,7 +41,9 @@ Invariants:
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -125,6 +127,42 @@ _INLINE_MASK: Final = ((np.arange(12)[None, :] < np.arange(13)[:, None]).astype(
 _HEX: Final = np.frombuffer(b"".join(f"{i:02X}".encode() for i in range(256)), dtype=np.uint8).reshape(256, 2)
 
 _schema_cache: list[Any] = []
+
+
+class _Prefixes:
+    """Read-only arrays whose first ``m`` items are the same whatever their full length
+    (offsets of fixed-width values, a value repeated), built once for the longest length
+    asked for so far and then sliced: every batch of a queue needs the same ones.
+
+    At most ``entries`` arrays of at most ``max_bytes`` each are kept (least recently used
+    first out); longer ones are built every time.
+    """
+
+    def __init__(self, entries: int = 16, max_bytes: int = 2 << 20) -> None:
+        self._arrays: OrderedDict[Hashable, npt.NDArray[Any]] = OrderedDict()
+        self._entries = entries
+        self._max_bytes = max_bytes
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, length: int, build: Callable[[int], npt.NDArray[Any]]) -> npt.NDArray[Any]:
+        """``build(length)``, or the first ``length`` items of a longer one built before."""
+        with self._lock:
+            array = self._arrays.get(key)
+            if array is not None and len(array) >= length:
+                self._arrays.move_to_end(key)
+                return array[:length]
+        array = build(length)
+        if array.nbytes <= self._max_bytes:
+            array.setflags(write=False)
+            with self._lock:
+                self._arrays[key] = array
+                self._arrays.move_to_end(key)
+                while len(self._arrays) > self._entries:
+                    self._arrays.popitem(last=False)
+        return array
+
+
+_prefixes: Final = _Prefixes()
 
 
 def arrow_schema() -> Any:
@@ -270,7 +308,7 @@ def _from_values(values: Any, n: int, width: int, out_type: Any, *, checked: boo
     A string array is checked for UTF-8 (``pa.ArrowInvalid``) unless ``checked`` (the
     bytes are known to be valid: ASCII built here, or a slice of checked values).
     """
-    offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32) if width else np.zeros(n + 1, np.int32)
+    offsets = _prefixes.get(("fixed", width), n + 1, lambda m: np.arange(m, dtype=np.int32) * np.int32(width))
     arr = pa.Array.from_buffers(out_type, n, [None, pa.py_buffer(offsets), pa.py_buffer(values)])
     if out_type == pa.string() and not checked:
         arr.validate(full=True)  # UTF-8, like the cast of the general path
@@ -305,7 +343,7 @@ def _fixed_strings(raw: U8) -> Any:
 
 def _constant_string(value: str, n: int) -> Any:
     b = value.encode()
-    data = np.tile(np.frombuffer(b, dtype=np.uint8), n) if b else b""
+    data = _repeated(b, n) if b else b""
     return _from_values(data, n, len(b), pa.string(), checked=True)  # encoded from a str
 
 
@@ -495,7 +533,7 @@ class _TemplateProps:
     def map_array(self, map_type: Any) -> Any:
         k = len(self.names)
         encoded = [name.encode() for name in self.names]
-        name_data = np.tile(np.frombuffer(b"".join(encoded), dtype=np.uint8), self.n) if k else b""
+        name_data = _repeated(b"".join(encoded), self.n) if k else b""
         keys = _entries([len(e) for e in encoded], name_data, self.n)
         offsets = np.arange(0, (self.n + 1) * k, k, dtype=np.int32) if k else np.zeros(self.n + 1, np.int32)
         return pa.MapArray.from_arrays(pa.array(offsets), keys, self.values, type=map_type)
@@ -509,16 +547,28 @@ class _TemplateProps:
         return _from_values(np.ascontiguousarray(column), self.n, b - a, pa.string(), checked=True)
 
 
+def _repeated(value: bytes, n: int) -> npt.NDArray[np.uint8]:
+    """``value`` ``n`` times over, as bytes."""
+    one = np.frombuffer(value, dtype=np.uint8)
+    return _prefixes.get(("repeat", value), n * len(value), lambda m: np.tile(one, -(-m // len(one)))[:m])
+
+
+def _entry_offsets(lengths: tuple[int, ...], rows: int) -> npt.NDArray[np.int32]:
+    k = len(lengths)
+    ends = np.cumsum([0, *lengths]).astype(np.int32)
+    offsets = np.empty(rows * k + 1, dtype=np.int32)
+    offsets[:-1].reshape(rows, k)[:] = (np.arange(rows, dtype=np.int32) * ends[-1])[:, None] + ends[None, :-1]
+    offsets[-1] = rows * ends[-1]
+    return offsets
+
+
 def _entries(lengths: list[int], data: Any, n: int) -> Any:
     """A string array of ``n`` rows of ``len(lengths)`` values each (row-major ``data``)."""
     k = len(lengths)
     if not k:
         return pa.array([], type=pa.string())
-    per_row = sum(lengths)
-    ends = np.cumsum([0, *lengths]).astype(np.int32)
-    offsets = np.empty(n * k + 1, dtype=np.int32)
-    offsets[:-1].reshape(n, k)[:] = (np.arange(n, dtype=np.int32) * per_row)[:, None] + ends[None, :-1]
-    offsets[-1] = n * per_row
+    key = tuple(lengths)
+    offsets = _prefixes.get(("entries", key), n * k + 1, lambda m: _entry_offsets(key, (m - 1) // k))
     return pa.Array.from_buffers(pa.string(), n * k, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
