@@ -178,14 +178,20 @@ class RemotingCommand:
     def encode_parts(self) -> tuple[bytes, bytes]:
         """The frame as (length prefix + header, body): :meth:`encode` without copying the
         body, for writers that hand a large body to the socket on its own."""
+        return self.encode_head(len(self.body)), self.body
+
+    def encode_head(self, body_length: int) -> bytes:
+        """Length prefix and header of a frame whose body of ``body_length`` bytes is
+        written after it by the caller (``RemotingCommand.encodeHeader(bodyLength)``), not
+        taken from :attr:`body`."""
         header = self.encode_header()
         hlen = len(header)
         if hlen > _MAX_HEADER_LENGTH:
             raise MalformedFrameError(f"header of {hlen} bytes does not fit in 24 bits")
-        total = 4 + hlen + len(self.body)
+        total = 4 + hlen + body_length
         if total + 4 > MAX_FRAME_LENGTH:
             raise FrameTooLargeError(f"frame of {total + 4} bytes exceeds {MAX_FRAME_LENGTH}")
-        return _PREFIX.pack(total, (self.serialize_type << 24) | hlen) + header, self.body
+        return _PREFIX.pack(total, (self.serialize_type << 24) | hlen) + header
 
 
 # ---------------------------------------------------------------------- decoding

@@ -27,7 +27,7 @@ import contextlib
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Callable, Coroutine, Generator, Sequence
 from typing import Any, Final, Protocol, TypeVar
 
 from rocketq.errors import ConnectError, ProtocolError, RequestTimeoutError
@@ -84,7 +84,7 @@ class Channel:
         self.local_addr = _format_addr(transport.get_extra_info("sockname"))
         self.attributes: dict[str, object] = {}
         self.closed = False
-        self._out: list[bytes] = []
+        self._out: list[bytes | memoryview] = []
         self._batching = False
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._lost: asyncio.Future[None] = self._loop.create_future()
@@ -108,12 +108,26 @@ class Channel:
             except RuntimeError:
                 log.debug("%s: loop closed, frame dropped", self)
 
-    def _write_parts(self, head: bytes, body: bytes) -> None:
-        self._write_bytes(head)
-        if body:
-            self._write_bytes(body)
+    def write_with_body(self, cmd: RemotingCommand, body: Sequence[bytes | memoryview]) -> None:
+        """Write ``cmd`` with the concatenation of ``body`` as its body, without joining the
+        parts (thread-safe; Netty's ``FileRegion``, e.g. ``ManyMessageTransfer`` of stored
+        records). ``cmd.body`` is ignored. The parts must stay unchanged until written."""
+        head = cmd.encode_head(sum(len(part) for part in body))
+        if threading.get_ident() == self._server._loop_ident:
+            self._write_parts(head, *body)
+        elif not self.closed:
+            try:
+                self._loop.call_soon_threadsafe(self._write_parts, head, *body)
+            except RuntimeError:
+                log.debug("%s: loop closed, frame dropped", self)
 
-    def _write_bytes(self, data: bytes) -> None:
+    def _write_parts(self, head: bytes, *body: bytes | memoryview) -> None:
+        self._write_bytes(head)
+        for part in body:
+            if part:
+                self._write_bytes(part)
+
+    def _write_bytes(self, data: bytes | memoryview) -> None:
         if self.closed:
             log.debug("%s: closed, frame of %d bytes dropped", self, len(data))
             return
@@ -136,7 +150,7 @@ class Channel:
         else:
             # Large parts (pull bodies) go to the socket as they are: joining them would copy
             # megabytes once more. Small neighbours are still coalesced into one write.
-            small: list[bytes] = []
+            small: list[bytes | memoryview] = []
             for part in out:
                 if len(part) < _COALESCE_MAX:
                     small.append(part)

@@ -238,8 +238,18 @@ class PullMessageProcessor:
         )
         assert response is not None
         if code == ResponseCode.SUCCESS:
-            response.body = result.body()
             broker.stats.inc_group_get(group, topic, result.message_count, result.buffer_total_size)
+            if cfg.transfer_msg_by_heap:  # the default: the records copied into one body
+                response.body = result.body()
+            else:
+                # ManyMessageTransfer: the header, then the records straight from the mapped
+                # files, written here and not returned; the header in the server's default
+                # serialize type (JSON) whatever the request used (reference 2.4).
+                response.serialize_type = SerializeType.JSON
+                response.ext_fields = response_header.to_ext_fields()  # in the JSON order
+                if not request.is_oneway:
+                    channel.write_with_body(response, result.buffers)
+                response = None
         elif code == ResponseCode.PULL_NOT_FOUND and broker_allow_suspend and has_suspend:
             timeout_ms = suspend_timeout_ms if cfg.long_polling_enable else cfg.short_polling_time_mills
             now = time.monotonic_ns() // 1_000_000
