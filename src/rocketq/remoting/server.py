@@ -99,20 +99,16 @@ class Channel:
 
         Used for late responses: the caller sets opaque, flag and serialize type.
         """
-        head, body = cmd.encode_parts()
-        if threading.get_ident() == self._server._loop_ident:
-            self._write_parts(head, body)
-        elif not self.closed:
-            try:
-                self._loop.call_soon_threadsafe(self._write_parts, head, body)
-            except RuntimeError:
-                log.debug("%s: loop closed, frame dropped", self)
+        self._send(*cmd.encode_parts())
 
     def write_with_body(self, cmd: RemotingCommand, body: Sequence[bytes | memoryview]) -> None:
         """Write ``cmd`` with the concatenation of ``body`` as its body, without joining the
         parts (thread-safe; Netty's ``FileRegion``, e.g. ``ManyMessageTransfer`` of stored
         records). ``cmd.body`` is ignored. The parts must stay unchanged until written."""
-        head = cmd.encode_head(sum(len(part) for part in body))
+        self._send(cmd.encode_head(sum(len(part) for part in body)), *body)
+
+    def _send(self, head: bytes, *body: bytes | memoryview) -> None:
+        """Queue an encoded frame from any thread (on the loop thread: at once)."""
         if threading.get_ident() == self._server._loop_ident:
             self._write_parts(head, *body)
         elif not self.closed:
