@@ -234,7 +234,7 @@ def _large_stream() -> tuple[bytes, list[RemotingCommand]]:
 @given(cuts=st.lists(st.integers(97, 70_000), min_size=1, max_size=60))
 def test_large_frames_any_chunking(cuts: list[int]) -> None:
     stream, expected = _large_stream()
-    dec = FrameDecoder()
+    dec = FrameDecoder(direct_large=True)
     got, pos, i = [], 0, 0
     while pos < len(stream):
         step = cuts[i % len(cuts)]
@@ -250,7 +250,7 @@ def test_large_frames_any_chunking(cuts: list[int]) -> None:
 def test_large_frames_received_into_their_own_buffer(cuts: list[int]) -> None:
     # the socket reader of RemotingClient: recv_into the pending large frame, else recv + feed
     stream, expected = _large_stream()
-    dec = FrameDecoder()
+    dec = FrameDecoder(direct_large=True)
     got, pos, i, direct = [], 0, 0, 0
     while pos < len(stream):
         step = cuts[i % len(cuts)]
@@ -274,7 +274,7 @@ def test_large_frames_received_into_their_own_buffer(cuts: list[int]) -> None:
 
 def test_large_frame_bookkeeping() -> None:
     frame = RemotingCommand(code=10, body=b"z" * LARGE_FRAME).encode()
-    dec = FrameDecoder()
+    dec = FrameDecoder(direct_large=True)
     assert dec.pending_large() is None
     with pytest.raises(ValueError, match="filled"):
         dec.filled(1)
@@ -289,3 +289,14 @@ def test_large_frame_bookkeeping() -> None:
     (cmd,) = dec.filled(len(frame) - 1000)
     assert cmd.body == b"z" * LARGE_FRAME
     assert dec.buffered == 0 and dec.pending_large() is None
+
+
+def test_a_server_decoder_does_not_allocate_for_a_length_prefix_alone() -> None:
+    # a peer announcing the largest frame allowed and sending a few bytes of it
+    dec = FrameDecoder()
+    assert dec.feed(struct.pack(">ii", MAX_FRAME_LENGTH - 4, 12) + b"x" * 12) == []
+    assert dec.pending_large() is None
+    assert dec.buffered == 20 and len(dec._buf) == 20
+    stream, expected = _large_stream()
+    plain = FrameDecoder()
+    assert [c for k in range(0, len(stream), 50_000) for c in plain.feed(stream[k : k + 50_000])] == expected

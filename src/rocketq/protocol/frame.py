@@ -334,19 +334,23 @@ class FrameDecoder:
     for negative lengths or inconsistent headers; after an error the stream is unusable
     (the connection must be closed, as Netty does).
 
-    A frame of at least :data:`LARGE_FRAME` bytes (a pull answer in bulk, a batch send) is
-    collected in a buffer of its own size instead of the shared one, which would grow
-    and copy it again on every chunk. A socket reader can receive the rest of such a
-    frame straight into that buffer: :meth:`pending_large` gives the unfilled part (for
-    ``socket.recv_into``) and :meth:`filled` takes the count received.
+    With ``direct_large`` (a client: the peer is the server it chose), a frame of at least
+    :data:`LARGE_FRAME` bytes (a pull answer in bulk) is collected in a buffer of its own
+    size instead of the shared one, which would grow and copy it again on every chunk,
+    and the socket reader can receive the rest of it straight into that buffer:
+    :meth:`pending_large` gives the unfilled part (for ``socket.recv_into``) and
+    :meth:`filled` takes the count received. A server leaves it off: there a length
+    prefix alone must not make it allocate up to :data:`MAX_FRAME_LENGTH` bytes per
+    connection (the shared buffer only grows with the bytes that arrive, as Netty's).
     """
 
-    __slots__ = ("_buf", "_filled", "_large", "_max", "_pos")
+    __slots__ = ("_buf", "_direct", "_filled", "_large", "_max", "_pos")
 
-    def __init__(self, max_frame_length: int = MAX_FRAME_LENGTH) -> None:
+    def __init__(self, max_frame_length: int = MAX_FRAME_LENGTH, *, direct_large: bool = False) -> None:
         self._buf = bytearray()
         self._pos = 0
         self._max = max_frame_length
+        self._direct = direct_large
         self._large: bytearray | None = None  # a large frame without its length prefix
         self._filled = 0
 
@@ -398,7 +402,7 @@ class FrameDecoder:
             if total + 4 > self._max:
                 raise FrameTooLargeError(f"frame of {total + 4} bytes exceeds {self._max}")
             if end - pos - 4 < total:
-                if total + 4 >= LARGE_FRAME:  # the rest goes into a buffer of its own
+                if self._direct and total + 4 >= LARGE_FRAME:  # the rest into a buffer of its own
                     self._large = large = bytearray(total)
                     self._filled = end - pos - 4
                     large[: self._filled] = memoryview(buf)[pos + 4 : end]

@@ -202,7 +202,7 @@ class _Connection:
     def __init__(self, addr: str, sock: socket.socket, max_frame_length: int) -> None:
         self.addr = addr
         self.sock = sock
-        self.decoder = FrameDecoder(max_frame_length)
+        self.decoder = FrameDecoder(max_frame_length, direct_large=True)
         self.pending: dict[int, _Waiter] = {}
         self.out_queue: collections.deque[bytes] = collections.deque()
         # Bytes the kernel did not take yet; only touched under write_lock.
