@@ -362,3 +362,76 @@ def test_batches_of_any_size_after_one_another_match_the_reference() -> None:
     for n in (50, 7, 120, 1, 50, 300, 2):
         buf = uniform(n, lambda i: f"UNIQ_KEY\x01{i:032X}\x02TAGS\x01T{i % 3}\x02KEYS\x01k")
         assert actual_rows(decode(buf)) == expected_rows(buf), n
+
+
+def _no_general_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object) -> None:
+        raise AssertionError("these rows should not need the general property parse")
+
+    monkeypatch.setattr(columnar._Props, "__init__", refuse)
+
+
+def test_same_names_with_values_of_any_width_take_the_ordered_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    _no_general_path(monkeypatch)
+    rows = [
+        # KEYS of varying width, tags of two widths, a \x01 inside a value, a dropped
+        # segment without a value, a name given twice (the later wins), non-ASCII values
+        f"KEYS\x01order-{7**i}\x02UNIQ_KEY\x01U{i}\x02V\x01x\x01{'é' * i}\x02gone\x01\x02"
+        f"TAGS\x01{'paid' if i % 2 else 'created'}\x02V\x01last{i}"
+        for i in range(9)
+    ]
+    buf = b"".join(record(i, b"y" * (5 + i), props) for i, props in enumerate(rows))
+    got = actual_rows(decode(buf))
+    assert got == expected_rows(buf)
+    assert got[2]["keys"] == "order-49" and got[2]["tags"] == "created" and got[2]["msg_id"] == "U2"
+    assert got[2]["properties"] == {"KEYS": "order-49", "UNIQ_KEY": "U2", "V": "last2", "TAGS": "created"}
+
+
+@pytest.mark.parametrize(
+    "odd_row",
+    [
+        "TAGS\x01A\x02KEYS\x01k",  # the names in another order
+        "KEYS\x01k\x02TAGS\x01A\x02MORE\x01m",  # one pair more
+        "KEYS\x01k\x02TAGX\x01A",  # a different name of the same length
+        "KEYS\x01k\x02TAGS\x01",  # an empty value: Java drops the pair in this row only
+        "KEYS\x01k\x02TAGS\x01A\x02B",  # a value holding \x02
+        "KEYS\x01k\x02TAGS\x01é",  # é made invalid UTF-8 below (decoded with replacement)
+    ],
+)
+@pytest.mark.parametrize("at", [0, 4])
+def test_rows_off_the_ordered_layout_decode_exactly(odd_row: str, at: int) -> None:
+    props = [f"KEYS\x01k{i * 11}\x02TAGS\x01{'A' * (1 + i % 3)}" for i in range(6)]
+    props[at] = odd_row
+    buf = bytearray(b"".join(record(i, b"z", p) for i, p in enumerate(props)))
+    if "é" in odd_row:
+        buf[buf.index("é".encode())] = 0xFF
+    assert actual_rows(decode(bytes(buf))) == expected_rows(bytes(buf))
+
+
+def test_separators_are_counted_per_row_not_only_in_total() -> None:
+    # six separators for three rows of two, but two rows' worth in row 1 and none in row 2
+    for props in (
+        ["K\x01a\x02", "K\x01b\x02K\x01c\x02", "junk"],
+        ["j\x02K\x01a", "j\x02K\x01b\x02K\x01c", "x"],
+    ):
+        buf = b"".join(record(i, b"z", p) for i, p in enumerate(props))
+        assert actual_rows(decode(buf)) == expected_rows(buf)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    names=st.lists(st.sampled_from(["KEYS", "TAGS", "UNIQ_KEY", "A", "", "é"]), max_size=5),
+    values=st.lists(
+        st.lists(st.text(alphabet="ab\x01é", max_size=6), min_size=5, max_size=5), min_size=1, max_size=10
+    ),
+    odd=st.booleans(),
+)
+def test_ordered_layouts_match_reference_codec(names: list[str], values: list[list[str]], odd: bool) -> None:
+    def props(i: int) -> str:
+        pairs = [f"{name}\x01{values[i][j]}" for j, name in enumerate(names)]
+        if odd and i == len(values) - 1:
+            pairs.append("X\x01y")
+        return "\x02".join(pairs)
+
+    buf = b"".join(record(i, b"b" * i, props(i)) for i in range(len(values)))
+    assert actual_rows(decode(buf)) == expected_rows(buf)

@@ -40,6 +40,7 @@ Invariants:
 
 from __future__ import annotations
 
+import itertools
 import struct
 import threading
 from collections import OrderedDict
@@ -531,12 +532,7 @@ class _TemplateProps:
         return True
 
     def map_array(self, map_type: Any) -> Any:
-        k = len(self.names)
-        encoded = [name.encode() for name in self.names]
-        name_data = _repeated(b"".join(encoded), self.n) if k else b""
-        keys = _entries([len(e) for e in encoded], name_data, self.n)
-        offsets = np.arange(0, (self.n + 1) * k, k, dtype=np.int32) if k else np.zeros(self.n + 1, np.int32)
-        return pa.MapArray.from_arrays(pa.array(offsets), keys, self.values, type=map_type)
+        return _same_names_map(self.names, self.values, self.n, map_type)
 
     def pick(self, name: str) -> Any:
         """The value of property ``name`` per row (null where absent)."""
@@ -545,6 +541,109 @@ class _TemplateProps:
         a, b = self.ranges[self.names.index(name)]
         column = _strided(self.block_data, np.dtype((np.void, b - a)), **self._where(a))
         return _from_values(np.ascontiguousarray(column), self.n, b - a, pa.string(), checked=True)
+
+
+class _OrderedProps:
+    """Property strings whose rows all hold row 0's names in row 0's order, with values of
+    any width (a producer's KEYS, or tags of different lengths).
+
+    The property strings are gathered into one buffer, and the positions of every
+    ``\x01``/``\x02`` in it are found at once. When every row has row 0's sequence of
+    separators and the same bytes in each name, row 0's parse
+    (``MessageDecoder.string2messageProperties``, as in :class:`_Props`) is every row's:
+    the values are the slices between the separators, one column per name. :meth:`build`
+    returns None when the rows do not share the layout (or hold invalid UTF-8), and the
+    general :class:`_Props` decides.
+    """
+
+    def __init__(self, n: int, names: list[str], values: Any, k: int) -> None:
+        self.n = n
+        self.names = names
+        self.values = values  # the kept values, row-major: row r's are [r * k, (r + 1) * k)
+        self._k = k
+
+    @classmethod
+    def build(cls, data: bytes, p_strs: I64, lens: I64, starts: I64, stride: int) -> _OrderedProps | None:
+        n = len(p_strs)
+        blob = _slices(data, p_strs, lens, pa.binary(), starts, stride)
+        offsets = np.frombuffer(blob.buffers()[1], dtype=np.int32, count=n + 1).astype(np.int64)
+        text = b"".join([blob.buffers()[2] or b"", _PAD])  # padded for the views of _slices
+        u8 = np.frombuffer(text, dtype=np.uint8, count=int(offsets[-1]))
+        row0 = text[: offsets[1]]
+        kinds = bytes(c for c in row0 if c in (1, 2))
+        m = len(kinds)
+        sep = np.flatnonzero((u8 == 1) | (u8 == 2))
+        if len(sep) != n * m:
+            return None
+        grid = sep.reshape(n, m)  # sorted, so n groups of m; each must lie in its own row
+        if m and not (
+            bool(((grid[:, 0] >= offsets[:-1]) & (grid[:, -1] < offsets[1:])).all())
+            and bool((u8[grid] == np.frombuffer(kinds, dtype=np.uint8)).all())
+        ):
+            return None
+        # segments: between the row's edges and its \x02 separators; a name ends at the
+        # segment's first \x01, its value runs to the segment's end
+        cuts = [i for i, c in enumerate(kinds) if c == 2]
+        bounds = [-1, *cuts, m]
+        entries: list[tuple[bytes, I64, I64]] = []  # (name, value positions, value lengths)
+        for lo, hi in itertools.pairwise(bounds):
+            ones = [i for i in range(lo + 1, hi) if kinds[i] == 1]
+            if not ones:
+                continue  # no \x01 in row 0's segment, nor in any row's (same separators)
+            seg_start = offsets[:-1] if lo < 0 else grid[:, lo] + 1
+            seg_end = offsets[1:] if hi == m else grid[:, hi]
+            cut = grid[:, ones[0]]
+            name_len = cut - seg_start
+            value_len = seg_end - cut - 1
+            width = int(name_len[0])
+            if width == 0 or int(value_len[0]) == 0:  # dropped in row 0: so in every row
+                if not bool(((name_len == 0) | (value_len == 0)).all()):
+                    return None
+                continue
+            if not (bool((name_len == width).all()) and bool((value_len > 0).all())):
+                return None
+            name = text[int(seg_start[0]) : int(cut[0])]
+            if not bool((_gather(text, seg_start, np.dtype((np.void, width))) == np.void(name)).all()):
+                return None
+            entries.append((name, cut + 1, value_len))
+        try:
+            names = [name.decode() for name, _, _ in entries]
+        except UnicodeDecodeError:
+            return None
+        last = {name: j for j, name in enumerate(names)}  # HashMap.put: the later pair wins
+        kept = [j for j, name in enumerate(names) if last[name] == j]
+        k = len(kept)
+        if k:
+            pos = np.stack([entries[j][1] for j in kept], axis=1).ravel()
+            length = np.stack([entries[j][2] for j in kept], axis=1).ravel()
+            try:
+                values = _slices(text, pos, length, pa.string(), pos, 0)
+            except pa.ArrowInvalid:  # invalid UTF-8: the general path decodes with replacement
+                return None
+        else:
+            values = pa.array([], type=pa.string())
+        return cls(n, [names[j] for j in kept], values, k)
+
+    def map_array(self, map_type: Any) -> Any:
+        return _same_names_map(self.names, self.values, self.n, map_type)
+
+    def pick(self, name: str) -> Any:
+        """The value of property ``name`` per row (null where absent)."""
+        if name not in self.names:
+            return pa.nulls(self.n, type=pa.string())
+        j = self.names.index(name)
+        return self.values.take(pa.array(np.arange(j, self.n * self._k, self._k)))
+
+
+def _same_names_map(names: list[str], values: Any, n: int, map_type: Any) -> Any:
+    """The properties map when every row has ``names`` in this order and ``values`` holds
+    the rows' values back to back."""
+    k = len(names)
+    encoded = [name.encode() for name in names]
+    name_data = _repeated(b"".join(encoded), n) if k else b""
+    keys = _entries([len(e) for e in encoded], name_data, n)
+    offsets = np.arange(0, (n + 1) * k, k, dtype=np.int32) if k else np.zeros(n + 1, np.int32)
+    return pa.MapArray.from_arrays(pa.array(offsets), keys, values, type=map_type)
 
 
 def _repeated(value: bytes, n: int) -> npt.NDArray[np.uint8]:
@@ -635,7 +734,11 @@ def _decode(
     n = len(starts)
     # The fixed IPv4 header of every record through one structured dtype: a strided view
     # when all records have one size, else one gather (every record has these 88 bytes).
-    head = _strided(data, _HEAD, stride=stride, count=n) if stride else _gather(data, starts, _HEAD)
+    head = (
+        _strided(data, _HEAD, stride=stride, count=n)
+        if stride
+        else _gather(data, starts, np.dtype((np.void, _HEAD_V4))).view(_HEAD)  # memcpy per row, then fields
+    )
     magic = head["magic"]
     v2 = magic == MAGIC_CODE_V2
     if not ((magic == MAGIC_CODE_V1) | v2).all():
@@ -687,7 +790,7 @@ def _decode(
     else:
         body = _slices(data, p_body, body_len, pa.binary(), starts, stride)
 
-    parsed: _Props | _TemplateProps | None = None
+    parsed: _Props | _TemplateProps | _OrderedProps | None = None
     width = int(props_len[0]) if n else 0
     if prop_strs is None and n and width and int(props_len.min()) == int(props_len.max()):
         p_strs = p_props + 2
@@ -696,6 +799,8 @@ def _decode(
         else:
             rows = _gather(data, p_strs, np.dtype((np.void, width)))
             parsed = _TemplateProps.build(rows, 0, width, n, width)
+    elif prop_strs is None and n:
+        parsed = _OrderedProps.build(data, p_props + 2, props_len, starts, stride)
     if parsed is None:
         if prop_strs is None:
             try:
