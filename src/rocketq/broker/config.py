@@ -110,7 +110,9 @@ class BrokerConfig:
     slave_read_enable: bool = False
     #: enablePropertyFilter: SQL92 subscriptions (rocketq has no SQL92 engine).
     enable_property_filter: bool = False
-    #: transferMsgByHeap.
+    #: transferMsgByHeap: True copies a pull answer's records into one body; False writes
+    #: them to the socket from the mapped commit log (``ManyMessageTransfer``), cheaper for
+    #: bulk readers, with the answer's header always in JSON as Java's does.
     transfer_msg_by_heap: bool = True
     #: sendThreadPoolQueueCapacity (reported by GET_BROKER_RUNTIME_INFO).
     send_thread_pool_queue_capacity: int = 10_000
