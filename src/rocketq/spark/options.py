@@ -24,7 +24,10 @@ Read options (``spark.read`` / ``spark.readStream``):
 ``failOnDataLoss``        default ``true``: offsets already deleted raise an error;
                           ``false``: skip ahead to the earliest offset with a warning
 ``pullBatchSize``         messages asked for per PULL_MESSAGE, default 1024 (the broker
-                          caps it with ``maxTransferCountOnMessageInMemory``)
+                          caps it with ``maxTransferCountOnMessageInMemory``, 32 by
+                          default; for bulk reads raise that and
+                          ``maxTransferBytesOnMessageInMemory``, and set
+                          ``transferMsgByHeap=false``, in the broker's config)
 ``consumerGroup``         streaming: after each committed micro-batch the processed
                           offsets are written to the broker for this group
 ``pullTimeoutMs``         per-request timeout, default 30000
