@@ -84,7 +84,9 @@ def expected_rows(buf: bytes) -> list[dict[str, object]]:
 def actual_rows(batch: object) -> list[dict[str, object]]:
     out = []
     for row in batch.to_pylist():  # type: ignore[attr-defined]
-        row["properties"] = dict(row["properties"])
+        pairs = row["properties"]
+        assert len({name for name, _ in pairs}) == len(pairs), pairs  # Spark refuses duplicate keys
+        row["properties"] = dict(pairs)
         row["born_timestamp_ms"] = int(row.pop("born_timestamp").timestamp() * 1000)
         row["store_timestamp_ms"] = int(row.pop("store_timestamp").timestamp() * 1000)
         out.append(row)

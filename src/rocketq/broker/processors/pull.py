@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from rocketq.broker.long_polling import PullRequest, PullRequestHoldService
 from rocketq.broker.processors import decode_request_header, error_response
 from rocketq.broker.store import GetMessageStatus, MessageExtBrokerInner
+from rocketq.errors import ProtocolError
 from rocketq.protocol import fastjson
 from rocketq.protocol.codes import PermName, PullSysFlag, ResponseCode, SerializeType
 from rocketq.protocol.frame import RemotingCommand
@@ -30,6 +31,7 @@ from rocketq.protocol.headers import PullMessageRequestHeader, PullMessageRespon
 from rocketq.protocol.heartbeat import MessageModel, SubscriptionData, build_subscription_data
 from rocketq.protocol.message import MessageConst, encode_properties, tags_code
 from rocketq.protocol.message_queue import MessageQueue
+from rocketq.remoting.client import exception_desc
 from rocketq.remoting.server import Channel
 
 if TYPE_CHECKING:
@@ -233,8 +235,11 @@ class PullMessageProcessor:
             min_offset=result.min_offset,
             max_offset=result.max_offset,
         )
+        # A woken held pull is answered in JSON (_execute_when_wakeup): its extFields then
+        # take the JSON (HashMap) order, as Java's would.
+        header_type = request.serialize_type if broker_allow_suspend else SerializeType.JSON
         response: RemotingCommand | None = request.make_response(
-            code, status.name, response_header.to_ext_fields(serialize_type=request.serialize_type)
+            code, status.name, response_header.to_ext_fields(serialize_type=header_type)
         )
         assert response is not None
         if code == ResponseCode.SUCCESS:
@@ -247,9 +252,13 @@ class PullMessageProcessor:
                 # serialize type (JSON) whatever the request used (reference 2.4).
                 response.serialize_type = SerializeType.JSON
                 response.ext_fields = response_header.to_ext_fields()  # in the JSON order
-                if not request.is_oneway:
-                    channel.write_with_body(response, result.buffers)
-                response = None
+                try:
+                    if not request.is_oneway:  # Java writes it even then; nobody waits for it
+                        channel.write_with_body(response, result.buffers)
+                    response = None
+                except ProtocolError as exc:  # over 16 MB of records: answered like the heap path
+                    log.error("pull answer for %s@%s:%d not written: %s", group, topic, queue_id, exc)
+                    response = error_response(request, ResponseCode.SYSTEM_ERROR, exception_desc(exc))
         elif code == ResponseCode.PULL_NOT_FOUND and broker_allow_suspend and has_suspend:
             timeout_ms = suspend_timeout_ms if cfg.long_polling_enable else cfg.short_polling_time_mills
             now = time.monotonic_ns() // 1_000_000

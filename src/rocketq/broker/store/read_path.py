@@ -28,9 +28,9 @@ def back_to_back(buf: memoryview | bytes, n: int, max_bytes: int) -> tuple[int, 
     ``count`` follows ``DefaultMessageStore.isTheBatchFull`` for data in memory: units are
     taken while their records total at most ``max_bytes`` (the first always goes), at most
     ``n``. Returns None when the taken units are not back to back (unit ``k + 1`` starts
-    where unit ``k`` ends) or hold a negative offset or size, and also (conservatively)
-    whenever the first ``n`` are not: then the units are out of order for the bisection,
-    and the caller's per-unit scan decides.
+    where unit ``k`` ends) or hold a negative offset or size; it may also return None
+    (conservatively) when only units past the taken ones are out of place, since the cut is
+    bisected over the units' ends: then the caller's per-unit scan decides.
 
     The check is exact and costs no Python object per unit: the offsets of units
     ``1..count-1`` and ``0..count-2``, and the sizes of units ``0..count-2``, are laid out
