@@ -230,8 +230,15 @@ def _large_stream() -> tuple[bytes, list[RemotingCommand]]:
     return stream, [decode_frame(c.encode()) for c in cmds]
 
 
+# chunk sizes: big ones, each followed by a few bytes (1-8), so tiny feeds land anywhere,
+# also while a large frame is pending, without feeding a 700 KB stream byte by byte
+_CUTS = st.lists(st.tuples(st.integers(97, 70_000), st.integers(1, 8)), min_size=1, max_size=30).map(
+    lambda pairs: [n for pair in pairs for n in pair]
+)
+
+
 @settings(deadline=None, max_examples=40)
-@given(cuts=st.lists(st.integers(97, 70_000), min_size=1, max_size=60))
+@given(cuts=_CUTS)
 def test_large_frames_any_chunking(cuts: list[int]) -> None:
     stream, expected = _large_stream()
     dec = FrameDecoder(direct_large=True)
@@ -246,7 +253,7 @@ def test_large_frames_any_chunking(cuts: list[int]) -> None:
 
 
 @settings(deadline=None, max_examples=40)
-@given(cuts=st.lists(st.integers(97, 70_000), min_size=1, max_size=60))
+@given(cuts=_CUTS)
 def test_large_frames_received_into_their_own_buffer(cuts: list[int]) -> None:
     # the socket reader of RemotingClient: recv_into the pending large frame, else recv + feed
     stream, expected = _large_stream()
