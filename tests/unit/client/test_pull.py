@@ -74,9 +74,9 @@ def test_pull_requests_match_golden(seq: int, instance: MQClientInstance) -> Non
     block = int(ext["sysFlag"]) & 2 != 0
     sd = build_subscription_data(mq.topic, ext["subscription"], sub_version=0)
     wrapper = PullAPIWrapper(instance, "GoldenPullGroup")
-    header = wrapper._header(
+    wrapper._find_broker = lambda _mq: FindBrokerResult("127.0.0.1:10911", False)  # type: ignore[method-assign]
+    addr, header = wrapper._request(
         mq,
-        FindBrokerResult("127.0.0.1:10911", False),
         sd.sub_string,
         sd.expression_type,
         0,
@@ -86,6 +86,7 @@ def test_pull_requests_match_golden(seq: int, instance: MQClientInstance) -> Non
         0,
         20_000,
     )
+    assert addr == "127.0.0.1:10911"
     cmd = instance.api.build_pull_request(header)
     assert cmd.code == RequestCode.PULL_MESSAGE
     assert cmd.ext_fields == ext
@@ -95,7 +96,8 @@ def test_pull_from_slave_never_commits(instance: MQClientInstance) -> None:
     wrapper = PullAPIWrapper(instance, "G")
     flag = build_pull_sys_flag(commit_offset=True, suspend=True, subscription=False)
     assert flag == 3
-    header = wrapper._header(MQ0, FindBrokerResult("h:1", True), "*", "TAG", 0, 0, 32, flag, 5, 15_000)
+    wrapper._find_broker = lambda _mq: FindBrokerResult("h:1", True)  # type: ignore[method-assign]
+    _, header = wrapper._request(MQ0, "*", "TAG", 0, 0, 32, flag, 5, 15_000)
     assert header.sys_flag == 2
     assert build_pull_sys_flag(commit_offset=False, suspend=True, subscription=True, lite_pull=True) == 0x16
 

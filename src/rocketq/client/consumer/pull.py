@@ -191,10 +191,9 @@ class PullAPIWrapper:
             raise ClientError(f"The broker[{mq.broker_name}] not exist")
         return found
 
-    def _header(
+    def _request(
         self,
         mq: MessageQueue,
-        found: FindBrokerResult,
         sub_expression: str | None,
         expression_type: str | None,
         sub_version: int,
@@ -203,7 +202,9 @@ class PullAPIWrapper:
         sys_flag: int,
         commit_offset: int,
         broker_suspend_max_time_ms: int,
-    ) -> PullMessageRequestHeader:
+    ) -> tuple[str, PullMessageRequestHeader]:
+        """``pullKernelImpl`` up to the send: the broker to ask and the request header."""
+        found = self._find_broker(mq)
         if not ExpressionType.is_tag_type(expression_type) and found.broker_version < Version.V4_1_0_SNAPSHOT:
             raise ClientError(
                 f"The broker[{mq.broker_name}, {found.broker_version}] does not upgrade to support for filter "
@@ -212,7 +213,7 @@ class PullAPIWrapper:
         flag = sys_flag
         if found.slave:
             flag &= ~PullSysFlag.COMMIT_OFFSET  # only masters store the piggy-backed offset
-        return PullMessageRequestHeader(
+        header = PullMessageRequestHeader(
             consumer_group=self.consumer_group,
             topic=mq.topic,
             queue_id=mq.queue_id,
@@ -226,6 +227,7 @@ class PullAPIWrapper:
             expression_type=expression_type,
             bname=mq.broker_name,
         )
+        return found.broker_addr, header
 
     def pull_kernel_impl(
         self,
@@ -244,10 +246,8 @@ class PullAPIWrapper:
 
         A synchronous invoke: it raises ClientError on the remoting I/O thread rather than
         wait there for an answer that thread would have to read."""
-        found = self._find_broker(mq)
-        header = self._header(
+        addr, header = self._request(
             mq,
-            found,
             sub_expression,
             expression_type,
             sub_version,
@@ -257,7 +257,7 @@ class PullAPIWrapper:
             commit_offset,
             broker_suspend_max_time_ms,
         )
-        return self._instance.api.pull_message_sync(found.broker_addr, header, timeout_ms)
+        return self._instance.api.pull_message_sync(addr, header, timeout_ms)
 
     def pull_kernel_impl_async(
         self,
@@ -273,10 +273,8 @@ class PullAPIWrapper:
         timeout_ms: int,
     ) -> concurrent.futures.Future[PullResult]:
         """One PULL_MESSAGE whose future completes on the I/O thread (records undecoded)."""
-        found = self._find_broker(mq)
-        header = self._header(
+        addr, header = self._request(
             mq,
-            found,
             sub_expression,
             expression_type,
             sub_version,
@@ -286,7 +284,7 @@ class PullAPIWrapper:
             commit_offset,
             broker_suspend_max_time_ms,
         )
-        return self._instance.api.pull_message_async(found.broker_addr, header, timeout_ms)
+        return self._instance.api.pull_message_async(addr, header, timeout_ms)
 
     def process_pull_result(
         self, mq: MessageQueue, result: PullResult, subscription: SubscriptionData
