@@ -179,9 +179,9 @@ class CommitLog:
     ) -> AppendResult | PutMessageStatus:
         """Append ``records`` (pre-encoded, one batch) in one segment, under one lock.
 
-        Patches each record's queue offset, physical offset and store timestamp, then calls
-        ``dispatch`` for it (still under the lock) -- or, for more than one record,
-        ``dispatch_batch`` once for all of them, in order. Returns
+        Patches each record's queue offset, physical offset and store timestamp, publishes
+        the bytes, then (still under the lock) calls ``dispatch`` for a single record or
+        ``dispatch_batch`` once for all the records of a batch, in order. Returns
         CREATE_MAPEDFILE_FAILED if no segment could be created, SERVICE_NOT_AVAILABLE once
         closed for writing. The caller checked that the batch fits a segment.
         """
@@ -213,7 +213,6 @@ class CommitLog:
             start = mf.wrote_position
             first_phys = base + start
             first_qoff = -1
-            batched = len(records) > 1
             # all bytes in one copy, then each record's offsets and store time patched in
             mm[start : start + total] = records[0] if len(records) == 1 else b"".join(records)
             pos = start
@@ -238,11 +237,10 @@ class CommitLog:
                 req.store_timestamp = ts
                 if req.delay_ms >= 0:
                     req.tags_code = ts + req.delay_ms
-                if not batched:
-                    mf.wrote_position = pos
-                    dispatch(req)
-            if batched:
-                mf.wrote_position = pos
+            mf.wrote_position = pos
+            if len(requests) == 1:
+                dispatch(requests[0])
+            else:
                 dispatch_batch(requests)
             mf.last_modified_ms = ts
             mf.store_timestamp = ts
