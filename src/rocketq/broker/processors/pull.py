@@ -235,23 +235,23 @@ class PullMessageProcessor:
             min_offset=result.min_offset,
             max_offset=result.max_offset,
         )
-        # A woken held pull is answered in JSON (_execute_when_wakeup): its extFields then
-        # take the JSON (HashMap) order, as Java's would.
-        header_type = request.serialize_type if broker_allow_suspend else SerializeType.JSON
+        # The answer's header is in the request's serialize type, except that answers not
+        # written through the processor callback are in the server's default, JSON
+        # (reference 2.4): a woken held pull (_execute_when_wakeup) and a zero-copy answer
+        # (ManyMessageTransfer). The extFields follow the order of the type they are sent in.
+        zero_copy = code == ResponseCode.SUCCESS and not cfg.transfer_msg_by_heap
+        answer_type = request.serialize_type if broker_allow_suspend and not zero_copy else SerializeType.JSON
         response: RemotingCommand | None = request.make_response(
-            code, status.name, response_header.to_ext_fields(serialize_type=header_type)
+            code, status.name, response_header.to_ext_fields(serialize_type=answer_type)
         )
         assert response is not None
         if code == ResponseCode.SUCCESS:
             broker.stats.inc_group_get(group, topic, result.message_count, result.buffer_total_size)
-            if cfg.transfer_msg_by_heap:  # the default: the records copied into one body
+            if not zero_copy:  # transferMsgByHeap, the default: the records copied into one body
                 response.body = result.body()
             else:
-                # ManyMessageTransfer: the header, then the records straight from the mapped
-                # files, written here and not returned; the header in the server's default
-                # serialize type (JSON) whatever the request used (reference 2.4).
-                response.serialize_type = SerializeType.JSON
-                response.ext_fields = response_header.to_ext_fields()  # in the JSON order
+                # the header, then the records straight from the mapped files, written here
+                response.serialize_type = answer_type
                 try:
                     if not request.is_oneway:  # Java writes it even then; nobody waits for it
                         channel.write_with_body(response, result.buffers)
