@@ -352,12 +352,12 @@ class FrameDecoder:
         self._max = max_frame_length
         self._direct = direct_large
         self._large: bytearray | None = None  # a large frame without its length prefix
-        self._filled = 0
+        self._filled = 0  # bytes of it received (0 without one)
 
     @property
     def buffered(self) -> int:
         """Bytes received but not yet part of a complete frame."""
-        return len(self._buf) - self._pos + (self._filled if self._large is not None else 0)
+        return len(self._buf) - self._pos + self._filled
 
     def pending_large(self) -> memoryview | None:
         """The unfilled rest of the large frame being received, or None."""
@@ -374,6 +374,7 @@ class FrameDecoder:
         if self._filled < len(large):
             return []
         self._large = None
+        self._filled = 0
         with memoryview(large) as mv:
             return [_decode_after_length(mv)]
 
