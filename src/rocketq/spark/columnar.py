@@ -303,13 +303,18 @@ def _views(data: bytes, pos: I64, length: I64) -> Any:
     return views
 
 
+def _steps(step: int, count: int) -> npt.NDArray[np.int32]:
+    """``0, step, 2 * step, ...``: ``count`` int32 offsets (kept across batches)."""
+    return _prefixes.get(("steps", step), count, lambda m: np.arange(m, dtype=np.int32) * np.int32(step))
+
+
 def _from_values(values: Any, n: int, width: int, out_type: Any, *, checked: bool = False) -> Any:
     """``n`` values of ``width`` bytes each, back to back in ``values`` (buffer protocol).
 
     A string array is checked for UTF-8 (``pa.ArrowInvalid``) unless ``checked`` (the
     bytes are known to be valid: ASCII built here, or a slice of checked values).
     """
-    offsets = _prefixes.get(("fixed", width), n + 1, lambda m: np.arange(m, dtype=np.int32) * np.int32(width))
+    offsets = _steps(width, n + 1)
     arr = pa.Array.from_buffers(out_type, n, [None, pa.py_buffer(offsets), pa.py_buffer(values)])
     if out_type == pa.string() and not checked:
         arr.validate(full=True)  # UTF-8, like the cast of the general path
@@ -556,11 +561,10 @@ class _OrderedProps:
     general :class:`_Props` decides.
     """
 
-    def __init__(self, n: int, names: list[str], values: Any, k: int) -> None:
+    def __init__(self, n: int, names: list[str], values: Any) -> None:
         self.n = n
         self.names = names
-        self.values = values  # the kept values, row-major: row r's are [r * k, (r + 1) * k)
-        self._k = k
+        self.values = values  # row-major: row r's values are [r * k, (r + 1) * k), k = len(names)
 
     @classmethod
     def build(cls, data: bytes, p_strs: I64, lens: I64, starts: I64, stride: int) -> _OrderedProps | None:
@@ -622,7 +626,7 @@ class _OrderedProps:
                 return None
         else:
             values = pa.array([], type=pa.string())
-        return cls(n, [names[j] for j in kept], values, k)
+        return cls(n, [names[j] for j in kept], values)
 
     def map_array(self, map_type: Any) -> Any:
         return _same_names_map(self.names, self.values, self.n, map_type)
@@ -632,7 +636,8 @@ class _OrderedProps:
         if name not in self.names:
             return pa.nulls(self.n, type=pa.string())
         j = self.names.index(name)
-        return self.values.take(pa.array(np.arange(j, self.n * self._k, self._k)))
+        k = len(self.names)
+        return self.values.take(pa.array(np.arange(j, self.n * k, k)))
 
 
 def _same_names_map(names: list[str], values: Any, n: int, map_type: Any) -> Any:
@@ -642,8 +647,7 @@ def _same_names_map(names: list[str], values: Any, n: int, map_type: Any) -> Any
     encoded = [name.encode() for name in names]
     name_data = _repeated(b"".join(encoded), n) if k else b""
     keys = _entries([len(e) for e in encoded], name_data, n)
-    offsets = np.arange(0, (n + 1) * k, k, dtype=np.int32) if k else np.zeros(n + 1, np.int32)
-    return pa.MapArray.from_arrays(pa.array(offsets), keys, values, type=map_type)
+    return pa.MapArray.from_arrays(pa.array(_steps(k, n + 1)), keys, values, type=map_type)
 
 
 def _repeated(value: bytes, n: int) -> npt.NDArray[np.uint8]:
