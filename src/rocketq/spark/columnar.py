@@ -396,7 +396,7 @@ class _Props:
         valid = (pos1 > 0) & (pos1 < seg_len - 1)
         if not valid.all():
             seg_start, seg_len, pos1, parents = seg_start[valid], seg_len[valid], pos1[valid], parents[valid]
-        data = b"".join([bufs[2], _PAD]) if bufs[2] is not None else _PAD  # one copy, padded
+        data = _padded(bufs[2])
         names = _slices(data, seg_start, pos1, pa.string(), seg_start, 0)
         values = _slices(data, seg_start + pos1 + 1, seg_len - pos1 - 1, pa.string(), seg_start, 0)
         keep = self._later_wins(names, parents)
@@ -492,8 +492,7 @@ class _TemplateProps:
         for a, b in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
             if not self._same_in_every_row(a, b):
                 return None
-        last = {name: j for j, name in enumerate(names)}  # HashMap.put: the later pair wins
-        kept = [j for j, name in enumerate(names) if last[name] == j]
+        kept = _last_of_each(names)
         for j, (_, a, b) in enumerate(entries):
             if j not in kept and bool((block[:, a:b] == 2).any()):
                 return None
@@ -571,7 +570,7 @@ class _OrderedProps:
         n = len(p_strs)
         blob = _slices(data, p_strs, lens, pa.binary(), starts, stride)
         offsets = np.frombuffer(blob.buffers()[1], dtype=np.int32, count=n + 1).astype(np.int64)
-        text = b"".join([blob.buffers()[2] or b"", _PAD])  # padded for the views of _slices
+        text = _padded(blob.buffers()[2])
         u8 = np.frombuffer(text, dtype=np.uint8, count=int(offsets[-1]))
         row0 = text[: offsets[1]]
         kinds = bytes(c for c in row0 if c in (1, 2))
@@ -614,8 +613,7 @@ class _OrderedProps:
             names = [name.decode() for name, _, _ in entries]
         except UnicodeDecodeError:
             return None
-        last = {name: j for j, name in enumerate(names)}  # HashMap.put: the later pair wins
-        kept = [j for j, name in enumerate(names) if last[name] == j]
+        kept = _last_of_each(names)
         k = len(kept)
         if k:
             pos = np.stack([entries[j][1] for j in kept], axis=1).ravel()
@@ -638,6 +636,19 @@ class _OrderedProps:
         j = self.names.index(name)
         k = len(self.names)
         return self.values.take(pa.array(np.arange(j, self.n * k, k)))
+
+
+def _padded(buffer: Any) -> bytes:
+    """A binary array's data buffer (None when empty) copied once, with the read padding
+    the views of :func:`_slices` need."""
+    return b"".join([buffer or b"", _PAD])
+
+
+def _last_of_each(names: Sequence[str]) -> list[int]:
+    """Indexes of the pairs a row keeps: ``HashMap.put`` of them in order, so of a name
+    given twice the later pair wins."""
+    last = {name: j for j, name in enumerate(names)}
+    return [j for j, name in enumerate(names) if last[name] == j]
 
 
 def _same_names_map(names: list[str], values: Any, n: int, map_type: Any) -> Any:
