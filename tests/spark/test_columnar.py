@@ -277,11 +277,15 @@ def test_template_with_invalid_utf8_values_decodes_with_replacement() -> None:
     assert "\ufffd" in rows[0]["msg_id"]  # type: ignore[operator]
 
 
-def test_template_with_valid_non_ascii_values(monkeypatch: pytest.MonkeyPatch) -> None:
-    def no_general_path(*args: object) -> None:
-        raise AssertionError("the template should have decoded these rows")
+def _no_general_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object) -> None:
+        raise AssertionError("these rows should not need the general property parse")
 
-    monkeypatch.setattr(columnar._Props, "__init__", no_general_path)
+    monkeypatch.setattr(columnar._Props, "__init__", refuse)
+
+
+def test_template_with_valid_non_ascii_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    _no_general_path(monkeypatch)
     buf = uniform(6, lambda i: "UNIQ_KEY\x01" + "é" * 15 + f"{i:02d}" + "\x02TAGS\x01ü")
     rows = actual_rows(decode(buf))
     assert rows == expected_rows(buf)
@@ -364,13 +368,6 @@ def test_batches_of_any_size_after_one_another_match_the_reference() -> None:
     for n in (50, 7, 120, 1, 50, 300, 2):
         buf = uniform(n, lambda i: f"UNIQ_KEY\x01{i:032X}\x02TAGS\x01T{i % 3}\x02KEYS\x01k")
         assert actual_rows(decode(buf)) == expected_rows(buf), n
-
-
-def _no_general_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(*args: object) -> None:
-        raise AssertionError("these rows should not need the general property parse")
-
-    monkeypatch.setattr(columnar._Props, "__init__", refuse)
 
 
 def test_same_names_with_values_of_any_width_take_the_ordered_path(monkeypatch: pytest.MonkeyPatch) -> None:
