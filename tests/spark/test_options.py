@@ -117,3 +117,23 @@ def test_split_limit_never_exceeds_limit_or_backlog(pairs: list[tuple[int, int]]
     assert all(0 <= t <= latest[mq] - start[mq] for t, mq in zip(taken, queues, strict=True))
     assert sum(taken) == min(limit, sum(latest[mq] - start[mq] for mq in queues))
     assert split_limit(start, latest, limit) == end  # deterministic
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_read_freezes_the_workers_heap(streaming: bool) -> None:
+    """read() moves the Python worker's long-lived objects out of the collector's reach
+    (Spark's daemon collects after every task); the empty partition reads nothing."""
+    import gc
+
+    from pyspark.sql.datasource import InputPartition
+
+    from rocketq.spark.reader import RocketMQReader, RocketMQStreamReader
+
+    opts = parse_read_options({"nameserver": NS, "topic": "a"}, streaming=streaming)
+    reader = RocketMQStreamReader(opts) if streaming else RocketMQReader(opts)
+    gc.unfreeze()
+    try:
+        assert list(reader.read(InputPartition(None))) == []
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
