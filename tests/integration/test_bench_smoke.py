@@ -185,15 +185,22 @@ def test_spark_section_renders_results_and_missing(tmp_path: Path) -> None:
         "repeat": 3,
         "warmup": 1,
         "pyspark": "4.3.0",
+        "jvm_options": "-Dx=y",
         "best_rows_per_s": {"connector": 1_150_000, "parquet": 2_500_000},
+        "median_rows_per_s": {"connector": 1_100_000, "parquet": 2_000_000},
         "ratio": 0.46,
+        "ratio_median": 0.55,
         "median_cpu_s": {"connector": cpu, "parquet": {"wall": 0.4, "spark jvm": 0.65}},
     }
     path.write_text(json.dumps(result), encoding="utf-8")
     text = "\n".join(spark_section(path))
-    assert "| connector | 1,150,000 | 0.90 | 0.91 | 0.50 | 0.30 |" in text
-    assert "| parquet | 2,500,000 | 0.40 | 0.65 | 0.00 | 0.00 |" in text
-    assert "**0.46x**" in text
+    assert "| connector | 1,150,000 | 1,100,000 | 0.90 | 0.91 | 0.50 | 0.30 |" in text
+    assert "| parquet | 2,500,000 | 2,000,000 | 0.40 | 0.65 | 0.00 | 0.00 |" in text
+    assert "**0.46x** of the best runs, **0.55x** of the median runs" in text
+    assert "Spark JVM options: `-Dx=y`" in text
+    result["jvm_options"] = ""
+    path.write_text(json.dumps(result), encoding="utf-8")
+    assert "Spark JVM options: none" in "\n".join(spark_section(path))
 
 
 def test_read_proc_table_of_a_root_holds_its_tree_only() -> None:

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from benchmarks.spark_bench import ARROW_JVM_OPTIONS
 
 from tests.integration.test_bench_smoke import run_quick_suite
 
@@ -25,7 +26,10 @@ def test_quick_suite_runs_the_spark_workload(tmp_path: Path) -> None:
     best = data["best_rows_per_s"]
     assert best["connector"] > 0
     assert best["parquet"] > 0
+    assert data["jvm_options"] == ARROW_JVM_OPTIONS  # spark_bench.py checked that the JVM has them
     assert data["ratio"] == pytest.approx(best["connector"] / best["parquet"], abs=0.001)
+    median = data["median_rows_per_s"]
+    assert data["ratio_median"] == pytest.approx(median["connector"] / median["parquet"], abs=0.001)
     for reader in ("connector", "parquet"):
         cpu = data["median_cpu_s"][reader]
         assert cpu["wall"] > 0
@@ -34,4 +38,6 @@ def test_quick_suite_runs_the_spark_workload(tmp_path: Path) -> None:
     assert data["median_cpu_s"]["connector"]["python workers"] > 0
     report = (tmp_path / "REPORT.md").read_text(encoding="utf-8")
     assert "## Workload 7: Spark batch read, connector vs Parquet" in report
-    assert f"| connector | {best['connector']:,.0f} |" in report
+    assert f"| connector | {best['connector']:,.0f} | {median['connector']:,.0f} |" in report
+    assert f"**{data['ratio_median']:.2f}x** of the median runs" in report
+    assert f"Spark JVM options: `{ARROW_JVM_OPTIONS}`" in report
