@@ -24,6 +24,8 @@ import re
 import socket
 import time
 from dataclasses import dataclass
+from types import TracebackType
+from typing import Protocol, TypeVar
 
 from rocketq.errors import ClientError, IllegalArgumentError
 from rocketq.protocol.codes import LanguageCode, SerializeType
@@ -299,6 +301,33 @@ class ServiceState(enum.Enum):
         """Raise the Java client's "service state not OK" error unless this is CREATE_JUST."""
         if self is not ServiceState.CREATE_JUST:
             raise ClientError(f"the {service} service state not OK, maybe started once, {self.name}")
+
+
+class _Service(Protocol):
+    def start(self) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+
+_S = TypeVar("_S", bound=_Service)
+
+
+class ServiceLifecycle:
+    """The context-manager side of a producer's or consumer's life cycle: ``with`` starts the
+    service (:meth:`start`) and shuts it down (:meth:`shutdown`) when the block ends, also on
+    an exception (which is not suppressed)."""
+
+    def __enter__(self: _S) -> _S:
+        self.start()
+        return self
+
+    def __exit__(
+        self: _Service,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.shutdown()
 
 
 class SubscriptionType(enum.Enum):

@@ -41,7 +41,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from types import TracebackType
 from typing import Literal, cast
 
 from rocketq.client.api_results import SendResult, SendStatus
@@ -49,6 +48,7 @@ from rocketq.client.config import (
     CLIENT_INNER_PRODUCER_GROUP,
     ClientConfig,
     ProducerConfig,
+    ServiceLifecycle,
     ServiceState,
     change_instance_name_to_pid,
     validate_topic,
@@ -123,7 +123,7 @@ class _Prepared:
     max_reconsume_times: int | None
 
 
-class Producer:
+class Producer(ServiceLifecycle):
     """A message producer (``DefaultMQProducer``). Thread-safe; use as a context manager.
 
     ``producer_group`` and ``namesrv_addr`` override the fields of ``config`` /
@@ -220,18 +220,6 @@ class Producer:
         if instance is not None:
             instance.unregister_producer(self.config.producer_group)
             instance.shutdown()
-
-    def __enter__(self) -> Producer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.shutdown()
 
     def _running_instance(self) -> MQClientInstance:
         instance = self._instance

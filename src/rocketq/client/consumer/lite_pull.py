@@ -36,12 +36,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from types import TracebackType
 
 from rocketq.client.api_results import PullResult, PullStatus
 from rocketq.client.config import (
     ClientConfig,
     LitePullConsumerConfig,
+    ServiceLifecycle,
     ServiceState,
     SubscriptionType,
     validate_topic,
@@ -187,7 +187,7 @@ class _PullTask:
                 scheduler.schedule(self.run, delay_ms)
 
 
-class LitePullConsumer:
+class LitePullConsumer(ServiceLifecycle):
     """A lite pull consumer (``DefaultLitePullConsumer``); ``poll`` from one thread at a time.
 
     ``consumer_group``/``namesrv_addr``/``message_model`` override the config fields.
@@ -298,18 +298,6 @@ class LitePullConsumer:
                 instance.shutdown()
             if scheduler is not None:
                 scheduler.shutdown()
-
-    def __enter__(self) -> LitePullConsumer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.shutdown()
 
     def _check_running(self) -> tuple[MQClientInstance, OffsetStore, PullAPIWrapper, MQAdmin]:
         inst, store, wrapper, admin = self._instance, self._store, self._wrapper, self._admin

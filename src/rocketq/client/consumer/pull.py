@@ -29,10 +29,15 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Callable
-from types import TracebackType
 
 from rocketq.client.api_results import FindBrokerResult, PullResult, PullStatus
-from rocketq.client.config import ClientConfig, PullConsumerConfig, ServiceState, change_instance_name_to_pid
+from rocketq.client.config import (
+    ClientConfig,
+    PullConsumerConfig,
+    ServiceLifecycle,
+    ServiceState,
+    change_instance_name_to_pid,
+)
 from rocketq.client.consumer.allocate import AllocateMessageQueueStrategy
 from rocketq.client.consumer.offset_store import (
     LocalFileOffsetStore,
@@ -360,7 +365,7 @@ class MQAdmin:
         return self._instance.api.view_message(host_addr_to_string(host), offset, self._timeout)
 
 
-class PullConsumer:
+class PullConsumer(ServiceLifecycle):
     """A pull consumer (``DefaultMQPullConsumer``). Thread-safe; use as a context manager.
 
     ``consumer_group``/``namesrv_addr``/``message_model`` override the config fields.
@@ -482,18 +487,6 @@ class PullConsumer:
             if instance is not None:
                 instance.unregister_consumer(self.config.consumer_group)
                 instance.shutdown()
-
-    def __enter__(self) -> PullConsumer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.shutdown()
 
     def _running(self) -> tuple[MQClientInstance, PullAPIWrapper, MQAdmin, OffsetStore, RebalancePullImpl]:
         inst, wrapper, admin, store, reb = (

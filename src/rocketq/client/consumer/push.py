@@ -36,12 +36,12 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from types import TracebackType
 
 from rocketq.client.api_results import PullResult, PullStatus
 from rocketq.client.config import (
     ClientConfig,
     PushConsumerConfig,
+    ServiceLifecycle,
     ServiceState,
     validate_topic,
 )
@@ -114,7 +114,7 @@ _MIB = 1024 * 1024
 _DEFAULT_MAX_RECONSUME_CONCURRENT = 16
 
 
-class PushConsumer:
+class PushConsumer(ServiceLifecycle):
     """``DefaultMQPushConsumer``: subscribe, register a listener, start.
 
     >>> consumer = PushConsumer("my-group", namesrv_addr="127.0.0.1:9876")  # doctest: +SKIP
@@ -373,15 +373,6 @@ class PushConsumer:
         instance = self._instance
         if instance is not None:
             instance.rebalance_immediately()
-
-    def __enter__(self) -> PushConsumer:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.shutdown()
 
     # ================================================================== MQConsumerInner
     def group_name(self) -> str:

@@ -30,10 +30,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Protocol, runtime_checkable
 
-from rocketq.client.config import ClientConfig, PullConsumerConfig
+from rocketq.client.config import ClientConfig, PullConsumerConfig, ServiceLifecycle
 from rocketq.client.consumer.allocate import AllocateMessageQueueStrategy
 from rocketq.client.consumer.pull import PullConsumer
 from rocketq.client.instance import MQClientManager
@@ -181,7 +180,7 @@ class _PullTask:
             self.service.scheduler.schedule(self.run, context.pull_next_delay_time_millis)
 
 
-class MQPullConsumerScheduleService:
+class MQPullConsumerScheduleService(ServiceLifecycle):
     """``MQPullConsumerScheduleService`` over a :class:`PullConsumer` it owns.
 
     Pass ``pull_consumer`` to supply a configured (not started) consumer; otherwise one is
@@ -266,18 +265,6 @@ class MQPullConsumerScheduleService:
             self.pull_consumer.shutdown()
         finally:
             self.scheduler.shutdown()
-
-    def __enter__(self) -> MQPullConsumerScheduleService:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.shutdown()
 
     # ------------------------------------------------------------------ MessageQueueListener
     def message_queue_changed(
