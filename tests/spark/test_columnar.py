@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from rocketq.errors import MalformedFrameError
 from rocketq.protocol.message import (
@@ -23,6 +24,7 @@ from rocketq.protocol.message import (
 )
 from rocketq.spark import columnar
 from rocketq.spark.columnar import arrow_schema, decode_batch, record_starts
+from rocketq.spark.datasource import read_schema
 
 TOPIC = "orders"
 
@@ -108,6 +110,27 @@ def test_empty_body_gives_empty_batch() -> None:
     batch = decode(b"")
     assert batch.num_rows == 0  # type: ignore[attr-defined]
     assert batch.schema.equals(arrow_schema())  # type: ignore[attr-defined]
+    bare = decode(b"", properties=False)
+    assert bare.num_rows == 0  # type: ignore[attr-defined]
+    assert bare.schema.equals(arrow_schema(properties=False))  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("properties", [True, False])
+def test_arrow_schema_is_what_spark_expects_of_the_read_schema(properties: bool) -> None:
+    # pyspark's plan_data_source_read refuses batches whose schema is not exactly this
+    expected = to_arrow_schema(read_schema(properties=properties), timezone="UTC")
+    assert arrow_schema(properties=properties).equals(expected)
+    assert ("properties" in arrow_schema(properties=properties).names) is properties
+
+
+def test_without_properties_the_other_columns_are_unchanged() -> None:
+    buf = b"".join(record(i) for i in range(50)) + record(50, props="KEYS\x01k 1\x02x\x01y")
+    full = decode(buf).to_pylist()  # type: ignore[attr-defined]
+    bare = decode(buf, properties=False)
+    assert bare.schema.equals(arrow_schema(properties=False))  # type: ignore[attr-defined]
+    for row in full:
+        del row["properties"]
+    assert bare.to_pylist() == full  # type: ignore[attr-defined]
 
 
 props_text = st.lists(

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the usual Spark alias
+from pyspark.sql.types import StructType
 
 from rocketq.client.producer import Producer
 from rocketq.client.selectors import SelectMessageQueueByHash
@@ -122,6 +123,27 @@ def test_batch_read_schema_columns_and_offset_options(
     assert sorted(bodies_of(reader(spark, embedded_cluster, topic, subExpression="A"))) == sorted(
         b for b in sent if int(b.rsplit("-", 1)[1]) % 2
     )
+
+
+def test_include_properties_false_drops_only_that_column(
+    spark: SparkSession, embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = unique_name("np")
+    embedded_cluster.create_topic(topic, 2)
+    sent = produce(embedded_cluster, topic, [6, 5])
+    full = reader(spark, embedded_cluster, topic)
+    bare = reader(spark, embedded_cluster, topic, includeProperties="false")
+    assert bare.columns == [c for c in full.columns if c != "properties"]
+    assert bare.schema == StructType([f for f in full.schema.fields if f.name != "properties"])
+    assert sorted(bare.collect()) == sorted(full.drop("properties").collect())
+    streamed = stream(spark, embedded_cluster, topic, startingOffsets="earliest", includeProperties="false")
+    assert "properties" not in streamed.columns
+    assert flat(run_available_now(streamed, tmp_path / "ckpt")) == sorted(sent)
+    # a schema passed with .schema() must match the one the option selects
+    with pytest.raises(Exception, match="fixed schema"):
+        spark.read.format("rocketmq").schema(full.schema).option(
+            "nameserver", embedded_cluster.namesrv_addr
+        ).option("topic", topic).option("includeProperties", "false").load().collect()
 
 
 def test_batch_read_starting_timestamp(

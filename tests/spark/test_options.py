@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from rocketq.errors import IllegalArgumentError
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.spark.offsets import from_json_obj, split_limit, to_json_obj
-from rocketq.spark.options import parse_read_options, parse_write_options
+from rocketq.spark.options import include_properties, parse_read_options, parse_write_options
 
 NS = "127.0.0.1:9876"
 
@@ -21,6 +21,7 @@ def test_defaults_differ_between_batch_and_stream() -> None:
     assert batch.fail_on_data_loss is True
     assert batch.pull_batch_size == 1024
     assert batch.tags == ()
+    assert batch.include_properties is True
     stream = parse_read_options({"NameServer": NS, "TOPIC": "a", "maxOffsetsPerTrigger": "7"}, streaming=True)
     assert stream.starting_offsets == "latest"
     assert stream.max_offsets_per_trigger == 7
@@ -62,6 +63,7 @@ def test_json_offsets_and_tags() -> None:
         ({"nameserver": NS, "topic": "a", "maxOffsetsPerTrigger": "5"}, False, "streaming reads only"),
         ({"nameserver": NS, "topic": "a", "maxOffsetsPerTrigger": "0"}, True, ">= 1"),
         ({"nameserver": NS, "topic": "a", "failOnDataLoss": "yes"}, False, "true or false"),
+        ({"nameserver": NS, "topic": "a", "includeProperties": "no"}, True, "true or false"),
         (
             {"nameserver": NS, "topic": "a", "startingOffsets": "earliest", "startingTimestamp": "1"},
             False,
@@ -74,6 +76,17 @@ def test_json_offsets_and_tags() -> None:
 def test_bad_read_options(options: dict[str, str], streaming: bool, message: str) -> None:
     with pytest.raises(IllegalArgumentError, match=message):
         parse_read_options(options, streaming=streaming)
+
+
+def test_include_properties_option() -> None:
+    off = parse_read_options({"nameserver": NS, "topic": "a", "IncludeProperties": " FALSE "}, streaming=True)
+    assert off.include_properties is False
+    # the data source's schema() reads the option alone, before the other options are parsed
+    assert include_properties({"includeproperties": "false"}) is False
+    assert include_properties({"INCLUDEPROPERTIES": "true"}) is True
+    assert include_properties({}) is True
+    with pytest.raises(IllegalArgumentError, match="includeproperties must be true or false"):
+        include_properties({"includeProperties": "0"})
 
 
 def test_write_options() -> None:

@@ -166,8 +166,9 @@ class _Prefixes:
 _prefixes: Final = _Prefixes()
 
 
-def arrow_schema() -> Any:
-    """The ``pyarrow.Schema`` of every batch (timestamps in microseconds, UTC)."""
+def arrow_schema(*, properties: bool = True) -> Any:
+    """The ``pyarrow.Schema`` of every batch (timestamps in microseconds, UTC); without the
+    ``properties`` column when ``properties`` is false (option ``includeProperties``)."""
     if not _schema_cache:
         arrow_types = {
             "string": pa.string(),
@@ -177,15 +178,16 @@ def arrow_schema() -> Any:
             "timestamp": pa.timestamp("us", tz="UTC"),
             "map<string,string>": pa.map_(pa.string(), pa.field("value", pa.string(), nullable=False)),
         }
-        _schema_cache.append(
-            pa.schema([pa.field(name, arrow_types[kind], nullable=null) for name, kind, null in READ_COLUMNS])
+        full = pa.schema(
+            [pa.field(name, arrow_types[kind], nullable=null) for name, kind, null in READ_COLUMNS]
         )
-    return _schema_cache[0]
+        _schema_cache.extend([full, full.remove(full.get_field_index("properties"))])
+    return _schema_cache[0 if properties else 1]
 
 
-def empty_batch() -> Any:
-    """A ``RecordBatch`` with the read schema and no rows."""
-    schema = arrow_schema()
+def empty_batch(*, properties: bool = True) -> Any:
+    """A ``RecordBatch`` with the read schema (see :func:`arrow_schema`) and no rows."""
+    schema = arrow_schema(properties=properties)
     return pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
 
 
@@ -714,6 +716,7 @@ def decode_batch(
     queue_id: int,
     tags: Sequence[str] | None = None,
     end_offset: int | None = None,
+    properties: bool = True,
 ) -> Any:
     """Decode the records of one queue into a ``RecordBatch``.
 
@@ -721,15 +724,16 @@ def decode_batch(
     here, once). ``topic``/``broker``/``queue_id`` fill the constant columns (a queue's
     records all belong to it). ``tags`` (a non-empty set of tag names) keeps only rows with
     one of those tags; ``end_offset`` keeps only rows whose queue offset is below it.
+    ``properties=False`` leaves the ``properties`` column out (:func:`arrow_schema`).
     Raises :class:`MalformedFrameError` for a malformed body.
     """
     chunks = [buf] if isinstance(buf, bytes | bytearray | memoryview) else list(buf)
     data = b"".join([*chunks, _PAD])
     end = len(data) - len(_PAD)
     if not end:
-        return empty_batch()
+        return empty_batch(properties=properties)
     try:
-        return _decode(data, end, topic, broker, queue_id, tags, end_offset)
+        return _decode(data, end, topic, broker, queue_id, tags, end_offset, properties)
     except (IndexError, ValueError) as exc:
         # a size walk that stayed inside the buffer but fields that do not: find the record
         decode_records(data[:end])
@@ -744,6 +748,7 @@ def _decode(
     queue_id: int,
     tags: Sequence[str] | None,
     end_offset: int | None,
+    properties: bool,
 ) -> Any:
     starts, stride = _record_starts(data, end)
     n = len(starts)
@@ -843,25 +848,23 @@ def _decode(
     else:
         born_host = _hosts(head["born_host"])
     tag_col = parsed.pick(MessageConst.TAGS)
-    schema = arrow_schema()
-    batch = pa.RecordBatch.from_arrays(
-        [
-            _constant_string(topic, n),
-            _constant_string(broker, n),
-            pa.array(np.full(n, queue_id, dtype=np.int32)),
-            pa.array(queue_offset),
-            msg_id,
-            parsed.pick(MessageConst.KEYS),
-            tag_col,
-            body,
-            parsed.map_array(schema.field("properties").type),
-            _timestamps(head["born_ts"]),
-            _timestamps(store_ts),
-            born_host,
-            pa.array(reconsume.astype(np.int32)),
-        ],
-        schema=schema,
-    )
+    schema = arrow_schema(properties=properties)
+    columns = [
+        _constant_string(topic, n),
+        _constant_string(broker, n),
+        pa.array(np.full(n, queue_id, dtype=np.int32)),
+        pa.array(queue_offset),
+        msg_id,
+        parsed.pick(MessageConst.KEYS),
+        tag_col,
+        body,
+        *([parsed.map_array(schema.field("properties").type)] if properties else []),
+        _timestamps(head["born_ts"]),
+        _timestamps(store_ts),
+        born_host,
+        pa.array(reconsume.astype(np.int32)),
+    ]
+    batch = pa.RecordBatch.from_arrays(columns, schema=schema)
     keep: Any = None
     if end_offset is not None and n and int(queue_offset[-1]) >= end_offset:
         keep = pa.array(queue_offset < end_offset)

@@ -36,7 +36,7 @@ from pyspark.sql.types import (
 
 from rocketq.errors import IllegalArgumentError
 from rocketq.spark.columnar import READ_COLUMNS
-from rocketq.spark.options import parse_read_options, parse_write_options
+from rocketq.spark.options import include_properties, parse_read_options, parse_write_options
 from rocketq.spark.reader import RocketMQReader, RocketMQStreamReader
 from rocketq.spark.sink import check_write_columns
 from rocketq.spark.writer import RocketMQStreamWriter, RocketMQWriter
@@ -59,16 +59,24 @@ _TYPES: dict[str, DataType] = {
 READ_DDL = ", ".join(f"{name} {kind}" for name, kind, _ in READ_COLUMNS)
 
 
-def read_schema() -> StructType:
-    """The read schema (:data:`rocketq.spark.columnar.READ_COLUMNS` as a ``StructType``)."""
-    return StructType([StructField(name, _TYPES[kind], nullable) for name, kind, nullable in READ_COLUMNS])
+def read_schema(*, properties: bool = True) -> StructType:
+    """The read schema (:data:`rocketq.spark.columnar.READ_COLUMNS` as a ``StructType``),
+    without ``properties`` when ``properties`` is false (option ``includeProperties``)."""
+    return StructType(
+        [
+            StructField(name, _TYPES[kind], nullable)
+            for name, kind, nullable in READ_COLUMNS
+            if properties or name != "properties"
+        ]
+    )
 
 
-def _check_schema(schema: StructType) -> None:
-    ours = read_schema()
+def _check_schema(schema: StructType, properties: bool) -> None:
+    ours = read_schema(properties=properties)
     if [(f.name, f.dataType) for f in schema.fields] != [(f.name, f.dataType) for f in ours.fields]:
+        ddl = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in ours.fields)
         raise IllegalArgumentError(
-            f"format rocketmq has a fixed schema ({READ_DDL}); do not pass a different one with .schema()"
+            f"format rocketmq has a fixed schema ({ddl}); do not pass a different one with .schema()"
         )
 
 
@@ -80,15 +88,17 @@ class RocketMQDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> StructType:
-        return read_schema()
+        return read_schema(properties=include_properties(self.options))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        _check_schema(schema)
-        return RocketMQReader(parse_read_options(self.options, streaming=False))
+        options = parse_read_options(self.options, streaming=False)
+        _check_schema(schema, options.include_properties)
+        return RocketMQReader(options)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 - pyspark API
-        _check_schema(schema)
-        return RocketMQStreamReader(parse_read_options(self.options, streaming=True))
+        options = parse_read_options(self.options, streaming=True)
+        _check_schema(schema, options.include_properties)
+        return RocketMQStreamReader(options)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         options = parse_write_options(self.options)

@@ -196,7 +196,13 @@ def read_range(part: QueueRange, *, batch_bytes: int = BATCH_BYTES) -> Iterator[
             chunks, pending, pending_bytes = pending, [], 0
             # the pull bodies are joined once, inside decode_batch (with its read padding)
             return decode_batch(
-                chunks, topic=mq.topic, broker=mq.broker_name, queue_id=mq.queue_id, tags=tags, end_offset=end
+                chunks,
+                topic=mq.topic,
+                broker=mq.broker_name,
+                queue_id=mq.queue_id,
+                tags=tags,
+                end_offset=end,
+                properties=options.include_properties,
             )
 
         # Requests in flight: (offset, count, future). Without a tag filter a full answer
