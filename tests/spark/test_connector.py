@@ -146,6 +146,22 @@ def test_include_properties_false_drops_only_that_column(
         ).option("topic", topic).option("includeProperties", "false").load().collect()
 
 
+def test_min_partitions_splits_queues_and_reads_the_same_rows(
+    spark: SparkSession, embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
+) -> None:
+    topic = unique_name("mp")
+    embedded_cluster.create_topic(topic, 2)
+    sent = produce(embedded_cluster, topic, [30, 10])
+    split = reader(spark, embedded_cluster, topic, minPartitions="4")
+    assert split.rdd.getNumPartitions() == 4  # 30/40*4 = 3 pieces of queue 0, 1 of queue 1
+    assert reader(spark, embedded_cluster, topic).rdd.getNumPartitions() == 2
+    rows = split.select("queue_id", "queue_offset", "body").collect()
+    assert sorted((r.queue_id, r.queue_offset) for r in rows) == [(0, i) for i in range(30)] + [
+        (1, i) for i in range(10)
+    ]
+    assert sorted(bytes(r.body).decode() for r in rows) == sorted(sent)
+
+
 def test_batch_read_starting_timestamp(
     spark: SparkSession, embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
 ) -> None:

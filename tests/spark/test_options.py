@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketq.errors import IllegalArgumentError
 from rocketq.protocol.message_queue import MessageQueue
-from rocketq.spark.offsets import from_json_obj, split_limit, to_json_obj
+from rocketq.spark.offsets import EARLIEST, from_json_obj, split_limit, to_json_obj
 from rocketq.spark.options import include_properties, parse_read_options, parse_write_options
+from rocketq.spark.source import plan_ranges
 
 NS = "127.0.0.1:9876"
 
@@ -64,6 +67,7 @@ def test_json_offsets_and_tags() -> None:
         ({"nameserver": NS, "topic": "a", "maxOffsetsPerTrigger": "0"}, True, ">= 1"),
         ({"nameserver": NS, "topic": "a", "failOnDataLoss": "yes"}, False, "true or false"),
         ({"nameserver": NS, "topic": "a", "includeProperties": "no"}, True, "true or false"),
+        ({"nameserver": NS, "topic": "a", "minPartitions": "0"}, False, ">= 1"),
         (
             {"nameserver": NS, "topic": "a", "startingOffsets": "earliest", "startingTimestamp": "1"},
             False,
@@ -87,6 +91,55 @@ def test_include_properties_option() -> None:
     assert include_properties({}) is True
     with pytest.raises(IllegalArgumentError, match="includeproperties must be true or false"):
         include_properties({"includeProperties": "0"})
+
+
+def _plan(min_partitions: str | None, sizes: dict[int, tuple[int, int]]) -> list[tuple[int, int, int]]:
+    opts = {"nameserver": NS, "topic": "t"} | ({"minPartitions": min_partitions} if min_partitions else {})
+    options = parse_read_options(opts, streaming=False)
+    start = {MessageQueue("t", "broker-a", q): a for q, (a, _) in sizes.items()}
+    end = {MessageQueue("t", "broker-a", q): b for q, (_, b) in sizes.items()}
+    return [(r.queue_id, r.start, r.end) for r in plan_ranges(options, start, end)]
+
+
+def test_min_partitions_splits_ranges_in_proportion_to_their_size() -> None:
+    sizes = {0: (0, 900), 1: (100, 400), 2: (5, 5)}  # queue 2 has nothing to read
+    assert _plan(None, sizes) == [(0, 0, 900), (1, 100, 400)]
+    assert _plan("2", sizes) == [(0, 0, 900), (1, 100, 400)]  # already that many
+    # 4 partitions: 900/1200*4 = 3 pieces and 300/1200*4 = 1 piece
+    assert _plan("4", sizes) == [(0, 0, 300), (0, 300, 600), (0, 600, 900), (1, 100, 400)]
+    # rounding as Math.round; every range keeps at least one piece
+    assert _plan("5", {0: (0, 10), 1: (0, 1000)}) == [(0, 0, 10)] + [
+        (1, 200 * k, 200 * (k + 1)) for k in range(5)
+    ]
+    # never more pieces than offsets
+    assert _plan("8", {0: (7, 10)}) == [(0, 7, 8), (0, 8, 9), (0, 9, 10)]
+
+
+@given(
+    st.dictionaries(st.integers(0, 7), st.tuples(st.integers(0, 10**6), st.integers(0, 10**4)), min_size=1),
+    st.integers(1, 64),
+)
+def test_min_partitions_pieces_cover_each_range_exactly(
+    spans: dict[int, tuple[int, int]], min_partitions: int
+) -> None:
+    sizes = {q: (a, a + n) for q, (a, n) in spans.items()}
+    planned = _plan(str(min_partitions), sizes)
+    for q, (a, b) in sizes.items():
+        pieces = [(s, e) for qq, s, e in planned if qq == q]
+        if a == b:
+            assert not pieces
+            continue
+        assert pieces[0][0] == a and pieces[-1][1] == b
+        assert all(s < e for s, e in pieces)
+        assert all(p[1] == n[0] for p, n in itertools.pairwise(pieces))
+
+
+def test_min_partitions_leaves_a_range_from_earliest_whole() -> None:
+    options = parse_read_options({"nameserver": NS, "topic": "t", "minPartitions": "6"}, streaming=True)
+    mq0, mq1 = MessageQueue("t", "broker-a", 0), MessageQueue("t", "broker-a", 1)
+    ranges = plan_ranges(options, {mq0: 0}, {mq0: 100, mq1: 50})  # mq1 is new: starts at EARLIEST
+    assert [(r.queue_id, r.start, r.end) for r in ranges if r.queue_id == 1] == [(1, EARLIEST, 50)]
+    assert len([r for r in ranges if r.queue_id == 0]) == 6
 
 
 def test_write_options() -> None:

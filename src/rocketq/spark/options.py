@@ -31,6 +31,9 @@ Read options (``spark.read`` / ``spark.readStream``):
 ``consumerGroup``         streaming: after each committed micro-batch the processed
                           offsets are written to the broker for this group
 ``pullTimeoutMs``         per-request timeout, default 30000
+``minPartitions``         at least this many Spark partitions (default: one per
+                          queue); queues' offset ranges are split in proportion to
+                          their sizes, as the Kafka connector's ``minPartitions``
 ``includeProperties``     default ``true``; ``false`` leaves the ``properties`` column
                           out of the schema (as the Kafka connector's
                           ``includeHeaders=false``): turning that map into rows is
@@ -81,6 +84,7 @@ READ_OPTIONS: Final[frozenset[str]] = frozenset(
         "consumergroup",
         "pulltimeoutms",
         "includeproperties",
+        "minpartitions",
     }
 )
 WRITE_OPTIONS: Final[frozenset[str]] = frozenset(
@@ -180,6 +184,7 @@ class ReadOptions:
     consumer_group: str | None = None
     pull_timeout_ms: int = 30_000
     include_properties: bool = True
+    min_partitions: int | None = None
 
     @property
     def tags(self) -> tuple[str, ...]:
@@ -248,6 +253,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         consumer_group=group,
         pull_timeout_ms=_int(opts, "pulltimeoutms", 30_000, minimum=1) or 30_000,
         include_properties=include_properties(opts),
+        min_partitions=_int(opts, "minpartitions", None, minimum=1),
     )
 
 

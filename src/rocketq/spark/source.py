@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import dataclasses
+import itertools
 import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -147,7 +149,8 @@ def check_start(client: SourceClient, options: ReadOptions, start: OffsetMap) ->
 def plan_ranges(
     options: ReadOptions, start: Mapping[MessageQueue, int], end: Mapping[MessageQueue, int]
 ) -> list[QueueRange]:
-    """One :class:`QueueRange` per queue with something to read, in queue order.
+    """One :class:`QueueRange` per queue with something to read, in queue order (more with
+    option ``minPartitions``, see :func:`_split`).
 
     A queue missing from ``start`` (first seen mid-stream) starts at EARLIEST. ``end``
     below ``start`` raises IllegalArgumentError (an ending offset before the start).
@@ -163,7 +166,28 @@ def plan_ranges(
         if begin == stop:
             continue
         ranges.append(QueueRange(mq.topic, mq.broker_name, mq.queue_id, begin, stop, options))
+    if options.min_partitions is not None and len(ranges) < options.min_partitions:
+        return _split(ranges, options.min_partitions)
     return ranges
+
+
+def _split(ranges: list[QueueRange], min_partitions: int) -> list[QueueRange]:
+    """Option ``minPartitions`` (the Kafka connector's ``KafkaOffsetRangeCalculator``): each
+    range becomes ``max(Math.round(size / total * min_partitions), 1)`` consecutive pieces of
+    near-equal size. A range starting at EARLIEST (a queue first seen mid-stream; its start
+    is only known on the executor) stays whole."""
+    known = [r for r in ranges if r.start != EARLIEST]
+    total = sum(r.end - r.start for r in known)
+    out: list[QueueRange] = []
+    for r in ranges:
+        size = r.end - r.start
+        if r.start == EARLIEST or not total:
+            out.append(r)
+            continue
+        parts = min(max(int(size / total * min_partitions + 0.5), 1), size)  # Math.round
+        bounds = [r.start + size * k // parts for k in range(parts + 1)]
+        out += [dataclasses.replace(r, start=a, end=b) for a, b in itertools.pairwise(bounds)]
+    return out
 
 
 # ---------------------------------------------------------------------- executor side
