@@ -173,6 +173,16 @@ def test_batch_read_starting_timestamp(
     time.sleep(0.05)
     new = produce(embedded_cluster, topic, [3, 2], prefix="new")
     assert bodies_of(reader(spark, embedded_cluster, topic, startingTimestamp=str(ts))) == sorted(new)
+    # endingTimestamp: each queue ends before its first message stored at or after it
+    old = sorted(set(bodies_of(reader(spark, embedded_cluster, topic))) - set(new))
+    assert bodies_of(reader(spark, embedded_cluster, topic, endingTimestamp=str(ts))) == old
+    time.sleep(0.05)
+    later = int(time.time() * 1000)
+    assert bodies_of(reader(spark, embedded_cluster, topic, endingTimestamp=str(later))) == sorted(old + new)
+    assert (
+        reader(spark, embedded_cluster, topic, startingTimestamp=str(ts), endingTimestamp=str(later)).count()
+        == 5
+    )
 
 
 def test_bad_options_are_rejected(

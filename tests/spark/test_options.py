@@ -68,6 +68,13 @@ def test_json_offsets_and_tags() -> None:
         ({"nameserver": NS, "topic": "a", "failOnDataLoss": "yes"}, False, "true or false"),
         ({"nameserver": NS, "topic": "a", "includeProperties": "no"}, True, "true or false"),
         ({"nameserver": NS, "topic": "a", "minPartitions": "0"}, False, ">= 1"),
+        ({"nameserver": NS, "topic": "a", "endingTimestamp": "5"}, True, "endingTimestamp is for batch"),
+        (
+            {"nameserver": NS, "topic": "a", "endingTimestamp": "5", "endingOffsets": "latest"},
+            False,
+            "exclude",
+        ),
+        ({"nameserver": NS, "topic": "a", "endingTimestamp": "-1"}, False, ">= 0"),
         (
             {"nameserver": NS, "topic": "a", "startingOffsets": "earliest", "startingTimestamp": "1"},
             False,

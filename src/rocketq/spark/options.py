@@ -19,6 +19,9 @@ Read options (``spark.read`` / ``spark.readStream``):
 ``startingTimestamp``     epoch ms: start each queue at its first message stored at
                           or after it (exclusive with ``startingOffsets``)
 ``endingOffsets``         batch only: ``latest`` (default) | JSON (-1 latest)
+``endingTimestamp``       batch only, epoch ms: end each queue before its first message
+                          stored at or after it (latest if none; exclusive with
+                          ``endingOffsets``)
 ``maxOffsetsPerTrigger``  streaming: at most this many offsets per micro-batch, split
                           across queues in proportion to their backlog
 ``failOnDataLoss``        default ``true``: offsets already deleted raise an error;
@@ -85,6 +88,7 @@ READ_OPTIONS: Final[frozenset[str]] = frozenset(
         "pulltimeoutms",
         "includeproperties",
         "minpartitions",
+        "endingtimestamp",
     }
 )
 WRITE_OPTIONS: Final[frozenset[str]] = frozenset(
@@ -178,6 +182,7 @@ class ReadOptions:
     starting_offsets: str | OffsetSpec = "earliest"
     starting_timestamp_ms: int | None = None
     ending_offsets: str | OffsetSpec = "latest"
+    ending_timestamp_ms: int | None = None
     max_offsets_per_trigger: int | None = None
     fail_on_data_loss: bool = True
     pull_batch_size: int = 1024
@@ -234,6 +239,12 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
             ending = parse_offsets_json(text, "endingOffsets", topics)
             if any(v == EARLIEST for per in ending.values() for v in per.values()):
                 raise IllegalArgumentError("option endingOffsets: -2 (earliest) is not allowed")
+    end_ts = _int(opts, "endingtimestamp", None, minimum=0)
+    if end_ts is not None:
+        if streaming:
+            raise IllegalArgumentError("option endingTimestamp is for batch reads only")
+        if end_raw is not None:
+            raise IllegalArgumentError("options endingOffsets and endingTimestamp exclude each other")
     max_per_trigger = _int(opts, "maxoffsetspertrigger", None, minimum=1)
     if max_per_trigger is not None and not streaming:
         raise IllegalArgumentError("option maxOffsetsPerTrigger is for streaming reads only")
@@ -247,6 +258,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         starting_offsets=starting,
         starting_timestamp_ms=ts,
         ending_offsets=ending,
+        ending_timestamp_ms=end_ts,
         max_offsets_per_trigger=max_per_trigger,
         fail_on_data_loss=_bool(opts, "failondataloss", True),
         pull_batch_size=_int(opts, "pullbatchsize", 1024, minimum=1) or 1024,

@@ -121,8 +121,12 @@ def resolve_starting(client: SourceClient, options: ReadOptions, queues: list[Me
 
 
 def resolve_ending(client: SourceClient, options: ReadOptions, queues: list[MessageQueue]) -> OffsetMap:
-    """Concrete end offsets from ``endingOffsets`` (latest, or JSON with -1 = latest;
-    queues the JSON does not list end at the latest offset)."""
+    """Concrete end offsets from ``endingTimestamp`` (the first offset stored at or after
+    it, exclusive) or ``endingOffsets`` (latest, or JSON with -1 = latest; queues the JSON
+    does not list end at the latest offset)."""
+    if options.ending_timestamp_ms is not None:
+        ts = options.ending_timestamp_ms
+        return {mq: client.first_offset_at(mq, ts) for mq in queues}
     spec = options.ending_offsets
     out: OffsetMap = {}
     for mq in queues:
