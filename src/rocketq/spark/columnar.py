@@ -23,8 +23,10 @@ invalid UTF-8), which fall back to :mod:`rocketq.protocol.message`.
 Invariants:
 
 * The output schema is :func:`arrow_schema` (the connector's read schema, see
-  :data:`READ_COLUMNS`); it equals ``pyspark.sql.pandas.types.to_arrow_schema`` of the
-  Spark schema in :mod:`rocketq.spark.schema` (a test holds the two together).
+  :data:`READ_COLUMNS`, with or without ``properties``); it equals
+  ``pyspark.sql.pandas.types.to_arrow_schema`` of
+  :func:`rocketq.spark.datasource.read_schema`, which pyspark checks every batch against
+  (``tests/spark/test_columnar.py`` holds the two together).
 * Decoding is exactly :func:`~rocketq.protocol.message.decode_records` plus
   ``MessageClientExt.getMsgId`` (UNIQ_KEY, else the offsetMsgId) and Java's lenient
   property parsing (``MessageDecoder.string2messageProperties``: segments without a name
