@@ -24,7 +24,7 @@ from rocketq.protocol.message import (
 )
 from rocketq.spark import columnar
 from rocketq.spark.columnar import arrow_schema, decode_batch, record_starts
-from rocketq.spark.datasource import read_schema
+from rocketq.spark.datasource import READ_DDL, read_schema
 
 TOPIC = "orders"
 
@@ -121,6 +121,10 @@ def test_arrow_schema_is_what_spark_expects_of_the_read_schema(properties: bool)
     expected = to_arrow_schema(read_schema(properties=properties), timezone="UTC")
     assert arrow_schema(properties=properties).equals(expected)
     assert ("properties" in arrow_schema(properties=properties).names) is properties
+
+
+def test_read_ddl_is_the_read_columns() -> None:
+    assert ", ".join(f"{name} {kind}" for name, kind, _ in columnar.READ_COLUMNS) == READ_DDL
 
 
 def test_without_properties_the_other_columns_are_unchanged() -> None:

@@ -55,9 +55,6 @@ _TYPES: dict[str, DataType] = {
     "map<string,string>": MapType(StringType(), StringType(), valueContainsNull=False),
 }
 
-#: The read schema as DDL (nullability aside: only ``keys`` and ``tags`` may be null).
-READ_DDL = ", ".join(f"{name} {kind}" for name, kind, _ in READ_COLUMNS)
-
 
 def read_schema(*, properties: bool = True) -> StructType:
     """The read schema (:data:`rocketq.spark.columnar.READ_COLUMNS` as a ``StructType``),
@@ -71,12 +68,19 @@ def read_schema(*, properties: bool = True) -> StructType:
     )
 
 
+def _ddl(schema: StructType) -> str:
+    return ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in schema.fields)
+
+
+#: The read schema as DDL (nullability aside: only ``keys`` and ``tags`` may be null).
+READ_DDL = _ddl(read_schema())
+
+
 def _check_schema(schema: StructType, properties: bool) -> None:
     ours = read_schema(properties=properties)
     if [(f.name, f.dataType) for f in schema.fields] != [(f.name, f.dataType) for f in ours.fields]:
-        ddl = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in ours.fields)
         raise IllegalArgumentError(
-            f"format rocketmq has a fixed schema ({ddl}); do not pass a different one with .schema()"
+            f"format rocketmq has a fixed schema ({_ddl(ours)}); do not pass a different one with .schema()"
         )
 
 

@@ -180,12 +180,12 @@ def _split(ranges: list[QueueRange], min_partitions: int) -> list[QueueRange]:
     range becomes ``max(Math.round(size / total * min_partitions), 1)`` consecutive pieces of
     near-equal size. A range starting at EARLIEST (a queue first seen mid-stream; its start
     is only known on the executor) stays whole."""
-    known = [r for r in ranges if r.start != EARLIEST]
-    total = sum(r.end - r.start for r in known)
+    # every range plan_ranges keeps is non-empty, so a range counted here makes total >= 1
+    total = sum(r.end - r.start for r in ranges if r.start != EARLIEST)
     out: list[QueueRange] = []
     for r in ranges:
         size = r.end - r.start
-        if r.start == EARLIEST or not total:
+        if r.start == EARLIEST:
             out.append(r)
             continue
         parts = min(max(int(size / total * min_partitions + 0.5), 1), size)  # Math.round
