@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import platform
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given
@@ -195,18 +198,61 @@ def test_split_limit_never_exceeds_limit_or_backlog(pairs: list[tuple[int, int]]
 @pytest.mark.parametrize("streaming", [False, True])
 def test_read_freezes_the_workers_heap(streaming: bool) -> None:
     """read() moves the Python worker's long-lived objects out of the collector's reach
-    (Spark's daemon collects after every task); the empty partition reads nothing."""
+    (Spark's daemon collects after every task) and tunes its allocator; the empty
+    partition reads nothing."""
     import gc
 
     from pyspark.sql.datasource import InputPartition
 
+    from rocketq.spark import reader as reader_module
     from rocketq.spark.reader import RocketMQReader, RocketMQStreamReader
 
     opts = parse_read_options({"nameserver": NS, "topic": "a"}, streaming=streaming)
     reader = RocketMQStreamReader(opts) if streaming else RocketMQReader(opts)
     gc.unfreeze()
+    reader_module._allocator_tuned.clear()
     try:
         assert list(reader.read(InputPartition(None))) == []
         assert gc.get_freeze_count() > 0
+        assert reader_module._allocator_tuned  # and tune_worker_allocator() ran
     finally:
         gc.unfreeze()
+
+
+_MALLINFO = """
+import ctypes, sys
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in
+                "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = Info
+first = b"x" * (4 << 20)
+before = libc.mallinfo2().hblkhd >> 20
+del first  # glibc's dynamic threshold now sits just above 4 MiB
+if sys.argv[1] == "tune":
+    from rocketq.spark.reader import tune_worker_allocator
+    assert tune_worker_allocator() and tune_worker_allocator()  # once per process, then cached
+second = b"x" * (8 << 20)
+print(before, libc.mallinfo2().hblkhd >> 20)
+"""
+
+
+@pytest.mark.skipif(
+    platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc's mallopt"
+)
+@pytest.mark.parametrize("tune", [False, True])
+def test_read_keeps_large_buffers_on_the_workers_heap(tune: bool) -> None:
+    """tune_worker_allocator (called by read()) fixes glibc's mmap threshold above the
+    read's multi-MiB buffers: a fresh 8 MiB block comes from the heap, where freed blocks
+    are reused, instead of being mmapped (and faulted in page by page) each time. Without
+    it, glibc mmaps the block (the control case: the test sees the difference)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _MALLINFO, "tune" if tune else "default"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.split()
+    mmapped_4mib, mmapped_8mib = int(out[0]), int(out[1])
+    assert mmapped_4mib >= 4  # glibc's default: a 4 MiB block is mmapped
+    assert mmapped_8mib == (0 if tune else 8)

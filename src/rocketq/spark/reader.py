@@ -27,10 +27,12 @@ Invariants:
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import logging
+import platform
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Final
 
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -54,9 +56,51 @@ from rocketq.spark.source import (
     resolve_starting,
 )
 
-__all__ = ["QueuePartition", "RocketMQReader", "RocketMQStreamReader"]
+__all__ = ["QueuePartition", "RocketMQReader", "RocketMQStreamReader", "tune_worker_allocator"]
 
 log = logging.getLogger(__name__)
+
+#: ``mallopt`` parameters of glibc's ``malloc.h``.
+_M_TRIM_THRESHOLD: Final = -1
+_M_MMAP_THRESHOLD: Final = -3
+#: Blocks this large or larger are mmapped (glibc's dynamic threshold starts at 128 KiB and
+#: tops out at 32 MiB): above the pull answers (at most ``maxTransferBytesOnMessageInMemory``,
+#: 256 KiB by default, 4 MiB in bulk setups) and the joined bodies of a batch (8 MiB).
+WORKER_MMAP_THRESHOLD: Final = 16 << 20
+#: Free memory at the top of the heap kept, not returned to the OS, up to this much.
+WORKER_TRIM_THRESHOLD: Final = 32 << 20
+_allocator_tuned: list[bool] = []
+
+
+def tune_worker_allocator() -> bool:
+    """Keep the read's large buffers on the heap of this (Python worker) process: glibc
+    only, once per process; returns whether the settings are in force.
+
+    With glibc's defaults, the multi-MiB buffers of a bulk read (pull answers, joined
+    bodies, Arrow columns) are mmapped, or trimmed off the heap's top, when freed, so the
+    next one of the same size faults every page in again and the kernel zeroes it: 5,761
+    page faults per 500k messages of 100 bytes, and 14% of ``read_range``'s CPU
+    (0.115 against 0.099 CPU s in-process; Spark's workers 0.30 against 0.28 CPU s per
+    million rows). Fixed thresholds make freed blocks reusable; the price is up to
+    :data:`WORKER_TRIM_THRESHOLD` of freed memory that the worker keeps.
+    """
+    if _allocator_tuned:
+        return _allocator_tuned[0]
+    applied = False
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+        try:
+            mallopt = ctypes.CDLL(None).mallopt
+            mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+            mallopt.restype = ctypes.c_int
+            # mallopt returns 1 on success, 0 on error
+            applied = bool(mallopt(_M_MMAP_THRESHOLD, WORKER_MMAP_THRESHOLD)) and bool(
+                mallopt(_M_TRIM_THRESHOLD, WORKER_TRIM_THRESHOLD)
+            )
+        except (OSError, AttributeError):
+            applied = False
+    log.debug("python worker allocator thresholds %s", "set" if applied else "left as they are")
+    _allocator_tuned.append(applied)
+    return applied
 
 
 class QueuePartition(InputPartition):
@@ -82,6 +126,7 @@ def _read(partition: InputPartition) -> Iterator[Any]:
     # and frozen objects are still freed by reference counting (only a reference cycle
     # among them would stay). At the start of a task the daemon has just collected.
     gc.freeze()
+    tune_worker_allocator()
     if isinstance(partition, QueuePartition):  # Spark reads one empty partition when there is none
         yield from read_range(partition.range)
 
