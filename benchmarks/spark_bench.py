@@ -22,10 +22,15 @@ without a copy); everything else is the default. The Spark JVM runs with Arrow J
 performance settings (``ARROW_JVM_OPTIONS``: no bounds or null checks on each vector read;
 Arrow's README lists them under performance tuning), which only the connector's path uses:
 the JVM reads the Python source's batches as Arrow vectors, while Spark's Parquet reader has
-its own column vectors. ``--arrow-checks`` starts the JVM without them.
+its own column vectors. ``--arrow-checks`` starts the JVM without them. Spark's Python
+workers talk to the JVM over Unix domain sockets (``spark.python.unix.domain.socket.enabled``,
+Spark 4.1+), again a setting only the connector's path uses: over TCP loopback (Spark's
+default, ``--tcp-workers``) every task also waits about 40 ms for its input, because the
+JVM's second small write to a reused worker sits behind Nagle's algorithm until the worker's
+delayed ACK, and the rows cross the TCP stack once more.
 
     .venv/bin/python benchmarks/spark_bench.py [--messages 1000000] [--queues 2] [--repeat 5] [--warmup 4]
-                                               [--arrow-checks] [--json results/spark.json]
+                                               [--arrow-checks] [--tcp-workers] [--json results/spark.json]
 """
 
 from __future__ import annotations
@@ -63,9 +68,14 @@ TOPIC = "spark-bench"
 ARROW_JVM_OPTIONS = "-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false"
 
 
-def session(jvm_options: str = "") -> SparkSession:
+#: Spark's setting for Python workers on Unix domain sockets instead of TCP loopback.
+UNIX_SOCKETS_CONF = "spark.python.unix.domain.socket.enabled"
+
+
+def session(jvm_options: str = "", *, unix_sockets: bool = True) -> SparkSession:
     """The bench's local[2] session; ``jvm_options`` go to the driver JVM (local mode: the
-    executor is in it). Must be the process's first session: the JVM starts here."""
+    executor is in it), ``unix_sockets`` sets :data:`UNIX_SOCKETS_CONF`. Must be the
+    process's first session: the JVM starts here."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.master("local[2]")
@@ -74,6 +84,7 @@ def session(jvm_options: str = "") -> SparkSession:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "2g")
+        .config(UNIX_SOCKETS_CONF, str(unix_sockets).lower())
     )
     if jvm_options:
         builder = builder.config("spark.driver.extraJavaOptions", jvm_options)
@@ -141,6 +152,11 @@ def main() -> int:
         action="store_true",
         help=f"start the Spark JVM without {ARROW_JVM_OPTIONS} (Arrow Java's checked reads)",
     )
+    parser.add_argument(
+        "--tcp-workers",
+        action="store_true",
+        help=f"Spark's Python workers on TCP loopback (Spark's default) instead of {UNIX_SOCKETS_CONF}",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the results to this file")
     args = parser.parse_args()
     jvm_options = "" if args.arrow_checks else ARROW_JVM_OPTIONS
@@ -161,14 +177,20 @@ def main() -> int:
             )
             secs = fill(cluster, args.messages, args.queues, args.body_size)
             print(f"  produced in {secs:.1f} s ({args.messages / secs:,.0f} msg/s)")
-            spark = session(jvm_options)
+            spark = session(jvm_options, unix_sockets=not args.tcp_workers)
             # the options must have reached the JVM (a session started earlier would keep its own)
             unchecked = spark.sparkContext._jvm.java.lang.System.getProperty(
                 "arrow.enable_unsafe_memory_access"
             )
             if (unchecked == "true") != bool(jvm_options):
                 raise SystemExit(f"the Spark JVM did not start with the requested options {jvm_options!r}")
+            sockets = "unix" if spark.sparkContext.getConf().get(UNIX_SOCKETS_CONF) == "true" else "tcp"
+            if sockets != ("tcp" if args.tcp_workers else "unix"):
+                raise SystemExit(
+                    f"the Spark session did not start with {UNIX_SOCKETS_CONF}={not args.tcp_workers}"
+                )
             print(f"Spark JVM options: {jvm_options or '(none: Arrow Java checks every vector read)'}")
+            print(f"Python workers: {'Unix domain sockets' if sockets == 'unix' else 'TCP loopback'}")
             df = (
                 spark.read.format("rocketmq")
                 .option("nameserver", cluster.namesrv_addr)
@@ -228,6 +250,7 @@ def main() -> int:
                 "python": platform.python_version(),
                 "pyspark": pyspark.__version__,
                 "jvm_options": jvm_options,
+                "python_worker_sockets": sockets,
                 "best_rows_per_s": best,
                 "median_rows_per_s": median,
                 "ratio": ratio,

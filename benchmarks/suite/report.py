@@ -228,7 +228,12 @@ def spark_section(spark_path: Path) -> list[str]:
             "connector's path reads Arrow vectors)."
             if data["jvm_options"]
             else "Spark JVM options: none (Arrow Java's checked vector reads)."
-        ),
+        )
+        + {
+            "unix": " Python workers on Unix domain sockets (`spark.python.unix.domain.socket.enabled`; "
+            "only the connector's path has Python workers).",
+            "tcp": " Python workers on TCP loopback (Spark's default).",
+        }.get(data.get("python_worker_sockets", ""), ""),
         "",
         "| reader | rows/s (best) | rows/s (median) | wall s | Spark JVM CPU s | Python workers CPU s "
         "| rocketq server CPU s |",

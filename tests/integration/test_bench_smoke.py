@@ -198,9 +198,14 @@ def test_spark_section_renders_results_and_missing(tmp_path: Path) -> None:
     assert "| parquet | 2,500,000 | 2,000,000 | 0.40 | 0.65 | 0.00 | 0.00 |" in text
     assert "**0.46x** of the best runs, **0.55x** of the median runs" in text
     assert "Spark JVM options: `-Dx=y`" in text
+    assert "Python workers on" not in text  # results of before the setting: nothing said
     result["jvm_options"] = ""
     path.write_text(json.dumps(result), encoding="utf-8")
     assert "Spark JVM options: none" in "\n".join(spark_section(path))
+    for sockets, said in (("unix", "Python workers on Unix domain sockets"), ("tcp", "on TCP loopback")):
+        result["python_worker_sockets"] = sockets
+        path.write_text(json.dumps(result), encoding="utf-8")
+        assert said in "\n".join(spark_section(path))
 
 
 def test_read_proc_table_of_a_root_holds_its_tree_only() -> None:

@@ -27,6 +27,7 @@ def test_quick_suite_runs_the_spark_workload(tmp_path: Path) -> None:
     assert best["connector"] > 0
     assert best["parquet"] > 0
     assert data["jvm_options"] == ARROW_JVM_OPTIONS  # spark_bench.py checked that the JVM has them
+    assert data["python_worker_sockets"] == "unix"  # and that the session has its setting
     assert data["ratio"] == pytest.approx(best["connector"] / best["parquet"], abs=0.001)
     median = data["median_rows_per_s"]
     assert data["ratio_median"] == pytest.approx(median["connector"] / median["parquet"], abs=0.001)
@@ -41,3 +42,4 @@ def test_quick_suite_runs_the_spark_workload(tmp_path: Path) -> None:
     assert f"| connector | {best['connector']:,.0f} | {median['connector']:,.0f} |" in report
     assert f"**{data['ratio_median']:.2f}x** of the median runs" in report
     assert f"Spark JVM options: `{ARROW_JVM_OPTIONS}`" in report
+    assert "Python workers on Unix domain sockets" in report
