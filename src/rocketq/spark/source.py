@@ -235,10 +235,16 @@ def read_range(part: QueueRange, *, batch_bytes: int = BATCH_BYTES) -> Iterator[
 
         # Requests in flight: (offset, count, future). Without a tag filter a full answer
         # of ``count`` messages ends exactly at ``offset + count``, so the next requests can
-        # be sent before the answer arrives; a shorter answer (the broker's transfer caps)
-        # drops the guesses and adopts the size the broker delivers.
+        # be sent before the answer arrives. A shorter answer drops the guesses. Two short
+        # answers in a row mean a transfer cap of the broker
+        # (``maxTransferCountOnMessageInMemory``, 32 by default, or the byte caps): the
+        # requests then ask for the size it delivers. A single one is the end of a
+        # consume-queue file (300,000 entries by default), and the size stays: adopting it
+        # would cut every later pull to that file's remainder (992 messages of 4,096 after
+        # the first file: four times the pulls).
         depth = 1 if tags else PULL_DEPTH
         step = batch
+        short_before = False  # the previous answer was short
         inflight: collections.deque[tuple[int, int, concurrent.futures.Future[PullResult]]] = (
             collections.deque()
         )
@@ -271,11 +277,13 @@ def read_range(part: QueueRange, *, batch_bytes: int = BATCH_BYTES) -> Iterator[
                 # queue holds fewer messages than when the range was planned.
                 _data_loss(options, mq, offset, end, f"the queue ends at {nxt} now")
                 new_offset = end
-            if new_offset != requested + count:
-                if status is PullStatus.FOUND and new_offset > requested:
+            short = new_offset != requested + count
+            if short:
+                if status is PullStatus.FOUND and new_offset > requested and short_before:
                     step = new_offset - requested
                 inflight.clear()
                 next_request = new_offset
+            short_before = short
             offset = new_offset
             fill()  # keep the broker busy while this answer is decoded
             if status is PullStatus.FOUND and result.message_binary:
