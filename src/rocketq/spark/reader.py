@@ -76,8 +76,9 @@ def tune_worker_allocator() -> bool:
     """Keep the read's large buffers on the heap of this (Python worker) process: glibc
     only, once per process; returns whether the settings are in force.
 
-    With glibc's defaults, the multi-MiB buffers of a bulk read (pull answers, joined
-    bodies, Arrow columns) are mmapped, or trimmed off the heap's top, when freed, so the
+    With glibc's defaults, the multi-MiB buffers of a bulk read that go through malloc
+    (pull answers, joined bodies, numpy columns; pyarrow has its own allocator) are
+    mmapped, or trimmed off the heap's top, when freed, so the
     next one of the same size faults every page in again and the kernel zeroes it: 5,761
     page faults per 500k messages of 100 bytes, and 14% of ``read_range``'s CPU
     (0.115 against 0.099 CPU s in-process; Spark's workers 0.30 against 0.28 CPU s per
