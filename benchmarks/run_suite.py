@@ -52,7 +52,8 @@ def run_spark(out: Path, quick: bool = False) -> str | None:
     if missing:
         path.write_text(json.dumps({"missing": missing}), encoding="utf-8")
         return f"MISSING spark (workload 7): {missing}"
-    sizes = ["--messages", "20000", "--repeat", "1", "--warmup", "0"] if quick else []
+    # quick: enough rows that a run's worker CPU shows in /proc's 10 ms ticks
+    sizes = ["--messages", "100000", "--repeat", "1", "--warmup", "0"] if quick else []
     proc = subprocess.run(
         [sys.executable, str(SPARK_BENCH), "--json", str(path), *sizes], check=False, timeout=3600
     )

@@ -22,7 +22,7 @@ def test_quick_suite_runs_the_spark_workload(tmp_path: Path) -> None:
     proc = run_quick_suite(tmp_path, "--variants", "default", "--spark", timeout=240)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     data = json.loads((tmp_path / "spark.json").read_text(encoding="utf-8"))
-    assert data["messages"] == 20_000
+    assert data["messages"] == 100_000
     best = data["best_rows_per_s"]
     assert best["connector"] > 0
     assert best["parquet"] > 0
