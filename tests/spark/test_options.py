@@ -219,6 +219,22 @@ def test_read_freezes_the_workers_heap(streaming: bool) -> None:
         gc.unfreeze()
 
 
+def test_allocator_tuning_leaves_other_c_libraries_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without glibc (musl, macOS) there is no mallopt to call: nothing is set, nothing raises,
+    and the answer is cached for the process."""
+    from rocketq.spark import reader as reader_module
+
+    saved = list(reader_module._allocator_tuned)
+    reader_module._allocator_tuned.clear()
+    monkeypatch.setattr(platform, "libc_ver", lambda *a, **k: ("musl", "1.2"))
+    try:
+        assert reader_module.tune_worker_allocator() is False
+        monkeypatch.undo()  # glibc again: the cached answer stands
+        assert reader_module.tune_worker_allocator() is False
+    finally:
+        reader_module._allocator_tuned[:] = saved
+
+
 _MALLINFO = """
 import ctypes, sys
 class Info(ctypes.Structure):
