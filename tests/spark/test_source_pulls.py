@@ -20,14 +20,21 @@ TOPIC = "pulls"
 MESSAGES = 1000
 
 
-def _read_all(cluster: EmbeddedCluster, pull_batch_size: int, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Fill queue 0 with MESSAGES messages, read them all with read_range; returns the count
-    each pull request asked for (after checking every offset arrived once, in order)."""
+def _read_all(
+    cluster: EmbeddedCluster,
+    pull_batch_size: int,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    sub_expression: str | None = None,
+) -> list[int]:
+    """Fill queue 0 with MESSAGES messages (tags A and B in turn), read them all with
+    read_range; returns the count each pull request asked for (after checking every offset
+    wanted arrived once, in order)."""
     cluster.create_topic(TOPIC, 1)
     mq = MessageQueue(TOPIC, "broker-a", 0)
     with Producer("pulls_producer", namesrv_addr=cluster.namesrv_addr) as producer:
         for _ in range(MESSAGES // 250):
-            producer.send([Message(TOPIC, b"x" * 100) for _i in range(250)], queue=mq)
+            producer.send([Message(TOPIC, b"x" * 100, tags="AB"[i % 2]) for i in range(250)], queue=mq)
     requests: list[tuple[int, int]] = []
     pull_async = SourceClient.pull_async
 
@@ -36,16 +43,16 @@ def _read_all(cluster: EmbeddedCluster, pull_batch_size: int, monkeypatch: pytes
         return pull_async(self, queue, offset, count)
 
     monkeypatch.setattr(SourceClient, "pull_async", counted)
-    options = parse_read_options(
-        {"nameserver": cluster.namesrv_addr, "topic": TOPIC, "pullBatchSize": str(pull_batch_size)},
-        streaming=False,
-    )
+    raw = {"nameserver": cluster.namesrv_addr, "topic": TOPIC, "pullBatchSize": str(pull_batch_size)}
+    if sub_expression is not None:
+        raw["subExpression"] = sub_expression
+    options = parse_read_options(raw, streaming=False)
     offsets = [
         o
         for batch in read_range(QueueRange(TOPIC, "broker-a", 0, 0, MESSAGES, options))
         for o in batch.column("queue_offset").to_pylist()
     ]
-    assert offsets == list(range(MESSAGES))
+    assert offsets == list(range(0, MESSAGES, 1 if sub_expression is None else 2))  # tag A: the even ones
     return [count for _, count in requests]
 
 
@@ -76,3 +83,12 @@ def test_a_transfer_cap_sets_the_size_of_later_pulls(monkeypatch: pytest.MonkeyP
     assert set(counts[first_32:-1]) == {32}
     remaining = MESSAGES - 2 * 32  # what the two short answers did not deliver
     assert len(counts) - first_32 == -(-remaining // 32)
+
+
+def test_a_tag_filter_never_asks_for_more_than_pull_batch_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With subExpression, an answer of 100 matching messages spans about 200 offsets; the
+    requests keep asking for at most pullBatchSize (100), never for the span."""
+    with EmbeddedCluster(broker_conf={"maxTransferCountOnMessageInMemory": "100"}) as cluster:
+        counts = _read_all(cluster, 100, monkeypatch, sub_expression="A")
+    assert max(counts) == 100
+    assert len(counts) <= MESSAGES // 200 + 1

@@ -280,7 +280,9 @@ def read_range(part: QueueRange, *, batch_bytes: int = BATCH_BYTES) -> Iterator[
             short = new_offset != requested + count
             if short:
                 if status is PullStatus.FOUND and new_offset > requested and short_before:
-                    step = new_offset - requested
+                    # with a tag filter an answer spans more offsets than it holds messages:
+                    # a request never asks for more than pullBatchSize
+                    step = min(new_offset - requested, batch)
                 inflight.clear()
                 next_request = new_offset
             short_before = short
