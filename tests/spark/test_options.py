@@ -204,17 +204,16 @@ def test_read_freezes_the_workers_heap(streaming: bool) -> None:
 
     from pyspark.sql.datasource import InputPartition
 
-    from rocketq.spark import reader as reader_module
-    from rocketq.spark.reader import RocketMQReader, RocketMQStreamReader
+    from rocketq.spark.reader import RocketMQReader, RocketMQStreamReader, tune_worker_allocator
 
     opts = parse_read_options({"nameserver": NS, "topic": "a"}, streaming=streaming)
     reader = RocketMQStreamReader(opts) if streaming else RocketMQReader(opts)
     gc.unfreeze()
-    reader_module._allocator_tuned.clear()
+    tune_worker_allocator.cache_clear()
     try:
         assert list(reader.read(InputPartition(None))) == []
         assert gc.get_freeze_count() > 0
-        assert reader_module._allocator_tuned  # and tune_worker_allocator() ran
+        assert tune_worker_allocator.cache_info().currsize == 1  # and tune_worker_allocator() ran
     finally:
         gc.unfreeze()
 
@@ -222,17 +221,16 @@ def test_read_freezes_the_workers_heap(streaming: bool) -> None:
 def test_allocator_tuning_leaves_other_c_libraries_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without glibc (musl, macOS) there is no mallopt to call: nothing is set, nothing raises,
     and the answer is cached for the process."""
-    from rocketq.spark import reader as reader_module
+    from rocketq.spark.reader import tune_worker_allocator
 
-    saved = list(reader_module._allocator_tuned)
-    reader_module._allocator_tuned.clear()
+    tune_worker_allocator.cache_clear()
     monkeypatch.setattr(platform, "libc_ver", lambda *a, **k: ("musl", "1.2"))
     try:
-        assert reader_module.tune_worker_allocator() is False
+        assert tune_worker_allocator() is False
         monkeypatch.undo()  # glibc again: the cached answer stands
-        assert reader_module.tune_worker_allocator() is False
+        assert tune_worker_allocator() is False
     finally:
-        reader_module._allocator_tuned[:] = saved
+        tune_worker_allocator.cache_clear()
 
 
 _MALLINFO = """

@@ -28,6 +28,7 @@ Invariants:
 from __future__ import annotations
 
 import ctypes
+import functools
 import gc
 import logging
 import platform
@@ -69,9 +70,9 @@ _M_MMAP_THRESHOLD: Final = -3
 WORKER_MMAP_THRESHOLD: Final = 16 << 20
 #: Free memory at the top of the heap kept, not returned to the OS, up to this much.
 WORKER_TRIM_THRESHOLD: Final = 32 << 20
-_allocator_tuned: list[bool] = []
 
 
+@functools.cache
 def tune_worker_allocator() -> bool:
     """Keep the read's large buffers on the heap of this (Python worker) process: glibc
     only, once per process; returns whether the settings are in force.
@@ -85,8 +86,6 @@ def tune_worker_allocator() -> bool:
     million rows). Fixed thresholds make freed blocks reusable; the price is up to
     :data:`WORKER_TRIM_THRESHOLD` of freed memory that the worker keeps.
     """
-    if _allocator_tuned:
-        return _allocator_tuned[0]
     applied = False
     if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
         try:
@@ -98,9 +97,8 @@ def tune_worker_allocator() -> bool:
                 mallopt(_M_TRIM_THRESHOLD, WORKER_TRIM_THRESHOLD)
             )
         except (OSError, AttributeError):
-            applied = False
+            pass  # no mallopt after all: leave the allocator as it is
     log.debug("python worker allocator thresholds %s", "set" if applied else "left as they are")
-    _allocator_tuned.append(applied)
     return applied
 
 
