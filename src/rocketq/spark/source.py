@@ -235,8 +235,9 @@ def read_range(part: QueueRange, *, batch_bytes: int = BATCH_BYTES) -> Iterator[
 
         # Requests in flight: (offset, count, future). Without a tag filter a full answer
         # of ``count`` messages ends exactly at ``offset + count``, so the next requests can
-        # be sent before the answer arrives. A shorter answer drops the guesses. Two short
-        # answers in a row mean a transfer cap of the broker
+        # be sent before the answer arrives. An answer that ends elsewhere (a short one, or
+        # with a tag filter one spanning more offsets than it holds) drops the guesses. Two
+        # such answers in a row mean a transfer cap of the broker
         # (``maxTransferCountOnMessageInMemory``, 32 by default, or the byte caps): the
         # requests then ask for the size it delivers. A single one is the end of a
         # consume-queue file (300,000 entries by default), and the size stays: adopting it
@@ -244,7 +245,7 @@ def read_range(part: QueueRange, *, batch_bytes: int = BATCH_BYTES) -> Iterator[
         # the first file: four times the pulls).
         depth = 1 if tags else PULL_DEPTH
         step = batch
-        short_before = False  # the previous answer was short
+        missed_before = False  # the previous answer did not end at its request's guess
         inflight: collections.deque[tuple[int, int, concurrent.futures.Future[PullResult]]] = (
             collections.deque()
         )
@@ -277,15 +278,15 @@ def read_range(part: QueueRange, *, batch_bytes: int = BATCH_BYTES) -> Iterator[
                 # queue holds fewer messages than when the range was planned.
                 _data_loss(options, mq, offset, end, f"the queue ends at {nxt} now")
                 new_offset = end
-            short = new_offset != requested + count
-            if short:
-                if status is PullStatus.FOUND and new_offset > requested and short_before:
+            missed = new_offset != requested + count
+            if missed:
+                if status is PullStatus.FOUND and new_offset > requested and missed_before:
                     # with a tag filter an answer spans more offsets than it holds messages:
                     # a request never asks for more than pullBatchSize
                     step = min(new_offset - requested, batch)
                 inflight.clear()
                 next_request = new_offset
-            short_before = short
+            missed_before = missed
             offset = new_offset
             fill()  # keep the broker busy while this answer is decoded
             if status is PullStatus.FOUND and result.message_binary:
