@@ -1,4 +1,4 @@
-"""Shared fixtures: the golden captures of a real Apache RocketMQ 4.9.7 in ../shared/golden, and
+"""Shared fixtures: the golden captures of a real Apache RocketMQ 4.9.7 in tests/golden, and
 the send request the tests that talk to a broker directly build."""
 
 from __future__ import annotations
@@ -21,13 +21,12 @@ _REPO = Path(__file__).resolve().parent.parent
 
 
 def golden_dir() -> Path:
-    """``$ROCKETQ_GOLDEN`` or ``../shared/golden``; a missing folder fails loudly, never skips."""
+    """``$ROCKETQ_GOLDEN`` or the captures vendored in ``tests/golden``; a missing folder fails
+    loudly, never skips."""
     env = os.environ.get("ROCKETQ_GOLDEN")
-    path = Path(env) if env else _REPO.parent / "shared" / "golden"
+    path = Path(env) if env else _REPO / "tests" / "golden"
     if not (path / "README.md").is_file():
-        raise RuntimeError(
-            f"golden captures not found at {path}: clone rocketq next to shared/ or set ROCKETQ_GOLDEN"
-        )
+        raise RuntimeError(f"golden captures not found at {path}: set ROCKETQ_GOLDEN or restore tests/golden")
     return path
 
 
