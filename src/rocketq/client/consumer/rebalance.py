@@ -43,6 +43,9 @@ from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX
 
 __all__ = [
+    "START_AT",
+    "START_MAX",
+    "START_SEARCH",
     "MessageQueueListener",
     "OffsetAdmin",
     "PullRequest",
@@ -51,6 +54,7 @@ __all__ = [
     "RebalancePullImpl",
     "compute_pull_from_where",
     "parse_consume_timestamp",
+    "start_without_offset",
 ]
 
 log = logging.getLogger(__name__)
@@ -107,6 +111,34 @@ def parse_consume_timestamp(text: str) -> int:
     return int(time.mktime(tm) * 1000)
 
 
+#: :func:`start_without_offset` answers: start at this offset, at the queue's max offset, or at
+#: the offset SEARCH_OFFSET_BY_TIMESTAMP finds for this time (ms).
+START_AT = "at"
+START_MAX = "max"
+START_SEARCH = "search"
+
+
+def start_without_offset(
+    mq: MessageQueue, consume_from_where: ConsumeFromWhere, consume_timestamp: str | None
+) -> tuple[str, int]:
+    """Where a queue without a stored offset starts (the pure half of ``computePullFromWhere``):
+    ``(START_AT, offset)``, ``(START_MAX, 0)`` or ``(START_SEARCH, timestamp_ms)``.
+
+    LAST_OFFSET (and the deprecated variants) -> the queue's max offset (0 for a retry topic);
+    FIRST_OFFSET -> 0; TIMESTAMP -> SEARCH_OFFSET_BY_TIMESTAMP (the max offset for a retry topic).
+    Shared by the blocking and the asyncio consumers.
+    """
+    retry = mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+    if consume_from_where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
+        return START_AT, 0
+    if consume_from_where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
+        if retry:
+            return START_MAX, 0
+        stamp = consume_timestamp or time.strftime("%Y%m%d%H%M%S", time.localtime(time.time() - 1800))
+        return START_SEARCH, parse_consume_timestamp(stamp)
+    return (START_AT, 0) if retry else (START_MAX, 0)
+
+
 def compute_pull_from_where(
     offset_store: OffsetStore,
     admin: OffsetAdmin,
@@ -116,25 +148,20 @@ def compute_pull_from_where(
 ) -> int:
     """``RebalancePushImpl/RebalanceLitePullImpl.computePullFromWhere`` (4.9.7); -1 = not now.
 
-    A stored offset always wins. Without one (``-1``): LAST_OFFSET (and the deprecated
-    variants) -> the queue's max offset (0 for a retry topic); FIRST_OFFSET -> 0; TIMESTAMP ->
-    SEARCH_OFFSET_BY_TIMESTAMP (the max offset for a retry topic).
+    A stored offset always wins; without one (``-1``) :func:`start_without_offset` decides.
     """
     last = offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
     if last >= 0:
         return last
     if last != -1:
         return -1
-    retry = mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+    kind, value = start_without_offset(mq, consume_from_where, consume_timestamp)
     try:
-        if consume_from_where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
-            return 0
-        if consume_from_where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
-            if retry:
-                return admin.max_offset(mq)
-            stamp = consume_timestamp or time.strftime("%Y%m%d%H%M%S", time.localtime(time.time() - 1800))
-            return admin.search_offset(mq, parse_consume_timestamp(stamp))
-        return 0 if retry else admin.max_offset(mq)
+        if kind == START_MAX:
+            return admin.max_offset(mq)
+        if kind == START_SEARCH:
+            return admin.search_offset(mq, value)
+        return value
     except RocketqError as exc:
         log.warning("compute pull offset of %s failed: %s", mq, exc)
         return -1
