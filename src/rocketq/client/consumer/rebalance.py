@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from rocketq.client.api_results import FindBrokerResult
@@ -54,6 +54,7 @@ __all__ = [
     "RebalancePullImpl",
     "compute_pull_from_where",
     "parse_consume_timestamp",
+    "rebalance_diff",
     "start_without_offset",
 ]
 
@@ -165,6 +166,24 @@ def compute_pull_from_where(
     except RocketqError as exc:
         log.warning("compute pull offset of %s failed: %s", mq, exc)
         return -1
+
+
+def rebalance_diff(
+    table: Mapping[MessageQueue, ProcessQueue], topic: str, mq_set: set[MessageQueue], *, passive: bool
+) -> tuple[list[tuple[MessageQueue, ProcessQueue]], list[MessageQueue]]:
+    """The pure half of ``updateProcessQueueTableInRebalance``: which owned queues of ``topic``
+    to drop (no longer allocated, or, for a push consumer, not pulled for too long) and which
+    allocated queues to add, in sorted order (a dropped one still allocated is added again once
+    it has been removed). Shared by the blocking and the asyncio consumers."""
+    drop = [
+        (mq, pq)
+        for mq, pq in table.items()
+        if mq.topic == topic and (mq not in mq_set or (passive and pq.is_pull_expired()))
+    ]
+    dropped = {mq for mq, _ in drop}
+    # a dropped queue that is still allocated is taken again fresh once it is removed
+    add = [mq for mq in sorted(mq_set) if mq not in table or mq in dropped]
+    return drop, add
 
 
 class RebalanceImpl:
@@ -305,20 +324,18 @@ class RebalanceImpl:
         """``updateProcessQueueTableInRebalance``: drop, keep and add queues of ``topic``."""
         changed = False
         with self._lock:
-            current = [(mq, pq) for mq, pq in self.process_queue_table.items() if mq.topic == topic]
-        for mq, pq in current:
-            stale = mq not in mq_set
-            expired = (
-                not stale and self.consume_type() is ConsumeType.CONSUME_PASSIVELY and pq.is_pull_expired()
-            )
-            if stale or expired:
-                pq.dropped = True
-                if self.remove_unnecessary_message_queue(mq, pq):
-                    with self._lock:
-                        self.process_queue_table.pop(mq, None)
-                    changed = True
+            table = dict(self.process_queue_table)
+        to_drop, to_add = rebalance_diff(
+            table, topic, mq_set, passive=self.consume_type() is ConsumeType.CONSUME_PASSIVELY
+        )
+        for mq, pq in to_drop:
+            pq.dropped = True
+            if self.remove_unnecessary_message_queue(mq, pq):
+                with self._lock:
+                    self.process_queue_table.pop(mq, None)
+                changed = True
         requests: list[PullRequest] = []
-        for mq in sorted(mq_set):
+        for mq in to_add:
             with self._lock:
                 if mq in self.process_queue_table:
                     continue
