@@ -40,6 +40,7 @@ from rocketq.client.consumer.listener import (
     shutdown_consume_pool,
 )
 from rocketq.client.consumer.process_queue import REBALANCE_LOCK_INTERVAL_MS, ProcessQueue
+from rocketq.client.consumer.retry import orderly_max_reconsume_times
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.protocol.heartbeat import MessageModel
 from rocketq.protocol.message import MessageExt
@@ -313,8 +314,7 @@ class ConsumeMessageOrderlyService:
         return True
 
     def _max_reconsume_times(self) -> int:
-        value = self.host.max_reconsume_times
-        return 2**31 - 1 if value == -1 else value
+        return orderly_max_reconsume_times(self.host.max_reconsume_times)
 
     def _check_reconsume_times(self, msgs: list[MessageExt]) -> bool:
         """``checkReconsumeTimes``: True to suspend and retry; messages over the max go to the DLQ."""

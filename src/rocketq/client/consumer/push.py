@@ -67,6 +67,11 @@ from rocketq.client.consumer.pull import (
 )
 from rocketq.client.consumer.pull_message_service import PullMessageService, PullRequest, ScheduledExecutor
 from rocketq.client.consumer.rebalance_push import RebalancePushImpl
+from rocketq.client.consumer.retry import (
+    SEND_BACK_TIMEOUT_MS,
+    concurrent_max_reconsume_times,
+    retry_message,
+)
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
 from rocketq.client.producer import Producer
@@ -92,7 +97,7 @@ from rocketq.protocol.heartbeat import (
     SubscriptionData,
     build_subscription_data,
 )
-from rocketq.protocol.message import Message, MessageConst, MessageExt, decode_record
+from rocketq.protocol.message import MessageConst, MessageExt, decode_record
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX, retry_topic
 from rocketq.remoting.client import host_addr_to_string
@@ -109,9 +114,7 @@ BROKER_SUSPEND_MAX_TIME_MILLIS = 15_000
 CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND = 30_000
 #: OFFSET_ILLEGAL: the corrected offset is stored and the queue rebuilt 10 s later
 _OFFSET_MOVED_REBUILD_DELAY_MS = 10_000
-_SEND_BACK_TIMEOUT_MS = 5000
 _MIB = 1024 * 1024
-_DEFAULT_MAX_RECONSUME_CONCURRENT = 16
 
 
 class PushConsumer(ServiceLifecycle):
@@ -477,8 +480,7 @@ class PushConsumer(ServiceLifecycle):
             reb.unlock_all(oneway)
 
     def _max_reconsume_times_concurrent(self) -> int:
-        value = self.config.max_reconsume_times
-        return _DEFAULT_MAX_RECONSUME_CONCURRENT if value == -1 else value
+        return concurrent_max_reconsume_times(self.config.max_reconsume_times)
 
     def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str | None) -> None:
         """CONSUMER_SEND_MSG_BACK; if the broker cannot be asked, re-send via the inner producer."""
@@ -494,7 +496,7 @@ class PushConsumer(ServiceLifecycle):
                 msg,
                 self.config.consumer_group,
                 delay_level,
-                _SEND_BACK_TIMEOUT_MS,
+                SEND_BACK_TIMEOUT_MS,
                 self._max_reconsume_times_concurrent(),
                 bname=broker_name,
             )
@@ -510,20 +512,9 @@ class PushConsumer(ServiceLifecycle):
 
     def _send_via_producer(self, msg: MessageExt, reconsume_time: int, max_reconsume_times: int) -> None:
         """``sendMessageBack`` fallback: a copy to ``%RETRY%<group>`` through the inner producer."""
-        props = dict(msg.properties)
-        props.pop(MessageConst.TRAN_MSG, None)
-        props.setdefault(MessageConst.ORIGIN_MESSAGE_ID, msg.msg_id)
-        if not props[MessageConst.ORIGIN_MESSAGE_ID]:
-            props[MessageConst.ORIGIN_MESSAGE_ID] = msg.msg_id
-        props[MessageConst.RETRY_TOPIC] = msg.topic
-        props[MessageConst.RECONSUME_TIME] = str(reconsume_time)
-        props[MessageConst.MAX_RECONSUME_TIMES] = str(max_reconsume_times)
-        props[MessageConst.DELAY] = str(3 + msg.reconsume_times)
-        for key in (MessageConst.MIN_OFFSET, MessageConst.MAX_OFFSET, MessageConst.CONSUME_START_TIME):
-            props.pop(key, None)
-        new_msg = Message(retry_topic(self.config.consumer_group), msg.body, flag=msg.flag)
-        new_msg.properties = props
-        self._producer().send(new_msg)
+        self._producer().send(
+            retry_message(msg, self.config.consumer_group, reconsume_time, max_reconsume_times)
+        )
 
     def _producer(self) -> Producer:
         """The consumer's ``CLIENT_INNER_PRODUCER``, started on first use."""
