@@ -1,0 +1,252 @@
+"""AsyncPushConsumer against the embedded broker: the sync consumer's black-box scenarios."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+
+import pytest
+
+from rocketq.admin import Admin
+from rocketq.aio import AsyncProducer
+from rocketq.aio.push import AsyncPushConsumer
+from rocketq.client import (
+    ClientConfig,
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeFromWhere,
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
+    Message,
+    MessageQueue,
+    PushConsumerConfig,
+)
+from rocketq.client.selectors import SelectMessageQueueByHash
+from rocketq.protocol.bodies import ConsumerRunningInfo
+from rocketq.protocol.message import MessageExt
+from rocketq.testing.cluster import EmbeddedCluster
+from rocketq.testing.waits import async_wait_until, wait_for_dlq
+from tests.integration.test_orderly_consumer import Delivery, check_exclusive, check_order
+
+pytestmark = pytest.mark.integration
+
+FAST = ClientConfig(poll_name_server_interval_ms=1000, rebalance_interval_ms=1000)
+
+
+def _consumer(cluster: EmbeddedCluster, group: str, topic: str, **config: object) -> AsyncPushConsumer:
+    cfg = PushConsumerConfig(
+        consumer_group=group,
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        **config,  # type: ignore[arg-type]
+    )
+    consumer = AsyncPushConsumer(config=cfg, namesrv_addr=cluster.namesrv_addr, client_config=FAST)
+    consumer.subscribe(topic, "*")
+    return consumer
+
+
+def test_concurrent_retry_through_retry_topic_delay_levels_and_dlq(
+    embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
+) -> None:
+    topic, group = unique_name("T"), unique_name("G")
+    embedded_cluster.create_topic(topic, 2)
+    attempts: list[tuple[str, int, float, str]] = []
+    threads_before = set(threading.enumerate())
+
+    async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        ctx.delay_level_when_next_consume = 1  # 1 s
+        for m in msgs:
+            attempts.append((m.body.decode(), m.reconsume_times, time.monotonic(), m.topic))
+        if any(m.body == b"poison" for m in msgs):
+            return ConsumeConcurrentlyStatus.RECONSUME_LATER
+        await asyncio.sleep(0)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async def main() -> None:
+        consumer = _consumer(embedded_cluster, group, topic, max_reconsume_times=2)
+        consumer.register_message_listener(listener)
+        async with (
+            consumer,
+            AsyncProducer(unique_name("PG"), namesrv_addr=embedded_cluster.namesrv_addr) as p,
+        ):
+            await p.send(Message(topic, b"fine"))
+            await p.send(Message(topic, b"poison"))
+            await async_wait_until(
+                lambda: len([a for a in attempts if a[0] == "poison"]) >= 3, 40, "3 attempts"
+            )
+            assert set(threading.enumerate()) == threads_before  # no thread of its own
+        poison = [a for a in attempts if a[0] == "poison"]
+        assert [a[1] for a in poison] == [0, 1, 2]
+        # each retry came back through %RETRY% after the 1 s delay level, under its own topic
+        assert all(b[2] - a[2] >= 0.9 for a, b in itertools.pairwise(poison))
+        assert {a[3] for a in poison} == {topic}
+        assert next(a for a in attempts if a[0] == "fine")[1] == 0
+
+    asyncio.run(main())
+    found = wait_for_dlq(embedded_cluster, group, unique_name("dlqreader"))
+    assert [m.body for m in found] == [b"poison"]
+    assert found[0].properties.get("RETRY_TOPIC") == topic
+    assert found[0].reconsume_times == 3
+
+
+def test_exactly_once_offsets_honoured_by_a_restarted_member_and_admin_requests(
+    embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
+) -> None:
+    topic, group = unique_name("T"), unique_name("G")
+    embedded_cluster.create_topic(topic, 4)
+    seen: Counter[bytes] = Counter()
+    ns = embedded_cluster.namesrv_addr
+
+    async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        for m in msgs:
+            seen[m.body] += 1
+        await asyncio.sleep(0.001)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async def main() -> None:
+        async with AsyncProducer(unique_name("PG"), namesrv_addr=ns) as p:
+            await asyncio.gather(*[p.send(Message(topic, f"a{i}".encode())) for i in range(200)])
+            consumer = _consumer(embedded_cluster, group, topic)
+            consumer.register_message_listener(listener)
+            async with consumer:
+                await async_wait_until(lambda: len(seen) >= 200, 30, "the first 200 messages")
+                # mqadmin consumerStatus reaches the async client (GET_CONSUMER_RUNNING_INFO)
+                with Admin(ns) as admin:
+                    info = await asyncio.to_thread(admin.consumer_running_info, group, consumer.client_id)
+                assert {mq.topic for mq in info.mq_table} >= {topic}
+                assert info.properties[ConsumerRunningInfo.PROP_CONSUME_ORDERLY] == "false"
+                assert info.properties[ConsumerRunningInfo.PROP_CONSUME_TYPE] == "CONSUME_PASSIVELY"
+            # the member left with its offsets persisted; a restarted one continues after them
+            await asyncio.gather(*[p.send(Message(topic, f"b{i}".encode())) for i in range(100)])
+            restarted = _consumer(embedded_cluster, group, topic)
+            restarted.register_message_listener(listener)
+            async with restarted:
+                await async_wait_until(lambda: len(seen) >= 300, 30, "the next 100 messages")
+                await asyncio.sleep(0.5)  # nothing else may arrive
+        assert set(seen) == {f"a{i}".encode() for i in range(200)} | {f"b{i}".encode() for i in range(100)}
+        assert max(seen.values()) == 1, "a restarted member consumed something twice"
+
+    asyncio.run(main())
+
+
+@pytest.mark.slow
+def test_orderly_per_key_order_with_a_member_joining_and_one_leaving(
+    embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
+) -> None:
+    users, events = 40, 25
+    topic, group = unique_name("wallet"), unique_name("G")
+    embedded_cluster.create_topic(topic, 8)
+    deliveries: list[Delivery] = []
+    ns = embedded_cluster.namesrv_addr
+
+    def listener_of(name: str) -> Callable[[list[MessageExt], ConsumeOrderlyContext], object]:
+        async def listener(msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:
+            t0 = time.time()
+            await asyncio.sleep(0.002)  # other queues' tasks run meanwhile
+            t1 = time.time()
+            for m in msgs:
+                user, seq = m.body.decode().split(":")[:2]
+                deliveries.append((user, int(seq), name, ctx.message_queue.queue_id, t0, t1))
+            return ConsumeOrderlyStatus.SUCCESS
+
+        return listener
+
+    def orderly(name: str) -> AsyncPushConsumer:
+        c = _consumer(embedded_cluster, group, topic, lock_interval_ms=1000, lock_max_live_time_ms=3000)
+        c.register_message_listener_orderly(listener_of(name))  # type: ignore[arg-type]
+        return c
+
+    async def main() -> None:
+        async with AsyncProducer(unique_name("PG"), namesrv_addr=ns) as p:
+            selector = SelectMessageQueueByHash()
+            for seq in range(events):
+                await asyncio.gather(
+                    *[
+                        p.send(Message(topic, f"user{u}:{seq}".encode()), selector=selector, arg=f"user{u}")
+                        for u in range(users)
+                    ]
+                )
+        a, b = orderly("A"), orderly("B")
+        await a.start()
+        try:
+            await async_wait_until(lambda: len(deliveries) > 200, 30, "A to consume")
+            await b.start()  # joins: queues move to B once A unlocked them
+            await async_wait_until(lambda: any(d[2] == "B" for d in deliveries), 30, "B to take queues")
+            await a.shutdown()  # leaves: B takes every queue
+            await async_wait_until(
+                lambda: len({(d[0], d[1]) for d in deliveries}) == users * events, 60, "every event"
+            )
+            assert len(b.assigned_queues(topic)) == 8
+        finally:
+            await a.shutdown()
+            await b.shutdown()
+        check_order(deliveries, users, events)
+        check_exclusive(deliveries)
+
+    asyncio.run(main())
+
+
+def test_orderly_suspend_retries_then_dlq_and_the_queue_continues(
+    embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
+) -> None:
+    topic, group = unique_name("T"), unique_name("G")
+    embedded_cluster.create_topic(topic, 1)
+    seen: list[tuple[str, int]] = []
+
+    async def listener(msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:
+        ctx.suspend_current_queue_time_millis = 50
+        for m in msgs:
+            seen.append((m.body.decode(), m.reconsume_times))
+        if msgs[0].body == b"bad":
+            return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        return ConsumeOrderlyStatus.SUCCESS
+
+    async def main() -> None:
+        q0 = MessageQueue(topic, embedded_cluster.broker_names[0], 0)
+        async with AsyncProducer(unique_name("pg"), namesrv_addr=embedded_cluster.namesrv_addr) as p:
+            for body in (b"first", b"bad", b"after"):
+                await p.send(Message(topic, body), queue=q0)
+        consumer = _consumer(embedded_cluster, group, topic, max_reconsume_times=3)
+        consumer.register_message_listener_orderly(listener)
+        async with consumer:
+            await async_wait_until(lambda: ("after", 0) in seen, 30, "the queue to move past the bad message")
+            assert consumer.orderly_dlq_count == 1
+
+    asyncio.run(main())
+    assert seen == [("first", 0), ("bad", 0), ("bad", 1), ("bad", 2), ("bad", 3), ("after", 0)]
+    found = wait_for_dlq(embedded_cluster, group, unique_name("dlq"))
+    assert [m.body for m in found] == [b"bad"]
+
+
+def test_cancelling_the_owner_task_leaves_no_task_behind(
+    embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
+) -> None:
+    topic, group = unique_name("T"), unique_name("G")
+    embedded_cluster.create_topic(topic, 2)
+    started = asyncio.Event
+
+    async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async def service(ready: asyncio.Event) -> None:
+        consumer = _consumer(embedded_cluster, group, topic)
+        consumer.register_message_listener(listener)
+        async with consumer:
+            await async_wait_until(lambda: len(consumer.assigned_queues(topic)) == 2, 20, "queues")
+            ready.set()
+            await asyncio.sleep(3600)
+
+    async def main() -> None:
+        ready = started()
+        task = asyncio.create_task(service(ready))
+        await asyncio.wait_for(ready.wait(), 30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        leftover = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        assert leftover == []
+
+    asyncio.run(main())
