@@ -7,7 +7,18 @@ persistence, pulls) runs as tasks of that loop, and listeners are coroutines. Th
 bookkeeping) are the blocking client's own, imported, not copied. Works with uvloop.
 """
 
+from rocketq.aio.consume import AsyncConcurrentListener, AsyncOrderlyListener
+from rocketq.aio.lite_pull import AsyncLitePullConsumer
 from rocketq.aio.producer import AsyncProducer
+from rocketq.aio.push import AsyncPushConsumer
 from rocketq.aio.remoting import AsyncRemotingClient, RequestHook
 
-__all__ = ["AsyncProducer", "AsyncRemotingClient", "RequestHook"]
+__all__ = [
+    "AsyncConcurrentListener",
+    "AsyncLitePullConsumer",
+    "AsyncOrderlyListener",
+    "AsyncProducer",
+    "AsyncPushConsumer",
+    "AsyncRemotingClient",
+    "RequestHook",
+]
