@@ -42,14 +42,13 @@ from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
 from rocketq.client.selectors import SelectorLike
 from rocketq.client.send_prep import (
     PreparedSend,
+    SendAttempts,
     check_explicit_queue,
-    give_up_error,
     prepare_send,
-    retry_after_result,
     select_with,
     send_header,
 )
-from rocketq.errors import BrokerError, ClientError, RemotingError, RequestTimeoutError, RocketqError
+from rocketq.errors import BrokerError, ClientError, RemotingError, RequestTimeoutError
 from rocketq.protocol.message import Message
 from rocketq.protocol.message_queue import MessageQueue
 
@@ -232,32 +231,26 @@ class AsyncProducer:
         info = await self._find_publish_info(prep.topic)
         if not info.ok():
             raise ClientError(f"No route info of this topic: {prep.topic}")
-        attempts = 1 if oneway else 1 + self.config.retry_times_when_send_failed
-        last_broker: str | None = None
-        last_exc: RocketqError | None = None
-        brokers_sent: list[str] = []
-        for _ in range(attempts):
-            mq = self._fault.select_one_message_queue(info, last_broker)
-            brokers_sent.append(mq.broker_name)
+        attempts = SendAttempts(
+            self._fault,
+            info,
+            self.config,
+            prep.topic,
+            begin,
+            timeout,
+            self._clock_ms,
+            retries=0 if oneway else self.config.retry_times_when_send_failed,
+        )
+        while (mq := attempts.next_queue()) is not None:
             start = self._clock_ms()
-            if start - begin >= timeout:
-                last_exc = RequestTimeoutError(f"sendDefaultImpl call timeout after {timeout}ms")
-                break
             try:
-                result = await self._send_kernel(prep, mq, oneway, timeout - (start - begin))
+                result = await self._send_kernel(prep, mq, oneway, attempts.remaining_ms(start))
             except (RemotingError, BrokerError) as exc:
-                self._fault.update_fault_item(mq.broker_name, self._clock_ms() - start, True)
-                log.warning("send to %s failed (%s); retry another broker", mq, exc)
-                last_exc, last_broker = exc, mq.broker_name
-                if isinstance(exc, BrokerError) and not exc.retriable:
-                    raise
+                attempts.failed(mq, start, exc)
                 continue
-            self._fault.update_fault_item(mq.broker_name, self._clock_ms() - start, False)
-            if retry_after_result(result, self.config):
-                last_broker = mq.broker_name
-                continue
-            return result
-        raise give_up_error(last_exc, brokers_sent, prep.topic, self._clock_ms() - begin)
+            if attempts.succeeded(mq, start, result):
+                return result
+        raise attempts.give_up()
 
     async def _send_kernel(
         self, prep: PreparedSend, mq: MessageQueue, oneway: bool, timeout_ms: int

@@ -59,11 +59,10 @@ from rocketq.client.produce_accumulator import ProduceAccumulator
 from rocketq.client.selectors import SelectorLike
 from rocketq.client.send_prep import (
     PreparedSend,
+    SendAttempts,
     check_explicit_queue,
     check_message,
-    give_up_error,
     prepare_send,
-    retry_after_result,
     select_with,
     send_header,
 )
@@ -322,39 +321,33 @@ class Producer(ServiceLifecycle):
         begin = self._clock_ms()
         prep = self._prepare_any(msg)
         if queue is not None or selector is not None:
-            mq = self._choose_explicit(prep, queue, selector, arg, msg)
+            chosen = self._choose_explicit(prep, queue, selector, arg, msg)
             if self._clock_ms() - begin >= timeout:
                 raise RequestTimeoutError("sendSelectImpl call timeout")
-            return self._send_kernel(prep, mq, mode, timeout - (self._clock_ms() - begin))
+            return self._send_kernel(prep, chosen, mode, timeout - (self._clock_ms() - begin))
         info = self._find_publish_info(prep.topic)
         if not info.ok():
             raise ClientError(f"No route info of this topic: {prep.topic}")
-        attempts = 1 + self.config.retry_times_when_send_failed if mode == "sync" else 1
-        last_broker: str | None = None
-        last_exc: RocketqError | None = None
-        brokers_sent: list[str] = []
-        for _ in range(attempts):
-            mq = self._fault.select_one_message_queue(info, last_broker)
-            brokers_sent.append(mq.broker_name)
+        attempts = SendAttempts(
+            self._fault,
+            info,
+            self.config,
+            prep.topic,
+            begin,
+            timeout,
+            self._clock_ms,
+            retries=self.config.retry_times_when_send_failed if mode == "sync" else 0,
+        )
+        while (mq := attempts.next_queue()) is not None:
             start = self._clock_ms()
-            if start - begin >= timeout:
-                last_exc = RequestTimeoutError(f"sendDefaultImpl call timeout after {timeout}ms")
-                break
             try:
-                result = self._send_kernel(prep, mq, mode, timeout - (start - begin))
+                result = self._send_kernel(prep, mq, mode, attempts.remaining_ms(start))
             except (RemotingError, BrokerError) as exc:
-                self._fault.update_fault_item(mq.broker_name, self._clock_ms() - start, True)
-                log.warning("send to %s failed (%s); retry another broker", mq, exc)
-                last_exc, last_broker = exc, mq.broker_name
-                if isinstance(exc, BrokerError) and not exc.retriable:
-                    raise
+                attempts.failed(mq, start, exc)
                 continue
-            self._fault.update_fault_item(mq.broker_name, self._clock_ms() - start, False)
-            if retry_after_result(result, self.config):
-                last_broker = mq.broker_name
-                continue
-            return result
-        raise give_up_error(last_exc, brokers_sent, prep.topic, self._clock_ms() - begin)
+            if attempts.succeeded(mq, start, result):
+                return result
+        raise attempts.give_up()
 
     def _choose_explicit(
         self,

@@ -16,13 +16,14 @@ is ``SendResult.msg_id`` (a batch joins its messages' keys with commas); bodies 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import cast
 
 from rocketq.client.api_results import SendResult, SendStatus
 from rocketq.client.config import ProducerConfig, validate_topic
-from rocketq.client.latency import TopicPublishInfo
+from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
 from rocketq.client.selectors import SelectorLike, as_selector
 from rocketq.errors import (
     BrokerError,
@@ -45,8 +46,11 @@ from rocketq.protocol.message_id import new_unique_id
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX
 
+log = logging.getLogger(__name__)
+
 __all__ = [
     "PreparedSend",
+    "SendAttempts",
     "check_explicit_queue",
     "check_message",
     "give_up_error",
@@ -247,3 +251,84 @@ def give_up_error(
         err.__cause__ = last_exc
         return err
     return ClientError(info_text)
+
+
+class SendAttempts:
+    """The attempt loop of ``sendDefaultImpl``, sans-IO: the caller does each send itself.
+
+    ::
+
+        attempts = SendAttempts(fault, info, config, topic, begin, timeout, clock, retries=2)
+        while (mq := attempts.next_queue()) is not None:
+            start = clock()
+            try:
+                result = send(mq, attempts.remaining_ms(start))
+            except (RemotingError, BrokerError) as exc:
+                attempts.failed(mq, start, exc)  # re-raises a non-retriable broker error
+                continue
+            if attempts.succeeded(mq, start, result):
+                return result
+        raise attempts.give_up()
+
+    Each queue is chosen by ``MQFaultStrategy`` avoiding the broker that just failed; every
+    outcome feeds the latency fault tolerance; the whole loop keeps within ``timeout_ms``.
+    """
+
+    def __init__(
+        self,
+        fault: MQFaultStrategy,
+        info: TopicPublishInfo,
+        config: ProducerConfig,
+        topic: str,
+        begin_ms: int,
+        timeout_ms: int,
+        clock_ms: Callable[[], int],
+        *,
+        retries: int,
+    ) -> None:
+        self._fault = fault
+        self._info = info
+        self._config = config
+        self._topic = topic
+        self._begin = begin_ms
+        self._timeout = timeout_ms
+        self._clock = clock_ms
+        self._left = 1 + retries
+        self._last_broker: str | None = None
+        self._last_exc: RocketqError | None = None
+        self.brokers_sent: list[str] = []
+
+    def next_queue(self) -> MessageQueue | None:
+        """The queue of the next attempt; None when no attempt (or no time) is left."""
+        if self._left <= 0:
+            return None
+        self._left -= 1
+        mq = self._fault.select_one_message_queue(self._info, self._last_broker)
+        self.brokers_sent.append(mq.broker_name)
+        if self._clock() - self._begin >= self._timeout:
+            self._last_exc = RequestTimeoutError(f"sendDefaultImpl call timeout after {self._timeout}ms")
+            self._left = 0
+            return None
+        return mq
+
+    def remaining_ms(self, now_ms: int) -> int:
+        return self._timeout - (now_ms - self._begin)
+
+    def failed(self, mq: MessageQueue, start_ms: int, exc: RemotingError | BrokerError) -> None:
+        """A transport error or broker refusal: isolate the broker; re-raise if not retriable."""
+        self._fault.update_fault_item(mq.broker_name, self._clock() - start_ms, True)
+        log.warning("send to %s failed (%s); retry another broker", mq, exc)
+        self._last_exc, self._last_broker = exc, mq.broker_name
+        if isinstance(exc, BrokerError) and not exc.retriable:
+            raise exc
+
+    def succeeded(self, mq: MessageQueue, start_ms: int, result: SendResult | None) -> bool:
+        """An answer: True when it is final, False when it is retried on another broker."""
+        self._fault.update_fault_item(mq.broker_name, self._clock() - start_ms, False)
+        if retry_after_result(result, self._config):
+            self._last_broker = mq.broker_name
+            return False
+        return True
+
+    def give_up(self) -> RocketqError:
+        return give_up_error(self._last_exc, self.brokers_sent, self._topic, self._clock() - self._begin)
