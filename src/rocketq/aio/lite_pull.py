@@ -42,6 +42,13 @@ from rocketq.client.config import (
     validate_topic,
 )
 from rocketq.client.consumer.allocate import AllocateMessageQueueStrategy
+from rocketq.client.consumer.lite_pull import (
+    DELAY_WHEN_FLOW_CONTROL_MS,
+    DELAY_WHEN_PAUSE_MS,
+    LiteConsumeRequest,
+    MessageQueueState,
+    flow_controlled,
+)
 from rocketq.client.consumer.offset_store import LocalFileOffsetStore, ReadOffsetType
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.pull import build_pull_sys_flag
@@ -63,32 +70,12 @@ __all__ = ["AsyncLitePullConsumer"]
 
 log = logging.getLogger(__name__)
 
-#: ``DefaultLitePullConsumerImpl.PULL_TIME_DELAY_MILLS_WHEN_PAUSE``
-_DELAY_WHEN_PAUSE_S = 1.0
-#: ``PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL``
-_DELAY_WHEN_FLOW_CONTROL_S = 0.05
+_DELAY_WHEN_PAUSE_S = DELAY_WHEN_PAUSE_MS / 1000.0
+_DELAY_WHEN_FLOW_CONTROL_S = DELAY_WHEN_FLOW_CONTROL_MS / 1000.0
 
 
 def _now_ms() -> int:
     return time.monotonic_ns() // 1_000_000
-
-
-@dataclasses.dataclass(slots=True)
-class _QueueState:
-    """``AssignedMessageQueue.MessageQueueState``."""
-
-    process_queue: ProcessQueue
-    paused: bool = False
-    pull_offset: int = -1
-    consume_offset: int = -1
-    seek_offset: int = -1
-
-
-@dataclasses.dataclass(slots=True)
-class _ConsumeRequest:
-    messages: list[MessageExt]
-    mq: MessageQueue
-    process_queue: ProcessQueue
 
 
 async def open_offset_store(
@@ -143,10 +130,10 @@ class AsyncLitePullConsumer:
         self._state = ServiceState.CREATE_JUST
         self._subscription_type = SubscriptionType.NONE
         self._subscriptions: dict[str, SubscriptionData] = {}
-        self._assigned: dict[MessageQueue, _QueueState] = {}
+        self._assigned: dict[MessageQueue, MessageQueueState] = {}
         self._tasks: dict[MessageQueue, asyncio.Task[None]] = {}
         self._side_tasks: set[asyncio.Task[None]] = set()
-        self._cache: collections.deque[_ConsumeRequest] = collections.deque()
+        self._cache: collections.deque[LiteConsumeRequest] = collections.deque()
         self._cache_event: asyncio.Event | None = None
         self._iter_buffer: collections.deque[MessageExt] = collections.deque()
         self._instance: AsyncClientInstance | None = None
@@ -280,7 +267,7 @@ class AsyncLitePullConsumer:
                 self._drop_queue(mq)
         for mq in queues:
             if mq not in self._assigned:
-                self._assigned[mq] = _QueueState(ProcessQueue(clock_ms=self._clock_ms))
+                self._assigned[mq] = MessageQueueState(ProcessQueue(clock_ms=self._clock_ms))
         if self._state is ServiceState.RUNNING:
             self._start_pull_tasks(queues)
 
@@ -310,7 +297,7 @@ class AsyncLitePullConsumer:
         for mq in owned:
             if mq not in self._assigned:
                 pq = table.get(mq) or ProcessQueue(clock_ms=self._clock_ms)
-                self._assigned[mq] = _QueueState(pq)
+                self._assigned[mq] = MessageQueueState(pq)
                 added.append(mq)
         if self._state is ServiceState.RUNNING:
             self._start_pull_tasks(added)
@@ -363,7 +350,7 @@ class AsyncLitePullConsumer:
         sd = self._subscriptions.get(topic)
         return sd if sd is not None else build_subscription_data(topic, "*", sub_version=0)
 
-    async def _next_pull_offset(self, mq: MessageQueue, state: _QueueState) -> int:
+    async def _next_pull_offset(self, mq: MessageQueue, state: MessageQueueState) -> int:
         """``nextPullOffset``: a pending seek wins, else the last pull's next offset, else the store."""
         if state.seek_offset != -1:
             offset = state.seek_offset
@@ -389,11 +376,7 @@ class AsyncLitePullConsumer:
             if state.paused:
                 await asyncio.sleep(_DELAY_WHEN_PAUSE_S)
                 continue
-            if len(self._cache) * cfg.pull_batch_size > cfg.pull_threshold_for_all or (
-                pq.msg_count > cfg.pull_threshold_for_queue
-                or pq.msg_size / (1024 * 1024) > cfg.pull_threshold_size_for_queue_mib
-                or pq.max_span() > cfg.consume_max_span
-            ):
+            if flow_controlled(cfg, len(self._cache), pq):
                 await asyncio.sleep(_DELAY_WHEN_FLOW_CONTROL_S)
                 continue
             try:
@@ -417,7 +400,7 @@ class AsyncLitePullConsumer:
                 continue  # a seek or a rebalance happened meanwhile: this answer is stale
             if result.pull_status is PullStatus.FOUND and result.msg_found_list:
                 pq.put_messages(result.msg_found_list)
-                self._cache.append(_ConsumeRequest(result.msg_found_list, mq, pq))
+                self._cache.append(LiteConsumeRequest(result.msg_found_list, mq, pq))
                 if self._cache_event is not None:
                     self._cache_event.set()
             elif result.pull_status is PullStatus.OFFSET_ILLEGAL:
