@@ -11,7 +11,7 @@
 
 * A1, A3, A4a, A4b (the asyncio workloads): ``rocketq.aio`` on one event loop (uvloop when
   installed): A1 one ``await AsyncProducer.send`` per message; A3 1,000 ``send`` tasks in
-  flight; A4 ``AsyncPushConsumer``s (coroutine listener, batches of 32) over the topic
+  flight (``auto_batch=True`` as in 3); A4 ``AsyncPushConsumer``s (coroutine listener, batches of 32) over the topic
   workload 4 pre-published.
 
 Each workload uses its own topic of 4 queues. A drain's window runs from the consumers'
@@ -301,7 +301,10 @@ class RocketqBench:
     async def _aio_publish_async(self, m: Meter, sizes: Sizes) -> None:
         topic = self._topic("a3")
         payload = body()
-        cfg = ProducerConfig(producer_group=f"{self._run}_a3_{next(_ids)}", send_msg_timeout_ms=30_000)
+        # auto_batch, as workload 3's blocking producer (the analogue of pipelining)
+        cfg = ProducerConfig(
+            producer_group=f"{self._run}_a3_{next(_ids)}", send_msg_timeout_ms=30_000, auto_batch=True
+        )
         async with AsyncProducer(namesrv_addr=self.namesrv, config=cfg) as producer:
             sem = asyncio.Semaphore(sizes.in_flight)
             counts = [0, 0]

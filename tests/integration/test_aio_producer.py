@@ -16,6 +16,7 @@ from rocketq.client import (
     LitePullConsumerConfig,
     Message,
     MessageQueue,
+    ProducerConfig,
     SendStatus,
 )
 from rocketq.client.selectors import SelectMessageQueueByHash
@@ -185,5 +186,39 @@ def test_lite_pull_subscribe_rebalances_between_two_members(
                 await asyncio.wait_for(asyncio.gather(drain(a), drain(b)), 20)
                 assert sorted(m.body for m in got) == sorted(f"m{i}".encode() for i in range(1, 20, 2))
             await async_wait_until(lambda: len(a.assignment()) == 4, 20, "a to take all queues back")
+
+    asyncio.run(main())
+
+
+def test_auto_batch_sends_concurrent_messages_as_batches_with_a_result_each(
+    embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
+) -> None:
+    topic = unique_name("T")
+    embedded_cluster.create_topic(topic, 4)
+    ns = embedded_cluster.namesrv_addr
+
+    async def main() -> None:
+        cfg = ProducerConfig(producer_group=unique_name("PG"), auto_batch=True)
+        async with AsyncProducer(namesrv_addr=ns, config=cfg) as producer:
+            results = await asyncio.gather(
+                *[producer.send(Message(topic, f"m{i}".encode())) for i in range(500)]
+            )
+            assert producer._accumulator is not None
+            batches = producer._accumulator.batches_sent
+            # a caller that gives up does not lose the others' results
+            late = asyncio.ensure_future(producer.send(Message(topic, b"cancelled")))
+            others = [asyncio.ensure_future(producer.send(Message(topic, b"kept"))) for _ in range(20)]
+            late.cancel()
+            assert all(r.status is SendStatus.SEND_OK for r in await asyncio.gather(*others))
+        assert all(r.status is SendStatus.SEND_OK for r in results)
+        assert len({r.msg_id for r in results}) == 500
+        assert len({(r.message_queue, r.queue_offset) for r in results}) == 500
+        assert batches < 250, f"{batches} requests for 500 concurrent sends: not batched"
+        async with AsyncLitePullConsumer(config=_cfg(unique_name("LG")), namesrv_addr=ns) as consumer:
+            consumer.subscribe(topic)
+            got = await _poll_until(consumer, 520)
+        bodies = [m.body for m in got]
+        assert sorted(b for b in bodies if b.startswith(b"m")) == sorted(f"m{i}".encode() for i in range(500))
+        assert bodies.count(b"kept") == 20
 
     asyncio.run(main())

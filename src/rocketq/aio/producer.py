@@ -15,6 +15,8 @@ Behaviour (as ``Producer``):
   The whole send, retries included, must finish within ``send_msg_timeout_ms``.
 * ``queue=`` / ``selector=`` (+ ``arg``): exactly one attempt, so ordered sends never jump queues.
 * a list of messages is one batch; ``send_oneway``: one attempt, nothing awaited but the write.
+* ``auto_batch``: the blocking producer's :class:`~rocketq.client.produce_accumulator.ProduceAccumulator`
+  (with asyncio futures) turns many concurrent small sends into SEND_BATCH_MESSAGE requests.
 
 Timeout contract: a send that raised :class:`~rocketq.errors.RequestTimeoutError` may still have
 been stored (and a retried send may then be stored twice, as with the Java client). Cancelling
@@ -23,6 +25,7 @@ an ``await send(...)`` has the same contract.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import time
@@ -39,11 +42,13 @@ from rocketq.client.config import (
     validate_topic,
 )
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
+from rocketq.client.produce_accumulator import ProduceAccumulator
 from rocketq.client.selectors import SelectorLike
 from rocketq.client.send_prep import (
     PreparedSend,
     SendAttempts,
     check_explicit_queue,
+    check_message,
     prepare_send,
     select_with,
     send_header,
@@ -93,6 +98,7 @@ class AsyncProducer:
         self._publish: dict[str, TopicPublishInfo] = {}
         self._state = ServiceState.CREATE_JUST
         self._instance: AsyncClientInstance | None = None
+        self._accumulator: ProduceAccumulator[asyncio.Future[SendResult]] | None = None
 
     # ================================================================== lifecycle
     @property
@@ -116,6 +122,16 @@ class AsyncProducer:
         self._publish[self.config.create_topic_key] = TopicPublishInfo([], have_topic_router_info=False)
         await instance.start()
         self._instance = instance
+        cfg = self.config
+        if cfg.auto_batch:
+            loop = asyncio.get_running_loop()
+            self._accumulator = ProduceAccumulator(
+                lambda msgs: loop.create_task(self._send_now(msgs[0] if len(msgs) == 1 else msgs)),
+                new_future=loop.create_future,
+                max_messages=cfg.auto_batch_max_messages,
+                max_bytes=cfg.auto_batch_max_bytes,
+                max_in_flight=cfg.auto_batch_max_in_flight,
+            )
         self._state = ServiceState.RUNNING
 
     async def shutdown(self) -> None:
@@ -191,8 +207,31 @@ class AsyncProducer:
         arg: object = None,
         timeout_ms: int | None = None,
     ) -> SendResult:
-        """Send and await the broker's answer (``DefaultMQProducer.send``); a list is a batch."""
+        """Send and await the broker's answer (``DefaultMQProducer.send``); a list is a batch.
+
+        With ``config.auto_batch``, single small messages sent while a batch of their topic is
+        in flight leave together as the next batch (each still gets its own SendResult).
+        """
+        acc = self._accumulator
+        if (
+            acc is not None
+            and queue is None
+            and selector is None
+            and timeout_ms is None
+            and isinstance(msg, Message)
+            and ProduceAccumulator.eligible(msg)
+            and len(msg.body) < self.config.compress_msg_body_over_howmuch
+        ):
+            check_message(msg, self.config)
+            self._running()
+            return await acc.add(msg)
         result = await self._send(msg, False, queue, selector, arg, timeout_ms)
+        assert result is not None
+        return result
+
+    async def _send_now(self, msg: Message | Sequence[Message]) -> SendResult:
+        """A send past the accumulator (its batches, and single messages)."""
+        result = await self._send(msg, False, None, None, None, None)
         assert result is not None
         return result
 

@@ -21,6 +21,8 @@ Invariants:
 * Every hook in ``request_hooks`` sees each outgoing request (``(addr, request)``) before it is
   encoded: the place for request signing (ACL's ``RPCHook.doBeforeRequest``). Responses the
   client writes to server requests do not pass through the hooks.
+* Frames are written in call order; those written within one loop iteration leave in one
+  transport write (a burst of sends is one syscall, as the blocking client's flat combining).
 * A response whose opaque is unknown is dropped (``processResponseCommand``); a malformed frame
   closes the connection and fails its pending calls with :class:`~rocketq.errors.ConnectError`.
 
@@ -71,6 +73,8 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self._paused: asyncio.Future[None] | None = None
+        # Frames written during one loop iteration leave in one transport write (one syscall).
+        self._out: list[bytes] = []
 
     # ------------------------------------------------------------------ asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -117,10 +121,19 @@ class _Connection(asyncio.Protocol):
             await asyncio.shield(paused)
 
     def write(self, frame: bytes) -> None:
-        transport = self.transport
-        if self.closed or transport is None:
+        """Queue ``frame``; the queue is flushed once the current loop iteration's callbacks ran."""
+        if self.closed or self.transport is None:
             raise ConnectError("connection closed before the request was written", addr=self.addr)
-        transport.write(frame)
+        out = self._out
+        out.append(frame)
+        if len(out) == 1:
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        out, self._out = self._out, []
+        transport = self.transport
+        if out and transport is not None and not self.closed:
+            transport.write(out[0] if len(out) == 1 else b"".join(out))
 
     def close(self, reason: str, cause: BaseException | None = None) -> None:
         if not self.closed:
@@ -353,7 +366,7 @@ class AsyncRemotingClient:
             log.exception("%s: cannot encode the response to code %d", self.name, cmd.code)
             frame = machinery_response(cmd, ResponseCode.SYSTEM_ERROR, exception_desc(exc)).encode()
         if not conn.closed and conn.transport is not None:
-            conn.transport.write(frame)
+            conn.write(frame)
 
 
 def _expire(conn: _Connection, opaque: int, timeout_ms: int, code: int) -> None:

@@ -144,10 +144,11 @@ class Producer(ServiceLifecycle):
         self._state = ServiceState.CREATE_JUST
         self._state_lock = threading.Lock()
         self._instance: MQClientInstance | None = None
-        self._accumulator: ProduceAccumulator | None = None
+        self._accumulator: ProduceAccumulator[concurrent.futures.Future[SendResult]] | None = None
         if cfg.auto_batch:
             self._accumulator = ProduceAccumulator(
                 lambda msgs: self._send_async_now(msgs[0] if len(msgs) == 1 else msgs),
+                new_future=concurrent.futures.Future,
                 max_messages=cfg.auto_batch_max_messages,
                 max_bytes=cfg.auto_batch_max_bytes,
                 max_in_flight=cfg.auto_batch_max_in_flight,
