@@ -91,6 +91,7 @@ from rocketq.protocol.heartbeat import (
     MessageModel,
     SubscriptionData,
     build_subscription_data,
+    check_tag_expression,
 )
 from rocketq.protocol.message import Message, MessageConst, MessageExt, decode_record
 from rocketq.protocol.message_queue import MessageQueue
@@ -217,8 +218,16 @@ class PushConsumer(ServiceLifecycle):
         return reb.owned_queues(topic) if reb is not None else set()
 
     def subscribe(self, topic: str, expression: str | None = "*") -> None:
-        """Subscribe ``topic`` with a tag expression (``"*"``, ``"TagA || TagB"``)."""
+        """Subscribe ``topic`` with a tag expression (``"*"``, ``"TagA || TagB"``).
+
+        ``"TagA | TagB"`` or ``"TagA && TagB"`` raise ``IllegalArgumentError`` (``||`` is the
+        only operator); a tag with a space or ``,`` is logged as a likely mistake
+        (:func:`~rocketq.protocol.heartbeat.check_tag_expression`).
+        """
         validate_topic(topic)
+        warning = check_tag_expression(expression)
+        if warning:
+            log.warning("%s", warning)
         sd = build_subscription_data(topic, expression)
         self._subscriptions[topic] = sd
         reb = self._rebalance
