@@ -15,7 +15,11 @@ import pytest
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
-from rocketq.testing.fixtures import embedded_cluster, unique_name  # noqa: F401
+
+# embedded_cluster and unique_name come from the rocketq pytest plugin (the ``pytest11`` entry
+# point of pyproject.toml, rocketq.testing.fixtures), as in any project that installs rocketq;
+# importing them here too would register them twice. pytester runs the plugin's own test.
+pytest_plugins = ["pytester"]
 
 _REPO = Path(__file__).resolve().parent.parent
 

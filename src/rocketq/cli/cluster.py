@@ -10,7 +10,8 @@ import time
 from typing import Any
 
 from rocketq.admin import Admin
-from rocketq.cli._output import Output, add_admin_command
+from rocketq.cli._output import NO_BROKER, Output, add_admin_command
+from rocketq.errors import ClientError
 
 __all__ = ["register"]
 
@@ -42,6 +43,9 @@ def _hours_ago(ms: int) -> str:
 
 def _list(args: argparse.Namespace, admin: Admin, out: Output) -> int:
     view = admin.cluster_list()
+    if not view.brokers:
+        # an empty table with status 0 reads as "all is well"
+        raise ClientError(NO_BROKER.format(namesrv=", ".join(admin.namesrv_addrs)))
     if out.json_mode:
         out.json(view.to_json_obj())
         return 0
