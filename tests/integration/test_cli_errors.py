@@ -61,6 +61,8 @@ def test_no_broker_registered(capsys: pytest.CaptureFixture[str], lonely_namesrv
     code, out, err = _run(capsys, "cluster", "list", "-n", lonely_namesrv)
     assert code == 1 and out == ""
     assert "no broker is registered with the name server" in err
+    code, out, err = _run(capsys, "cluster", "ping", "-n", lonely_namesrv)
+    assert code == 1 and "no broker is registered" in err
     code, _, err = _run(capsys, "message", "send", "-t", "TopicTest", "-p", "hi", "-n", lonely_namesrv)
     assert code == 1 and "No route info" in err and "no broker is registered" in err
 

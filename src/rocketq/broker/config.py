@@ -289,9 +289,7 @@ def unknown_key_message(key: str) -> str:
     keys = BrokerConfig.known_keys()
     close = difflib.get_close_matches(key, keys, n=3, cutoff=0.75)
     hint = f" (did you mean {' or '.join(close)}?)" if close else ""
-    return (
-        f"unknown broker config key {key!r}{hint}; known keys (docs/configuration.md): {', '.join(keys)}"
-    )
+    return f"unknown broker config key {key!r}{hint}; known keys (docs/configuration.md): {', '.join(keys)}"
 
 
 def _convert(f: dataclasses.Field[Any], key: str, value: str) -> Any:

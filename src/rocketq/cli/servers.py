@@ -7,7 +7,7 @@ Contract (the embedded cluster relies on it):
 
 * When ready, each command prints ONE JSON line on stdout (and, with ``--ready-file F``,
   writes the same line to ``F`` atomically): ``namesrv`` -> ``{"namesrv": "host:port"}``;
-  ``broker`` -> ``{"broker": "ip:port", "brokerName": ..., "namesrv": ...}``; ``server`` ->
+  ``broker`` -> ``{"broker": "ip:port", "broker_name": ..., "namesrv": ...}``; ``server`` ->
   ``{"namesrv": "127.0.0.1:P1", "brokers": ["127.0.0.1:P2"]}``. "Ready" means listening
   and, for a broker, registered with its name servers.
 * Port 0 means OS-assigned. Logs go to stderr through :mod:`logging`.
@@ -219,7 +219,7 @@ def _cmd_broker(args: argparse.Namespace) -> int:
             _announce(
                 {
                     "broker": broker.broker_addr,
-                    "brokerName": config.broker_name,
+                    "broker_name": config.broker_name,
                     "namesrv": config.namesrv_addr,
                 },
                 args.ready_file,

@@ -8,7 +8,6 @@ Output rules are those of :mod:`rocketq.cli._output`.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from rocketq.admin import Admin
@@ -88,7 +87,30 @@ def _list(args: argparse.Namespace, admin: Admin, out: Output) -> int:
 def _route(args: argparse.Namespace, admin: Admin, out: Output) -> int:
     route = admin.topic_route(args.topic)
     if out.json_mode:
-        out.json(json.loads(route.to_json(standard_json=True)))
+        out.json(
+            {
+                "topic": args.topic,
+                "order_topic_conf": route.order_topic_conf,
+                "brokers": [
+                    {
+                        "broker_name": bd.broker_name,
+                        "cluster": bd.cluster,
+                        "broker_addrs": {str(bid): addr for bid, addr in sorted(bd.broker_addrs.items())},
+                    }
+                    for bd in sorted(route.broker_datas, key=lambda b: b.broker_name or "")
+                ],
+                "queues": [
+                    {
+                        "broker_name": qd.broker_name,
+                        "read_queue_nums": qd.read_queue_nums,
+                        "write_queue_nums": qd.write_queue_nums,
+                        "perm": qd.perm,
+                        "topic_sys_flag": qd.topic_sys_flag,
+                    }
+                    for qd in sorted(route.queue_datas, key=lambda q: q.broker_name or "")
+                ],
+            }
+        )
         return 0
     out.table(
         ["Broker", "Cluster", "Addresses"],

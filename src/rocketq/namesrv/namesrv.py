@@ -109,7 +109,9 @@ class NamesrvController:
             try:
                 self._kv_lock.acquire()  # before reading: a refused name server touches nothing
             except OSError as exc:  # an unwritable home: the table still works until a put
-                log.warning("cannot lock %s (%s); running without the KV config lock", self._kv_lock.path, exc)
+                log.warning(
+                    "cannot lock %s (%s); running without the KV config lock", self._kv_lock.path, exc
+                )
                 self._kv_lock = None
         self.kv_config_manager.load()
         cfg = self._config
