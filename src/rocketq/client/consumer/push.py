@@ -72,6 +72,7 @@ from rocketq.client.consumer.rebalance_push import RebalancePushImpl
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
 from rocketq.client.producer import Producer
+from rocketq.common.log_limiter import LogLimiter
 from rocketq.errors import BrokerError, ClientError
 from rocketq.protocol.bodies import (
     CMResult,
@@ -103,6 +104,9 @@ from rocketq.remoting.client import host_addr_to_string
 __all__ = ["PushConsumer", "PushConsumerConfig"]
 
 log = logging.getLogger(__name__)
+#: Repeated pull failures (a broker restarting fails every queue's pull every second): one
+#: line per broker per 10 s, with the count of the lines left out.
+_log_limiter = LogLimiter(log)
 
 #: A topic subscribed before it exists: first route retry after this long (then doubling) ...
 ROUTE_RETRY_FIRST_MS = 1000
@@ -651,7 +655,12 @@ class PushConsumer(ServiceLifecycle):
                 CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND,
             )
         except Exception as exc:
-            log.warning("pullMessage of %s failed: %s", pr.message_queue, exc)
+            _log_limiter.warning(
+                ("pullMessage", pr.message_queue.broker_name),
+                "pullMessage of %s failed: %s",
+                pr.message_queue,
+                exc,
+            )
             service.execute_pull_request_later(pr, exception_delay)
             return
 
@@ -686,7 +695,7 @@ class PushConsumer(ServiceLifecycle):
             result = wrapper.process_pull_result(mq, fut.result(), sd)
         except Exception as exc:
             if not mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-                log.warning("pull of %s failed: %s", mq, exc)
+                _log_limiter.warning(("pull", mq.broker_name), "pull of %s failed: %s", mq, exc)
             delay = self.client_config.pull_time_delay_mills_when_exception_ms
             if isinstance(exc, BrokerError) and exc.code == ResponseCode.FLOW_CONTROL:
                 delay = PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL
