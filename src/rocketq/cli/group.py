@@ -29,6 +29,10 @@ from rocketq.protocol.codes import ResponseCode
 
 __all__ = ["register"]
 
+#: The settings of ``group create/update`` (updateSubGroup): every SubscriptionGroupConfig field.
+_GROUP_DEFAULTS = SubscriptionGroupConfig()
+_GROUP_FIELDS = [f for f in dataclasses.fields(SubscriptionGroupConfig) if f.name != "group_name"]
+
 
 def register(subparsers: Any) -> None:
     """Add ``group`` and its subcommands to the ``rocketq`` parser."""
@@ -96,37 +100,24 @@ def register(subparsers: Any) -> None:
     p.add_argument("-i", "--client-addr", default=None, help="only the client with this client id")
     add_admin_command(p, _client_offsets)
 
-    defaults = SubscriptionGroupConfig()
     for name in ("create", "update"):
         p = sub.add_parser(
             name,
             help=f"{name} a consumer group's settings on brokers (mqadmin updateSubGroup)",
-            description="Targets one broker (-b), every master of a cluster (-c), or every master.",
+            description="Targets one broker (-b), every master of a cluster (-c), or every master. "
+            "Each option is a SubscriptionGroupConfig field, with Java's default.",
         )
         p.add_argument("-g", "--group", required=True)
         _add_target(p)
-        p.add_argument("--consume-enable", type=_bool, default=defaults.consume_enable, metavar="BOOL")
-        p.add_argument(
-            "--consume-from-min-enable", type=_bool, default=defaults.consume_from_min_enable, metavar="BOOL"
-        )
-        p.add_argument(
-            "--consume-broadcast-enable",
-            type=_bool,
-            default=defaults.consume_broadcast_enable,
-            metavar="BOOL",
-        )
-        p.add_argument("--retry-queue-nums", type=int, default=defaults.retry_queue_nums)
-        p.add_argument("--retry-max-times", type=int, default=defaults.retry_max_times)
-        p.add_argument("--broker-id", type=int, default=defaults.broker_id, help="broker id to consume from")
-        p.add_argument(
-            "--which-broker-when-consume-slowly", type=int, default=defaults.which_broker_when_consume_slowly
-        )
-        p.add_argument(
-            "--notify-consumer-ids-changed-enable",
-            type=_bool,
-            default=defaults.notify_consumer_ids_changed_enable,
-            metavar="BOOL",
-        )
+        for f in _GROUP_FIELDS:
+            default = getattr(_GROUP_DEFAULTS, f.name)
+            p.add_argument(
+                "--" + f.name.replace("_", "-"),
+                type=_bool if isinstance(default, bool) else int,
+                default=default,
+                metavar="BOOL" if isinstance(default, bool) else "N",
+                help=f"default {str(default).lower()}",
+            )
         add_admin_command(p, _update)
 
     p = sub.add_parser(
@@ -166,15 +157,7 @@ def _add_target(p: argparse.ArgumentParser) -> None:
 
 def _update(args: argparse.Namespace, admin: Admin, out: Output) -> int:
     config = SubscriptionGroupConfig(
-        group_name=args.group,
-        consume_enable=args.consume_enable,
-        consume_from_min_enable=args.consume_from_min_enable,
-        consume_broadcast_enable=args.consume_broadcast_enable,
-        retry_queue_nums=args.retry_queue_nums,
-        retry_max_times=args.retry_max_times,
-        broker_id=args.broker_id,
-        which_broker_when_consume_slowly=args.which_broker_when_consume_slowly,
-        notify_consumer_ids_changed_enable=args.notify_consumer_ids_changed_enable,
+        group_name=args.group, **{f.name: getattr(args, f.name) for f in _GROUP_FIELDS}
     )
     addrs = group_ops.update_group(admin, config, cluster=args.cluster, broker_addr=args.broker_addr)
     if out.json_mode:
