@@ -70,12 +70,13 @@ def test_second_server_on_a_live_store_is_refused(live: EmbeddedCluster) -> None
     line = _one_error_line(
         _rocketq("server", "--namesrv-port", "0", "--broker-port", "0", "--store", str(store))
     )
-    assert "Lock failed, MQ already started" in line and str(store) in line
+    # (its name server starts first, and the live one holds the KV config's lock)
+    assert "Lock failed, MQ already started" in line and str(store / "namesrv" / "kvConfig.json.lock") in line
     # ... and through `broker`, registering with the live name server
     line = _one_error_line(
         _rocketq("broker", "-n", live.namesrv_addr, "-p", "0", "--host", "127.0.0.1", "--store", str(store))
     )
-    assert "Lock failed, MQ already started" in line
+    assert "Lock failed, MQ already started" in line and f"holds {lock}," in line
 
     # the live broker's abort marker, lock and config are untouched, and it still serves
     assert abort.exists()
