@@ -94,6 +94,16 @@ def test_port_in_use_is_one_line(live: EmbeddedCluster) -> None:
         _rocketq("namesrv", "--host", "127.0.0.1", "-p", port, "--kv-config", os.devnull + ".x")
     )
     assert "port already in use" in line and port in line
+    # the broker's port, in `server` mode: its name server has started and must stop cleanly
+    broker_port = live.broker_addrs[0].rsplit(":", 1)[1]
+    store = live.store_dir / "other-store"
+    line = _one_error_line(
+        _rocketq(
+            *("server", "--store", str(store), "--namesrv-port", "0", "--broker-port", broker_port),
+            *("--log-level", "warning"),
+        )
+    )
+    assert "port already in use" in line and broker_port in line
 
 
 def test_unknown_set_key_names_the_known_keys(tmp_path: Path) -> None:

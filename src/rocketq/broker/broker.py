@@ -134,6 +134,7 @@ class BrokerController:
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._outer_started = False
         self._started = False
         self._shut_down = False
 
@@ -201,6 +202,7 @@ class BrokerController:
         self.server.add_channel_listener(self._on_channel_close)
         await self.server.start()
         self.outer_api.start()
+        self._outer_started = True
         if self.pull_processor is not None:
             await self.pull_processor.start()
         await loop.run_in_executor(self._executor, self._register_broker_all, False)
@@ -268,7 +270,7 @@ class BrokerController:
                 log.exception("pull processor did not stop cleanly")
         loop = asyncio.get_running_loop()
         executor = self._executor
-        if executor is not None:
+        if executor is not None and self._outer_started:  # a start that failed earlier registered nothing
             try:
                 await loop.run_in_executor(executor, self._unregister_broker_all)
             except Exception:
