@@ -42,6 +42,7 @@ __all__ = [
     "Output",
     "add_admin_command",
     "add_common_options",
+    "add_target_options",
     "format_ms",
     "parse_timestamp",
     "run_admin_command",
@@ -76,6 +77,13 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
         metavar="MS",
         help=f"timeout of each request in milliseconds (default {DEFAULT_TIMEOUT_MS})",
     )
+
+
+def add_target_options(parser: argparse.ArgumentParser) -> None:
+    """mqadmin's ``-c CLUSTER`` / ``-b BROKER_ADDR`` choice of brokers (default: every master)."""
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("-c", "--cluster", default=None, help="every master of this cluster")
+    target.add_argument("-b", "--broker-addr", default=None, help="only this broker (ip:port)")
 
 
 def add_admin_command(parser: argparse.ArgumentParser, body: AdminCommand) -> None:

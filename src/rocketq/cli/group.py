@@ -20,6 +20,7 @@ from rocketq.admin.models import mq_to_json
 from rocketq.cli._output import (
     Output,
     add_admin_command,
+    add_target_options,
     format_ms,
     parse_timestamp,
 )
@@ -108,7 +109,7 @@ def register(subparsers: Any) -> None:
             "Each option is a SubscriptionGroupConfig field, with Java's default.",
         )
         p.add_argument("-g", "--group", required=True)
-        _add_target(p)
+        add_target_options(p)
         for f in _GROUP_FIELDS:
             default = getattr(_GROUP_DEFAULTS, f.name)
             p.add_argument(
@@ -126,7 +127,7 @@ def register(subparsers: Any) -> None:
         description="Without -b, the group's %%RETRY%% and %%DLQ%% topics are deleted too, as mqadmin -c does.",
     )
     p.add_argument("-g", "--group", required=True)
-    _add_target(p)
+    add_target_options(p)
     p.add_argument("--remove-offset", action="store_true", help="also drop the group's offsets")
     add_admin_command(p, _delete)
 
@@ -147,12 +148,6 @@ def _bool(text: str) -> bool:
     if lower not in ("true", "false"):
         raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
     return lower == "true"
-
-
-def _add_target(p: argparse.ArgumentParser) -> None:
-    target = p.add_mutually_exclusive_group()
-    target.add_argument("-c", "--cluster", default=None, help="every master of this cluster")
-    target.add_argument("-b", "--broker-addr", default=None, help="only this broker (ip:port)")
 
 
 def _update(args: argparse.Namespace, admin: Admin, out: Output) -> int:

@@ -11,7 +11,7 @@ import argparse
 from typing import Any
 
 from rocketq.admin import Admin
-from rocketq.cli._output import Output, add_admin_command, format_ms
+from rocketq.cli._output import Output, add_admin_command, add_target_options, format_ms
 
 __all__ = ["register"]
 
@@ -48,9 +48,7 @@ def register(subparsers: Any) -> None:
         p.add_argument("-r", "--read-queues", type=int, default=8, help="read queue count (default 8)")
         p.add_argument("-w", "--write-queues", type=int, default=8, help="write queue count (default 8)")
         p.add_argument("-p", "--perm", type=int, default=6, help="permission: 2=W, 4=R, 6=RW (default 6)")
-        target = p.add_mutually_exclusive_group()
-        target.add_argument("-c", "--cluster", default=None, help="every master of this cluster")
-        target.add_argument("-b", "--broker-addr", default=None, help="only this broker (ip:port)")
+        add_target_options(p)
         p.add_argument(
             "-o", "--order", action="store_true", help="an ordered topic (stores ORDER_TOPIC_CONFIG)"
         )
