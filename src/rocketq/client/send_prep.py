@@ -25,6 +25,7 @@ from rocketq.client.api_results import SendResult, SendStatus
 from rocketq.client.config import ProducerConfig, validate_topic
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
 from rocketq.client.selectors import SelectorLike, as_selector
+from rocketq.common.log_limiter import LogLimiter
 from rocketq.errors import (
     BrokerError,
     ClientError,
@@ -47,6 +48,9 @@ from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX
 
 log = logging.getLogger(__name__)
+#: A failed send logs "retry another broker" once per broker per 10 s (three attempts to one
+#: broker would log three lines per send), with the count of the lines left out.
+_log_limiter = LogLimiter(log)
 
 __all__ = [
     "PreparedSend",
@@ -317,7 +321,9 @@ class SendAttempts:
     def failed(self, mq: MessageQueue, start_ms: int, exc: RemotingError | BrokerError) -> None:
         """A transport error or broker refusal: isolate the broker; re-raise if not retriable."""
         self._fault.update_fault_item(mq.broker_name, self._clock() - start_ms, True)
-        log.warning("send to %s failed (%s); retry another broker", mq, exc)
+        _log_limiter.warning(
+            ("send", mq.broker_name), "send to %s failed (%s); retry another broker", mq, exc
+        )
         self._last_exc, self._last_broker = exc, mq.broker_name
         if isinstance(exc, BrokerError) and not exc.retriable:
             raise exc

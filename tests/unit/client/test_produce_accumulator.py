@@ -90,7 +90,9 @@ def test_max_in_flight_must_be_positive() -> None:
 
 def test_a_queue_over_the_limits_leaves_in_several_batches() -> None:
     send = StubSend()
-    acc = ProduceAccumulator(send, new_future=concurrent.futures.Future, max_in_flight=1, max_messages=3, max_bytes=10_000)
+    acc = ProduceAccumulator(
+        send, new_future=concurrent.futures.Future, max_in_flight=1, max_messages=3, max_bytes=10_000
+    )
     acc.add(Message("T", b"first"))
     for i in range(7):
         acc.add(Message("T", f"q{i}".encode()))
