@@ -250,3 +250,28 @@ def test_cancelling_the_owner_task_leaves_no_task_behind(
         assert leftover == []
 
     asyncio.run(main())
+
+
+def test_consumer_started_before_its_topic_gets_messages_quickly(
+    embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
+) -> None:
+    topic, group = unique_name("late_topic"), unique_name("late_group")
+    got: list[bytes] = []
+
+    async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        got.extend(m.body for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async def main() -> None:
+        # the Java defaults: a 30 s route poll and a 20 s rebalance
+        config = ClientConfig(poll_name_server_interval_ms=30_000, rebalance_interval_ms=20_000)
+        consumer = AsyncPushConsumer(group, namesrv_addr=embedded_cluster.namesrv_addr, client_config=config)
+        consumer.subscribe(topic, "*")
+        consumer.register_message_listener(listener)
+        async with consumer:
+            await asyncio.sleep(1.5)  # the consumer is waiting for a topic that does not exist yet
+            async with AsyncProducer(unique_name("late_pg"), namesrv_addr=embedded_cluster.namesrv_addr) as p:
+                await p.send(Message(topic, b"first"))  # auto-creates the topic
+            await async_wait_until(lambda: b"first" in got, 15, "the first message of a late topic")
+
+    asyncio.run(main())

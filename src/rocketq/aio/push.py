@@ -25,6 +25,8 @@ Invariants (as the blocking consumer):
 * ``shutdown()`` (or leaving ``async with``, or cancellation of the task that awaits it)
   cancels every pull task, stops the consume service, persists offsets, releases orderly
   queue locks and unregisters: no task is left behind.
+* A subscribed topic with no route yet is looked up again after 1 s doubling to 8 s until it
+  exists (as the blocking consumer; Java waits for the 30 s route poll).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ from rocketq.client.consumer.listener import ConsumeConcurrentlyContext, Consume
 from rocketq.client.consumer.offset_store import ReadOffsetType
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.pull import build_pull_sys_flag
+from rocketq.client.consumer.push import ROUTE_RETRY_FIRST_MS, ROUTE_RETRY_MAX_MS
 from rocketq.client.consumer.retry import SEND_BACK_TIMEOUT_MS, concurrent_max_reconsume_times, retry_message
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.errors import BrokerError, ClientError, RocketqError
@@ -262,8 +265,9 @@ class AsyncPushConsumer:
         elif self._concurrent is not None:
             concurrent = self._concurrent
             self._every(timeout_ms, lambda: concurrent.clean_expired(list(reb.process_queue_table.items())))
-        if cfg.message_model is MessageModel.CLUSTERING:
-            self.spawn(self._pick_up_retry_topic())
+        for topic in list(reb.subscription_inner):
+            if topic not in reb.topic_subscribe_info_table:
+                self.spawn(self._await_route(topic))
 
     def spawn(self, coro: Awaitable[None]) -> None:
         """Run ``coro`` as a task of this consumer (cancelled at shutdown)."""
@@ -286,16 +290,18 @@ class AsyncPushConsumer:
 
         self.spawn(loop())
 
-    async def _pick_up_retry_topic(self) -> None:
-        """The first heartbeat makes the broker create ``%RETRY%<group>``: look again shortly."""
+    async def _await_route(self, topic: str) -> None:
+        """A subscribed topic without a route yet (or ``%RETRY%<group>``, which the first
+        heartbeat creates) is looked up again after 1 s doubling to 8 s until it exists, then
+        rebalanced at once, as the blocking consumer does (``ROUTE_RETRY_*_MS``)."""
         inst, reb = self._instance, self._rebalance
-        retry = retry_topic(self.consumer_group)
-        for delay_s in (0.5, 1.5, 3.0):
-            await asyncio.sleep(delay_s)
-            if inst is None or reb is None or retry in reb.topic_subscribe_info_table:
-                return
+        delay_ms = ROUTE_RETRY_FIRST_MS
+        while inst is not None and reb is not None and topic not in reb.topic_subscribe_info_table:
+            await asyncio.sleep(delay_ms / 1000.0)
+            delay_ms = min(delay_ms * 2, ROUTE_RETRY_MAX_MS)
             with contextlib.suppress(RocketqError):
-                if await inst.update_route(retry):
+                if await inst.update_route(topic):
+                    await inst.send_heartbeat_to_all_brokers()  # its broker may be new to us
                     inst.rebalance_immediately()
 
     async def shutdown(self) -> None:
