@@ -26,6 +26,7 @@ from rocketq.client import (
     PushConsumerConfig,
 )
 from rocketq.client.selectors import SelectMessageQueueByHash
+from rocketq.errors import BrokerError
 from rocketq.protocol.bodies import ConsumerRunningInfo
 from rocketq.protocol.message import MessageExt
 from rocketq.testing.cluster import EmbeddedCluster
@@ -273,5 +274,58 @@ def test_consumer_started_before_its_topic_gets_messages_quickly(
             async with AsyncProducer(unique_name("late_pg"), namesrv_addr=embedded_cluster.namesrv_addr) as p:
                 await p.send(Message(topic, b"first"))  # auto-creates the topic
             await async_wait_until(lambda: b"first" in got, 15, "the first message of a late topic")
+
+    asyncio.run(main())
+
+
+def test_admin_reset_offset_online_and_consume_message_directly_reach_the_async_client(
+    embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
+) -> None:
+    topic, group = unique_name("T"), unique_name("G")
+    embedded_cluster.create_topic(topic, 2)
+    ns = embedded_cluster.namesrv_addr
+    seen: list[bytes] = []
+
+    async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        seen.extend(m.body for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async def main() -> None:
+        async with AsyncProducer(unique_name("PG"), namesrv_addr=ns) as p:
+            results = [await p.send(Message(topic, f"m{i}".encode())) for i in range(10)]
+        consumer = _consumer(embedded_cluster, group, topic)
+        consumer.register_message_listener(listener)
+        async with consumer:
+            await async_wait_until(lambda: len(seen) >= 10, 30, "the first pass")
+            await consumer.persist_consumer_offset()  # the broker refuses a reset before any offset
+            with Admin(ns) as admin:
+                # RESET_CONSUMER_CLIENT_OFFSET, relayed by the broker: back to the start
+                deadline = time.monotonic() + 10
+                while True:
+                    try:
+                        reset = await asyncio.to_thread(admin.reset_offset_by_time, group, topic, 0)
+                        break
+                    except BrokerError as exc:  # the oneway offset update has not landed yet
+                        if "not exist" not in str(exc) or time.monotonic() > deadline:
+                            raise
+                        await asyncio.sleep(0.05)
+                assert reset.queues
+                await async_wait_until(lambda: len(seen) >= 20, 30, "a second pass after the reset")
+                assert sorted(seen[10:20]) == sorted(seen[:10])
+                # CONSUME_MESSAGE_DIRECTLY: the broker hands one stored message to this client
+                store_addr = (
+                    embedded_cluster.broker_addrs[0] if hasattr(embedded_cluster, "broker_addrs") else None
+                )
+                addr = store_addr or (await asyncio.to_thread(admin.topic_brokers, topic))[0][1]
+                answer = await asyncio.to_thread(
+                    admin.api.consume_message_directly,
+                    addr,
+                    group,
+                    consumer.client_id,
+                    results[3].offset_msg_id,
+                    9000,
+                )
+            assert answer.consume_result is not None and answer.consume_result.name == "CR_SUCCESS"
+            assert seen.count(b"m3") >= 3
 
     asyncio.run(main())
