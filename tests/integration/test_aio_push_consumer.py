@@ -329,3 +329,39 @@ def test_admin_reset_offset_online_and_consume_message_directly_reach_the_async_
             assert seen.count(b"m3") >= 3
 
     asyncio.run(main())
+
+
+def test_shutdown_bounds_a_hung_listener_and_its_message_is_redelivered(
+    embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
+) -> None:
+    topic, group = unique_name("T"), unique_name("G")
+    embedded_cluster.create_topic(topic, 1)
+    calls: list[str] = []
+    hang = asyncio.Event  # the listener waits on an event nobody sets
+
+    async def hung(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        calls.append("hung")
+        await hang().wait()
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async def fine(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        calls.extend(m.body.decode() for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async def main() -> None:
+        async with AsyncProducer(unique_name("PG"), namesrv_addr=embedded_cluster.namesrv_addr) as p:
+            await p.send(Message(topic, b"only"))
+        first = _consumer(embedded_cluster, group, topic, await_termination_millis_when_shutdown=300)
+        first.register_message_listener(hung)
+        await first.start()
+        await async_wait_until(lambda: calls == ["hung"], 30, "the listener to start")
+        started = time.monotonic()
+        await first.shutdown()
+        assert time.monotonic() - started < 5
+        assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+        second = _consumer(embedded_cluster, group, topic)
+        second.register_message_listener(fine)
+        async with second:  # nothing was committed past the unfinished message
+            await async_wait_until(lambda: "only" in calls, 30, "the redelivery")
+
+    asyncio.run(main())

@@ -23,7 +23,6 @@ messages after the suspend time; a message over ``max_reconsume_times`` goes to 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -112,6 +111,9 @@ class ConcurrentConsumeService:
         self.consume_timeout_ms = consume_timeout_ms
         self._queue: asyncio.Queue[tuple[list[MessageExt], ProcessQueue, MessageQueue]] = asyncio.Queue()
         self._workers: list[asyncio.Task[None]] = []
+        #: workers waiting for a batch (the others are inside a listener call)
+        self._idle: set[asyncio.Task[None] | None] = set()
+        self._stopping = False
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -120,11 +122,24 @@ class ConcurrentConsumeService:
             for i in range(self.concurrency)
         ]
 
-    async def shutdown(self) -> None:
-        """Cancel the workers (a running listener is cancelled) and await them."""
+    async def shutdown(self, wait_ms: int) -> None:
+        """Queued batches are dropped; running listeners get ``wait_ms`` to finish, then are
+        cancelled (``shutdown_consume_pool``'s bounded wait). Every worker is awaited."""
+        self._stopping = True
         workers, self._workers = self._workers, []
         for task in workers:
-            task.cancel()
+            if task in self._idle:
+                task.cancel()
+        busy = [t for t in workers if not t.done() and t not in self._idle]
+        if busy:
+            _, late = await asyncio.wait(busy, timeout=wait_ms / 1000.0)
+            for task in late:
+                log.warning(
+                    "a listener of %s still ran after shutdown's %d ms wait",
+                    self.host.consumer_group,
+                    wait_ms,
+                )
+                task.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
 
     def submit(self, msgs: Sequence[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
@@ -132,8 +147,13 @@ class ConcurrentConsumeService:
             self._queue.put_nowait((list(msgs[start : start + self.batch_size]), pq, mq))
 
     async def _worker(self) -> None:
-        while True:
-            msgs, pq, mq = await self._queue.get()
+        me = asyncio.current_task()
+        while not self._stopping:
+            self._idle.add(me)
+            try:
+                msgs, pq, mq = await self._queue.get()
+            finally:
+                self._idle.discard(me)
             try:
                 await self._consume(msgs, pq, mq)
             except asyncio.CancelledError:
@@ -266,15 +286,15 @@ class OrderlyConsumeService:
     def start(self) -> None:
         """Nothing runs until messages arrive."""
 
-    async def shutdown(self) -> None:
-        """Let every running batch finish its listener call (bounded by the consume timeout)."""
+    async def shutdown(self, wait_ms: int) -> None:
+        """Let each running batch finish its listener call within ``wait_ms``, then cancel."""
         self._stopped = True
-        tasks = list(self._running.values())
+        tasks = [t for t in self._running.values() if not t.done()]
         if tasks:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(
-                    asyncio.gather(*tasks, return_exceptions=True), self.consume_timeout_ms / 1000.0
-                )
+            _, late = await asyncio.wait(tasks, timeout=wait_ms / 1000.0)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def quiesce(self, mq: MessageQueue, timeout_s: float) -> bool:
         """Wait (bounded) until no batch of ``mq`` is inside the listener; False on timeout.

@@ -23,8 +23,9 @@ Invariants (as the blocking consumer):
   GET_CONSUMER_RUNNING_INFO, GET_CONSUMER_STATUS_FROM_CLIENT, CONSUME_MESSAGE_DIRECTLY
   (concurrent listeners) and RESET_CONSUMER_CLIENT_OFFSET.
 * ``shutdown()`` (or leaving ``async with``, or cancellation of the task that awaits it)
-  cancels every pull task, stops the consume service, persists offsets, releases orderly
-  queue locks and unregisters: no task is left behind.
+  cancels every pull task, lets running listeners finish (``await_termination_millis_when_shutdown``,
+  10 s when 0, as the blocking consumer; then they are cancelled), persists offsets, releases
+  orderly queue locks and unregisters: no task is left behind.
 * A subscribed topic with no route yet is looked up again after 1 s doubling to 8 s until it
   exists (as the blocking consumer; Java waits for the 30 s route poll).
 """
@@ -59,7 +60,11 @@ from rocketq.client.config import (
     validate_topic,
 )
 from rocketq.client.consumer.allocate import AllocateMessageQueueStrategy
-from rocketq.client.consumer.listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from rocketq.client.consumer.listener import (
+    DEFAULT_SHUTDOWN_WAIT_MS,
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+)
 from rocketq.client.consumer.offset_store import ReadOffsetType
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.pull import build_pull_sys_flag
@@ -316,10 +321,12 @@ class AsyncPushConsumer:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            configured = self.config.await_termination_millis_when_shutdown
+            wait_ms = configured if configured > 0 else DEFAULT_SHUTDOWN_WAIT_MS
             if self._concurrent is not None:
-                await self._concurrent.shutdown()
+                await self._concurrent.shutdown(wait_ms)
             if self._orderly is not None:
-                await self._orderly.shutdown()
+                await self._orderly.shutdown(wait_ms)
             await self._persist_all()
             reb = self._rebalance
             if reb is not None:
