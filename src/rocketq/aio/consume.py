@@ -36,7 +36,12 @@ from rocketq.client.consumer.listener import (
     classify_consume_result,
 )
 from rocketq.client.consumer.process_queue import ProcessQueue
-from rocketq.client.consumer.retry import orderly_max_reconsume_times, split_concurrent_result
+from rocketq.client.consumer.retry import (
+    OrderlyAction,
+    orderly_action,
+    orderly_max_reconsume_times,
+    split_concurrent_result,
+)
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.protocol.heartbeat import MessageModel
 from rocketq.protocol.message import MessageConst, MessageExt, encode_properties
@@ -368,23 +373,29 @@ class OrderlyConsumeService:
         if pq.is_dropped():
             pq.rollback()
             return False
-        if status in (
-            ConsumeOrderlyStatus.SUCCESS,
-            ConsumeOrderlyStatus.COMMIT,
-            ConsumeOrderlyStatus.ROLLBACK,
-        ):
+        # ConsumeMessageOrderlyService.processConsumeResult, by the shared orderly_action rule
+        commit_offset = -1
+        keep_going = True
+        action = orderly_action(status, context.auto_commit)
+        if action in (OrderlyAction.COMMIT, OrderlyAction.COMMIT_ONLY):
             commit_offset = pq.commit()
+        if action in (OrderlyAction.COMMIT, OrderlyAction.KEEP):
             host.stats.inc_consume_ok_tps(host.consumer_group, mq.topic, len(msgs))
-        else:
+        elif action is OrderlyAction.ROLLBACK:
+            pq.rollback()
+            self._later(pq, mq, context.suspend_current_queue_time_millis)
+            keep_going = False
+        elif action is OrderlyAction.SUSPEND:
             host.stats.inc_consume_failed_tps(host.consumer_group, mq.topic, len(msgs))
             if await self._check_reconsume_times(msgs):
                 pq.make_message_to_consume_again(msgs)
                 self._later(pq, mq, context.suspend_current_queue_time_millis)
                 return False
-            commit_offset = pq.commit()
+            if context.auto_commit:
+                commit_offset = pq.commit()
         if commit_offset >= 0 and not pq.is_dropped():
             host.update_offset(mq, commit_offset, increase_only=False)
-        return True
+        return keep_going
 
     async def _check_reconsume_times(self, msgs: list[MessageExt]) -> bool:
         """``checkReconsumeTimes``: True to suspend and retry; messages over the max go to the DLQ."""

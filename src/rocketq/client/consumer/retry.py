@@ -16,16 +16,23 @@ Pure logic of ``ConsumeMessageConcurrentlyService.processConsumeResult``,
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 
-from rocketq.client.consumer.listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from rocketq.client.consumer.listener import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeOrderlyStatus,
+)
 from rocketq.protocol.message import Message, MessageConst, MessageExt
 from rocketq.protocol.mixall import retry_topic
 
 __all__ = [
     "DEFAULT_MAX_RECONSUME_CONCURRENT",
     "SEND_BACK_TIMEOUT_MS",
+    "OrderlyAction",
     "concurrent_max_reconsume_times",
+    "orderly_action",
     "orderly_max_reconsume_times",
     "retry_message",
     "split_concurrent_result",
@@ -71,3 +78,32 @@ def retry_message(msg: MessageExt, group: str, reconsume_time: int, max_reconsum
     new_msg = Message(retry_topic(group), msg.body, flag=msg.flag)
     new_msg.properties = props
     return new_msg
+
+
+class OrderlyAction(enum.Enum):
+    """What an orderly batch's status asks for (``ConsumeMessageOrderlyService.processConsumeResult``)."""
+
+    #: commit: the batch's offset (largest + 1) becomes the queue's offset (an ok count)
+    COMMIT = "COMMIT"
+    #: auto_commit=False SUCCESS: consumed, the offset stays until a COMMIT (an ok count)
+    KEEP = "KEEP"
+    #: auto_commit=False COMMIT: commit without counting
+    COMMIT_ONLY = "COMMIT_ONLY"
+    #: auto_commit=False ROLLBACK: the batch goes back and is consumed again after the suspend time
+    ROLLBACK = "ROLLBACK"
+    #: SUSPEND_CURRENT_QUEUE_A_MOMENT or a failure: retry the same messages (or DLQ them past
+    #: max_reconsume_times, then commit when auto_commit)
+    SUSPEND = "SUSPEND"
+
+
+def orderly_action(status: ConsumeOrderlyStatus, auto_commit: bool) -> OrderlyAction:
+    """The orderly result rule; with ``auto_commit`` COMMIT and ROLLBACK count as SUCCESS."""
+    if status == ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT:
+        return OrderlyAction.SUSPEND
+    if auto_commit:
+        return OrderlyAction.COMMIT
+    if status == ConsumeOrderlyStatus.SUCCESS:
+        return OrderlyAction.KEEP
+    if status == ConsumeOrderlyStatus.COMMIT:
+        return OrderlyAction.COMMIT_ONLY
+    return OrderlyAction.ROLLBACK
