@@ -8,6 +8,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +29,7 @@ from rocketq.client import (
 from rocketq.client.selectors import SelectMessageQueueByHash
 from rocketq.errors import BrokerError
 from rocketq.protocol.bodies import ConsumerRunningInfo
+from rocketq.protocol.heartbeat import MessageModel
 from rocketq.protocol.message import MessageExt
 from rocketq.testing.cluster import EmbeddedCluster
 from rocketq.testing.waits import async_wait_until, wait_for_dlq
@@ -365,3 +367,50 @@ def test_shutdown_bounds_a_hung_listener_and_its_message_is_redelivered(
             await async_wait_until(lambda: "only" in calls, 30, "the redelivery")
 
     asyncio.run(main())
+
+
+def test_broadcasting_delivers_every_message_to_every_consumer(
+    embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str], tmp_path: Path
+) -> None:
+    topic, group = unique_name("T"), unique_name("G")
+    embedded_cluster.create_topic(topic, 4)
+    received: list[list[bytes]] = [[], []]
+
+    def listener_into(sink: list[bytes]) -> Callable[[list[MessageExt], ConsumeConcurrentlyContext], object]:
+        async def listener(
+            msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
+        ) -> ConsumeConcurrentlyStatus:
+            sink.extend(m.body for m in msgs)
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        return listener
+
+    async def main() -> None:
+        consumers = []
+        for i in range(2):
+            c = _consumer(
+                embedded_cluster,
+                group,
+                topic,
+                message_model=MessageModel.BROADCASTING,
+                offset_store_dir=str(tmp_path / f"c{i}"),
+            )
+            c.register_message_listener(listener_into(received[i]))  # type: ignore[arg-type]
+            consumers.append(c)
+        for c in consumers:
+            await c.start()
+        try:
+            await async_wait_until(
+                lambda: all(len(c.assigned_queues(topic)) == 4 for c in consumers), 20, "all queues each"
+            )
+            async with AsyncProducer(unique_name("PG"), namesrv_addr=embedded_cluster.namesrv_addr) as p:
+                await asyncio.gather(*[p.send(Message(topic, f"m{i}".encode())) for i in range(100)])
+            await async_wait_until(lambda: all(len(r) >= 100 for r in received), 30, "everything, twice")
+        finally:
+            for c in consumers:
+                await c.shutdown()
+
+    asyncio.run(main())
+    expected = sorted(f"m{i}".encode() for i in range(100))
+    assert sorted(received[0]) == expected and sorted(received[1]) == expected
+    assert list(tmp_path.rglob("offsets.json")), "broadcasting offsets are kept in a local file"
