@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from rocketq.remoting.service_thread import PeriodicService
+from rocketq.common.service_thread import PeriodicService
 
 
 def test_runs_after_the_initial_delay_then_on_schedule_through_failures(

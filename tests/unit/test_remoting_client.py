@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from rocketq.common.service_thread import ServiceThread
 from rocketq.errors import (
     ClientError,
     ConnectError,
@@ -26,7 +27,6 @@ from rocketq.protocol.codes import RequestCode, ResponseCode, SerializeType
 from rocketq.protocol.frame import FLAG_ONEWAY, FLAG_RESPONSE, FrameDecoder, RemotingCommand, decode_frame
 from rocketq.remoting.client import RemotingClient, parse_addr
 from rocketq.remoting.server import Channel, RemotingServer, RequestProcessor, ServerThread
-from rocketq.remoting.service_thread import ServiceThread
 from tests.conftest import load_golden_frames
 
 pytestmark = pytest.mark.timeout(60)

@@ -44,6 +44,7 @@ from rocketq.client.api import MQClientAPI
 from rocketq.client.api_results import FindBrokerResult
 from rocketq.client.config import ClientConfig
 from rocketq.client.latency import TopicPublishInfo
+from rocketq.common.service_thread import PeriodicService, ServiceThread
 from rocketq.errors import ClientError, RocketqError
 from rocketq.protocol.codes import PermName, RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
@@ -59,7 +60,6 @@ from rocketq.protocol.heartbeat import (
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.route import BrokerData, QueueData, TopicRouteData
 from rocketq.remoting.client import RemotingClient
-from rocketq.remoting.service_thread import PeriodicService, ServiceThread
 
 __all__ = [
     "DEFAULT_MANAGER",

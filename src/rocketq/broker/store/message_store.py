@@ -47,7 +47,6 @@ from rocketq.broker.store.index import IndexService, index_key_hashes
 from rocketq.broker.store.mapped_file import MappedFile, now_ms
 from rocketq.broker.store.message_ext_broker_inner import MessageExtBrokerInner
 from rocketq.broker.store.read_path import contiguous_run
-from rocketq.broker.store.service_thread import PeriodicService, ServiceThread
 from rocketq.broker.store.status import (
     GetMessageResult,
     GetMessageStatus,
@@ -57,6 +56,7 @@ from rocketq.broker.store.status import (
     QueryMessageResult,
     StoreStats,
 )
+from rocketq.common.service_thread import PeriodicService, ServiceThread
 from rocketq.errors import IllegalArgumentError, MalformedFrameError
 from rocketq.protocol.message import (
     MAX_PROPERTIES_LENGTH,
@@ -67,7 +67,6 @@ from rocketq.protocol.message import (
     decode_record,
 )
 from rocketq.protocol.message_id import HostAddr
-from rocketq.remoting.service_thread import ServiceThread as BaseServiceThread
 
 __all__ = ["ArrivalListener", "MessageStore"]
 
@@ -125,7 +124,7 @@ class MessageStore:
             self.commit_log, self._all_consume_queues, self.index_service
         )
         self._group_commit: GroupCommitService | None = None
-        self._services: list[BaseServiceThread] = []
+        self._services: list[ServiceThread] = []
 
     # ================================================================== lifecycle
 

@@ -60,13 +60,13 @@ from rocketq.client.consumer.pull import (
     start_consumer_instance,
 )
 from rocketq.client.consumer.rebalance import RebalanceImpl, compute_pull_from_where
-from rocketq.client.consumer.schedule import TaskScheduler
 from rocketq.client.instance import (
     DEFAULT_MANAGER,
     MQClientInstance,
     MQClientManager,
     topic_route_to_subscribe_info,
 )
+from rocketq.common.scheduler import ScheduledExecutor
 from rocketq.errors import ClientError, IllegalArgumentError, RocketqError
 from rocketq.protocol.heartbeat import (
     ConsumeFromWhere,
@@ -230,7 +230,7 @@ class LitePullConsumer(ServiceLifecycle):
         self._wrapper: PullAPIWrapper | None = None
         self._admin: MQAdmin | None = None
         self._rebalance: _LiteRebalance | None = None
-        self._scheduler: TaskScheduler | None = None
+        self._scheduler: ScheduledExecutor | None = None
         self._next_auto_commit_ms = 0
 
     # ================================================================== lifecycle
@@ -256,8 +256,10 @@ class LitePullConsumer(ServiceLifecycle):
             self._rebalance = _LiteRebalance(self, instance, store)
             for sd in self._pending_subscriptions.values():
                 self._rebalance.add_subscription(sd)
-            self._scheduler = TaskScheduler(
-                f"{cfg.consumer_group}-lite-pull", min(cfg.pull_thread_nums, _MAX_WORKERS)
+            self._scheduler = ScheduledExecutor(
+                f"{cfg.consumer_group}-lite-pull",
+                threads=min(cfg.pull_thread_nums, _MAX_WORKERS),
+                join_timeout_s=60.0,
             )
             register_and_start(instance, cfg.consumer_group, self)
             self._instance = instance

@@ -65,11 +65,12 @@ from rocketq.client.consumer.pull import (
     register_and_start,
     start_consumer_instance,
 )
-from rocketq.client.consumer.pull_message_service import PullMessageService, PullRequest, ScheduledExecutor
+from rocketq.client.consumer.pull_message_service import PullMessageService, PullRequest
 from rocketq.client.consumer.rebalance_push import RebalancePushImpl
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
 from rocketq.client.producer import Producer
+from rocketq.common.scheduler import ScheduledExecutor
 from rocketq.errors import BrokerError, ClientError
 from rocketq.protocol.bodies import (
     CMResult,
@@ -424,7 +425,7 @@ class PushConsumer(ServiceLifecycle):
     def schedule(self, task: Callable[[], None], delay_ms: int) -> None:
         scheduler = self._scheduler
         if scheduler is not None:
-            scheduler.execute_task_later(task, delay_ms)
+            scheduler.schedule(task, delay_ms)
 
     def on_queues_changed(self, topic: str, owned: set[MessageQueue]) -> None:
         """``messageQueueChanged``: topic-level flow-control limits per queue, heartbeat now."""
