@@ -50,9 +50,9 @@ from rocketq.admin.models import (
     TopicGroupStats,
     TopicStatus,
 )
-from rocketq.client.api import MQClientAPI
 from rocketq.client.api_results import SendResult
 from rocketq.client.config import ClientConfig, parse_namesrv_addr, validate_group, validate_topic
+from rocketq.client.impl.mq_client_api import MQClientAPI
 from rocketq.client.instance import MQClientManager
 from rocketq.client.producer import Producer
 from rocketq.errors import BrokerError, ClientError, IllegalArgumentError, RocketqError

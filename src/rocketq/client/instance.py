@@ -40,9 +40,9 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Protocol, runtime_checkable
 
-from rocketq.client.api import MQClientAPI
 from rocketq.client.api_results import FindBrokerResult
 from rocketq.client.config import ClientConfig
+from rocketq.client.impl.mq_client_api import MQClientAPI
 from rocketq.client.latency import TopicPublishInfo
 from rocketq.common.service_thread import PeriodicService, ServiceThread
 from rocketq.errors import ClientError, RocketqError

@@ -5,7 +5,7 @@ message queue), both in short-lived Python workers. A full
 :class:`~rocketq.client.instance.MQClientInstance` (heartbeats, rebalancing, route polling
 threads) is the wrong tool there; :class:`SourceClient` is one
 :class:`~rocketq.remoting.client.RemotingClient` (one I/O thread) plus
-:class:`~rocketq.client.api.MQClientAPI`, the same typed RPCs every rocketq client uses.
+:class:`~rocketq.client.impl.mq_client_api.MQClientAPI`, the same typed RPCs every rocketq client uses.
 It mirrors what ``DefaultMQPullConsumerImpl``/``MQAdminImpl`` do for a pull consumer that
 owns its offsets (reference 6.2a, 7.2): route lookup, GET_MIN/MAX_OFFSET,
 SEARCH_OFFSET_BY_TIMESTAMP, PULL_MESSAGE with the SUBSCRIPTION flag and no COMMIT_OFFSET,
@@ -25,10 +25,10 @@ import logging
 from types import TracebackType
 from typing import Final
 
-from rocketq.client.api import MQClientAPI
 from rocketq.client.api_results import PullResult, PullStatus
 from rocketq.client.config import parse_namesrv_addr
 from rocketq.client.consumer.pull import build_pull_sys_flag
+from rocketq.client.impl.mq_client_api import MQClientAPI
 from rocketq.errors import BrokerError, ClientError
 from rocketq.protocol.codes import PermName, ResponseCode
 from rocketq.protocol.headers import PullMessageRequestHeader

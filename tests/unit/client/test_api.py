@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketq.client.api import MQClientAPI
 from rocketq.client.config import ClientConfig
+from rocketq.client.impl.mq_client_api import MQClientAPI
 from rocketq.client.instance import MQClientInstance
 from rocketq.errors import BrokerError
 from rocketq.protocol.codes import RequestCode, ResponseCode
