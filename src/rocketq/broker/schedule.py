@@ -28,19 +28,17 @@ from rocketq.broker.store import MessageExtBrokerInner, MessageStore, PutMessage
 from rocketq.common.service_thread import ServiceThread
 from rocketq.protocol import fastjson
 from rocketq.protocol.message import MessageConst, decode_record, encode_properties, tags_code
+from rocketq.protocol.mixall import RMQ_SYS_SCHEDULE_TOPIC, SCHEDULE_CONSUMER_GROUP
 
-__all__ = ["SCHEDULE_TOPIC", "ScheduleMessageService", "parse_delay_levels"]
+__all__ = ["ScheduleMessageService", "parse_delay_levels"]
 
 log = logging.getLogger(__name__)
 
-#: ``TopicValidator.RMQ_SYS_SCHEDULE_TOPIC``
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 _UNITS_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 #: ``DELAY_FOR_A_WHILE`` / ``DELAY_FOR_A_PERIOD``: re-check soon / back off after an error.
 _CHECK_INTERVAL_S = 0.1
 _ERROR_BACKOFF_S = 10.0
 _PERSIST_INTERVAL_S = 10.0
-_GROUP = "SCHEDULE_SERVICE"
 
 
 def parse_delay_levels(spec: str) -> dict[int, int]:
@@ -155,11 +153,13 @@ class ScheduleMessageService:
         while not self._loop.stopped:
             with self._lock:
                 offset = self.offset_table.get(level, 0)
-            min_offset = store.get_min_offset_in_queue(SCHEDULE_TOPIC, queue_id)
+            min_offset = store.get_min_offset_in_queue(RMQ_SYS_SCHEDULE_TOPIC, queue_id)
             offset = max(offset, min_offset)
-            if offset >= store.get_max_offset_in_queue(SCHEDULE_TOPIC, queue_id):
+            if offset >= store.get_max_offset_in_queue(RMQ_SYS_SCHEDULE_TOPIC, queue_id):
                 return delivered
-            result = store.get_message(_GROUP, SCHEDULE_TOPIC, queue_id, offset, 32, None)
+            result = store.get_message(
+                SCHEDULE_CONSUMER_GROUP, RMQ_SYS_SCHEDULE_TOPIC, queue_id, offset, 32, None
+            )
             if not result.buffers:
                 with self._lock:
                     self.offset_table[level] = max(result.next_begin_offset, offset)

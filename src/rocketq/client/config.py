@@ -30,6 +30,14 @@ from typing import Protocol, TypeVar
 from rocketq.errors import ClientError, IllegalArgumentError
 from rocketq.protocol.codes import LanguageCode, SerializeType
 from rocketq.protocol.heartbeat import ConsumeFromWhere, MessageModel
+from rocketq.protocol.mixall import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    CLIENT_INNER_PRODUCER_GROUP,
+    DEFAULT_CONSUMER_GROUP,
+    DEFAULT_PRODUCER_GROUP,
+    NOT_ALLOWED_SEND_TOPICS,
+    TOPIC_MAX_LENGTH,
+)
 
 __all__ = [
     "CLIENT_INNER_PRODUCER_GROUP",
@@ -55,29 +63,10 @@ __all__ = [
 NAMESRV_ADDR_ENV = "NAMESRV_ADDR"
 #: ``ClientConfig.instanceName`` default.
 DEFAULT_INSTANCE_NAME = "DEFAULT"
-#: ``MixAll.DEFAULT_PRODUCER_GROUP``
-DEFAULT_PRODUCER_GROUP = "DEFAULT_PRODUCER"
-#: ``MixAll.DEFAULT_CONSUMER_GROUP``
-DEFAULT_CONSUMER_GROUP = "DEFAULT_CONSUMER"
-#: ``MixAll.CLIENT_INNER_PRODUCER_GROUP``: never renamed to ``<pid>#<ns>``.
-CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 
-# Validators.CHARACTER_MAX_LENGTH / TOPIC_MAX_LENGTH and TopicValidator's pattern.
+# Validators.CHARACTER_MAX_LENGTH and TopicValidator's pattern.
 _GROUP_MAX_LENGTH = 255
-_TOPIC_MAX_LENGTH = 127
 _NAME_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-# TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET (4.9.7): system topics a producer may not use.
-_NOT_ALLOWED_SEND_TOPICS = frozenset(
-    {
-        "SCHEDULE_TOPIC_XXXX",
-        "RMQ_SYS_TRANS_HALF_TOPIC",
-        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-        "TRANS_CHECK_MAX_TIME_TOPIC",
-        "SELF_TEST_TOPIC",
-        "OFFSET_MOVED_EVENT",
-    }
-)
-_DEFAULT_TOPIC = "TBW102"
 
 
 def validate_topic(topic: str, *, for_send: bool = False) -> None:
@@ -93,13 +82,13 @@ def validate_topic(topic: str, *, for_send: bool = False) -> None:
 def _check_topic(topic: str, for_send: bool) -> None:
     if not topic.strip():
         raise IllegalArgumentError("the specified topic is blank")
-    if len(topic) > _TOPIC_MAX_LENGTH:
-        raise IllegalArgumentError(f"the specified topic is longer than topic max length {_TOPIC_MAX_LENGTH}")
+    if len(topic) > TOPIC_MAX_LENGTH:
+        raise IllegalArgumentError(f"the specified topic is longer than topic max length {TOPIC_MAX_LENGTH}")
     if not _NAME_PATTERN.match(topic):
         raise IllegalArgumentError(
             f"the specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
         )
-    if for_send and (topic in _NOT_ALLOWED_SEND_TOPICS or topic == _DEFAULT_TOPIC):
+    if for_send and (topic in NOT_ALLOWED_SEND_TOPICS or topic == AUTO_CREATE_TOPIC_KEY_TOPIC):
         # Validators.checkTopic refuses the auto-create template as a send target
         raise IllegalArgumentError(f"sending message to topic[{topic}] is forbidden")
 
@@ -243,7 +232,7 @@ class ProducerConfig:
     #: ``producerGroup``
     producer_group: str = DEFAULT_PRODUCER_GROUP
     #: ``createTopicKey``: the template topic for auto-creation.
-    create_topic_key: str = _DEFAULT_TOPIC
+    create_topic_key: str = AUTO_CREATE_TOPIC_KEY_TOPIC
     #: ``defaultTopicQueueNums``
     default_topic_queue_nums: int = 4
     #: ``sendMsgTimeout``: the whole send, retries included.

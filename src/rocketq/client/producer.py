@@ -80,7 +80,7 @@ from rocketq.protocol.message_id import decode_offset_msg_id, new_unique_id
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX
 from rocketq.protocol.route import TopicConfig
-from rocketq.remoting.client import host_addr_to_string
+from rocketq.remoting.helper import host_addr_to_string
 
 __all__ = ["Producer", "SendCallback", "SendResult", "SendStatus"]
 

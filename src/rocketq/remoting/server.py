@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import threading
 from collections.abc import Callable, Coroutine, Generator, Sequence
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from rocketq.errors import ConnectError, ProtocolError, RequestTimeoutError
 from rocketq.protocol.codes import ResponseCode
@@ -39,15 +38,13 @@ from rocketq.protocol.frame import (
     FrameDecoder,
     RemotingCommand,
 )
-from rocketq.remoting.client import exception_desc, machinery_response
+from rocketq.remoting.helper import RequestIdCounter, exception_desc, machinery_response
 
 __all__ = ["Channel", "ChannelListener", "LoopThread", "RemotingServer", "RequestProcessor", "ServerThread"]
 
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-_INT32_SPAN: Final = 1 << 32
-_INT32_MIN: Final = -(1 << 31)
 
 #: Called with the channel that connected or closed (``ChannelEventListener``).
 ChannelListener = Callable[["Channel"], None]
@@ -351,7 +348,7 @@ class RemotingServer:
         self._close_listeners: list[ChannelListener] = []
         self._channels: set[Channel] = set()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._opaques = itertools.count()
+        self._opaques = RequestIdCounter()
         self._server: asyncio.Server | None = None
         self._idle_task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -440,8 +437,7 @@ class RemotingServer:
 
     # ------------------------------------------------------------------ internals
     def _next_opaque(self) -> int:
-        # RemotingCommand.requestId: an AtomicInteger from 0 that wraps to Integer.MIN_VALUE.
-        return (next(self._opaques) - _INT32_MIN) % _INT32_SPAN + _INT32_MIN
+        return self._opaques.next()
 
     def _on_connect(self, channel: Channel) -> None:
         self._channels.add(channel)

@@ -15,7 +15,7 @@ from rocketq.errors import BrokerError
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import GetMaxOffsetRequestHeader
-from rocketq.remoting.client import host_addr_to_string, parse_addr
+from rocketq.remoting.helper import host_addr_to_string, parse_addr
 
 
 @given(st.ip_addresses(), st.integers(min_value=1, max_value=65535))

@@ -48,6 +48,7 @@ from rocketq.client.config import (
 from rocketq.client.consumer.allocate import AllocateMessageQueueStrategy
 from rocketq.client.consumer.consume_concurrently import ConsumeMessageConcurrentlyService
 from rocketq.client.consumer.consume_orderly import ConsumeMessageOrderlyService
+from rocketq.client.consumer.consumer_start import register_and_start, start_consumer_instance
 from rocketq.client.consumer.listener import (
     ConsumeMessageHook,
     MessageListenerConcurrently,
@@ -58,17 +59,11 @@ from rocketq.client.consumer.offset_store import (
     ReadOffsetType,
 )
 from rocketq.client.consumer.process_queue import ProcessQueue
-from rocketq.client.consumer.pull import (
-    MQAdmin,
-    PullAPIWrapper,
-    build_pull_sys_flag,
-    register_and_start,
-    start_consumer_instance,
-)
 from rocketq.client.consumer.pull_message_service import PullMessageService, PullRequest
 from rocketq.client.consumer.rebalance_push import RebalancePushImpl
 from rocketq.client.consumer.stats import ConsumerStatsManager
-from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
+from rocketq.client.impl.pull_api_wrapper import PullAPIWrapper, build_pull_sys_flag
+from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager, request_not_supported
 from rocketq.client.producer import Producer
 from rocketq.common.scheduler import ScheduledExecutor
 from rocketq.errors import BrokerError, ClientError
@@ -95,8 +90,8 @@ from rocketq.protocol.heartbeat import (
 )
 from rocketq.protocol.message import Message, MessageConst, MessageExt, decode_record
 from rocketq.protocol.message_queue import MessageQueue
-from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX, retry_topic
-from rocketq.remoting.client import host_addr_to_string
+from rocketq.protocol.mixall import CLIENT_INNER_PRODUCER_GROUP, RETRY_GROUP_TOPIC_PREFIX, retry_topic
+from rocketq.remoting.helper import host_addr_to_string
 
 __all__ = ["PushConsumer", "PushConsumerConfig"]
 
@@ -270,7 +265,7 @@ class PushConsumer(ServiceLifecycle):
                 cfg.consumer_group,
                 cfg.message_model,
                 store,
-                MQAdmin(instance),
+                instance.mq_admin_impl,
                 self,
                 self._strategy,
             )
@@ -531,7 +526,7 @@ class PushConsumer(ServiceLifecycle):
         with self._inner_producer_lock:
             if self._inner_producer is None:
                 producer = Producer(
-                    "CLIENT_INNER_PRODUCER", client_config=self.client_config, manager=self._manager
+                    CLIENT_INNER_PRODUCER_GROUP, client_config=self.client_config, manager=self._manager
                 )
                 producer.start()
                 self._inner_producer = producer
@@ -710,9 +705,7 @@ class PushConsumer(ServiceLifecycle):
                 body = ResetOffsetBody.from_json(request.body)
                 self.reset_offset(str(header.topic), body.offset_table)
             return None
-        return request.make_response(
-            ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
-        )
+        return request_not_supported(request)
 
     def running_info(self, *, jstack: bool = False) -> ConsumerRunningInfo:
         """``consumerRunningInfo``: what mqadmin consumerStatus and the dashboard show."""

@@ -40,7 +40,7 @@ from rocketq.client.consumer.pull_message_service import PullRequest
 from rocketq.errors import RocketqError
 from rocketq.protocol.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
 from rocketq.protocol.message_queue import MessageQueue
-from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX
+from rocketq.protocol.mixall import MASTER_ID, RETRY_GROUP_TOPIC_PREFIX
 
 __all__ = [
     "MessageQueueListener",
@@ -55,7 +55,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_MASTER_ID = 0
 #: ``RebalanceImpl.lock`` / ``lockAll`` RPC timeout.
 _LOCK_TIMEOUT_MS = 1000
 
@@ -349,7 +348,7 @@ class RebalanceImpl:
 
     # ------------------------------------------------------------------ orderly locks
     def _master(self, broker_name: str) -> str | None:
-        found = self.host.find_broker_address_in_subscribe(broker_name, _MASTER_ID, True)
+        found = self.host.find_broker_address_in_subscribe(broker_name, MASTER_ID, True)
         return found.broker_addr if found is not None else None
 
     def lock(self, mq: MessageQueue) -> bool:
