@@ -436,7 +436,7 @@ def _range(name: str, value: int, low: int, high: int, *, allow_minus_one: bool 
 class PushConsumerConfig:
     """``DefaultMQPushConsumer`` settings with the Java defaults (``checkConfig`` ranges)."""
 
-    consumer_group: str = "DEFAULT_CONSUMER"
+    consumer_group: str = DEFAULT_CONSUMER_GROUP
     #: CLUSTERING shares queues within the group; BROADCASTING delivers everything to everyone
     message_model: MessageModel = MessageModel.CLUSTERING
     consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET

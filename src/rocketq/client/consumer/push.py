@@ -90,7 +90,12 @@ from rocketq.protocol.heartbeat import (
 )
 from rocketq.protocol.message import Message, MessageConst, MessageExt, decode_record
 from rocketq.protocol.message_queue import MessageQueue
-from rocketq.protocol.mixall import CLIENT_INNER_PRODUCER_GROUP, RETRY_GROUP_TOPIC_PREFIX, retry_topic
+from rocketq.protocol.mixall import (
+    CLIENT_INNER_PRODUCER_GROUP,
+    DEFAULT_CONSUMER_GROUP,
+    RETRY_GROUP_TOPIC_PREFIX,
+    retry_topic,
+)
 from rocketq.remoting.helper import host_addr_to_string
 
 __all__ = ["PushConsumer", "PushConsumerConfig"]
@@ -129,7 +134,7 @@ class PushConsumer(ServiceLifecycle):
         allocate_strategy: AllocateMessageQueueStrategy | None = None,
         manager: MQClientManager | None = None,
     ) -> None:
-        cfg = config or PushConsumerConfig(consumer_group=consumer_group or "DEFAULT_CONSUMER")
+        cfg = config or PushConsumerConfig(consumer_group=consumer_group or DEFAULT_CONSUMER_GROUP)
         if consumer_group is not None and cfg.consumer_group != consumer_group:
             cfg = dataclasses.replace(cfg, consumer_group=consumer_group)
         ccfg = client_config or ClientConfig()
