@@ -213,7 +213,34 @@ class Channel:
         if not self._lost.done():
             self._lost.set_result(None)
 
-    # ------------------------------------------------------------------ reading
+    # ------------------------------------------------------------------ reading (the protocol's calls)
+    def received(self) -> None:
+        """Bytes arrived: the channel is active now (its idle clock restarts)."""
+        self.last_active = self._loop.time()
+
+    def hold_writes(self) -> None:
+        """Queue what is written until :meth:`release_writes` (one chunk's answers, one send)."""
+        self._batching = True
+
+    def release_writes(self) -> None:
+        """End :meth:`hold_writes`: send what was queued meanwhile."""
+        self._batching = False
+        if self._out:
+            self._flush()
+
+    def abort(self) -> None:
+        """Close at once and refuse further writes (a peer that sent a malformed frame)."""
+        self._close_now()
+        self.closed = True
+
+    def on_lost(self, exc: BaseException | None) -> None:
+        """The connection is gone: pending invokes fail with ConnectError, writes are dropped."""
+        self._on_lost(exc)
+
+    def on_response(self, cmd: RemotingCommand) -> None:
+        """A response from the peer to one of this channel's :meth:`invoke` calls."""
+        self._on_response(cmd)
+
     def _on_response(self, cmd: RemotingCommand) -> None:
         fut = self._pending.pop(cmd.opaque, None)
         if fut is None:
@@ -247,7 +274,7 @@ class _ServerProtocol(asyncio.Protocol):
         channel = self._channel
         if channel is None or channel.closed:
             return
-        channel.last_active = channel._loop.time()
+        channel.received()
         try:
             commands = self._decoder.feed(data)
         except ProtocolError as exc:
@@ -256,27 +283,24 @@ class _ServerProtocol(asyncio.Protocol):
             log.warning(
                 "%s: malformed frame from %s, closing it: %s", self._server.name, channel.remote_addr, exc
             )
-            channel._close_now()
-            channel.closed = True
+            channel.abort()
             return
         dispatch = self._server._dispatch
         # Responses produced while this chunk is handled leave together, in one send.
-        channel._batching = True
+        channel.hold_writes()
         try:
             for cmd in commands:
                 if cmd.flag & FLAG_RESPONSE:
-                    channel._on_response(cmd)
+                    channel.on_response(cmd)
                 else:
                     dispatch(channel, cmd)
         finally:
-            channel._batching = False
-            if channel._out:
-                channel._flush()
+            channel.release_writes()
 
     def connection_lost(self, exc: Exception | None) -> None:
         channel = self._channel
         if channel is not None:
-            channel._on_lost(exc)
+            channel.on_lost(exc)
             self._server._on_close(channel)
 
 

@@ -389,7 +389,7 @@ class LitePullConsumer(ServiceLifecycle):
                 if mq not in self._assigned:
                     pq = None
                     if rebalance is not None:
-                        pq = rebalance.process_queue_table.get(mq)
+                        pq = rebalance.process_queue(mq)
                     self._assigned[mq] = _QueueState(pq or ProcessQueue(clock_ms=self._clock_ms))
                     added.append(mq)
             running = self._state is ServiceState.RUNNING

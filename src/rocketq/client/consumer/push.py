@@ -234,8 +234,7 @@ class PushConsumer(ServiceLifecycle):
         self._subscriptions.pop(topic, None)
         reb = self._rebalance
         if reb is not None:
-            with reb._lock:
-                reb.subscription_inner.pop(topic, None)
+            reb.remove_subscription(topic, forget_queues=False)
 
     def register_message_listener(self, listener: MessageListenerConcurrently) -> None:
         """A concurrent listener: ``fn(msgs, context) -> ConsumeConcurrentlyStatus``."""
@@ -446,8 +445,7 @@ class PushConsumer(ServiceLifecycle):
         reb = self._rebalance
         if reb is None:
             return []
-        with reb._lock:
-            return list(reb.process_queue_table.items())
+        return reb.process_queues()
 
     def update_offset(self, mq: MessageQueue, offset: int, *, increase_only: bool) -> None:
         store = self._offset_store
@@ -579,8 +577,7 @@ class PushConsumer(ServiceLifecycle):
         store = self._offset_store
         if reb is None or wrapper is None or store is None:
             return
-        with reb._lock:
-            sd = reb.subscription_inner.get(pr.message_queue.topic)
+        sd = reb.subscription(pr.message_queue.topic)
         if sd is None:
             service.execute_pull_request_later(pr, exception_delay)
             return
@@ -783,8 +780,7 @@ class PushConsumer(ServiceLifecycle):
                     store.persist(mq)
             for mq, _ in self.process_queues():
                 if mq.topic == topic:
-                    with reb._lock:
-                        reb.process_queue_table.pop(mq, None)
+                    reb.forget_process_queue(mq)
         finally:
             self._paused = False
         instance.rebalance_immediately()
