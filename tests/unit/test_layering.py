@@ -16,6 +16,9 @@ from __future__ import annotations
 import ast
 import pathlib
 import re
+import socket
+
+import pytest
 
 from rocketq.protocol import mixall
 
@@ -173,3 +176,9 @@ def test_one_service_thread_and_one_scheduler() -> None:
         "PeriodicService": ["rocketq/common/service_thread.py"],
         "ScheduledExecutor": ["rocketq/common/scheduler.py"],
     }
+
+
+def test_the_unit_tier_refuses_tcp() -> None:
+    """tests/unit/conftest.py keeps socket tests out of this tier (they live in tests/component)."""
+    with pytest.raises(AssertionError, match="tests/component"):
+        socket.create_connection(("127.0.0.1", 9), timeout=0.1)
