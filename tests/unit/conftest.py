@@ -8,7 +8,7 @@ unconnected UDP socket (the local-IP lookup of ``message_id``; no packet leaves)
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -23,7 +23,6 @@ def _guard(original: Callable[..., object]) -> Callable[..., object]:
 
 
 @pytest.fixture(autouse=True)
-def _no_tcp(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _no_tcp(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("connect", "connect_ex", "bind"):
         monkeypatch.setattr(socket.socket, name, _guard(getattr(socket.socket, name)))
-    yield

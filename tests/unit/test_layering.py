@@ -180,5 +180,8 @@ def test_one_service_thread_and_one_scheduler() -> None:
 
 def test_the_unit_tier_refuses_tcp() -> None:
     """tests/unit/conftest.py keeps socket tests out of this tier (they live in tests/component)."""
-    with pytest.raises(AssertionError, match="tests/component"):
-        socket.create_connection(("127.0.0.1", 9), timeout=0.1)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        with pytest.raises(AssertionError, match="tests/component"):
+            sock.connect(("127.0.0.1", 9))
+        with pytest.raises(AssertionError, match="tests/component"):
+            sock.bind(("127.0.0.1", 0))
