@@ -55,7 +55,15 @@ class RequestProcessor(Protocol):
 
     ``process`` returns the response, or None for no response now (oneway requests, or a
     processor that answers later with :meth:`Channel.write`, e.g. a held long-poll pull).
-    It runs on the event loop and offloads blocking work itself. A processor may also
+    It runs on the event loop, so whatever it does inline holds every connection of the
+    server. The broker's processors run store work inline on purpose: a put copies into the
+    mapped commit log and a pull slices it (microseconds, no disk wait; SYNC_FLUSH waits are
+    awaited, not blocked on). The bound is the page cache: a page fault on a mapped file under
+    memory pressure or a new commit-log segment stalls the loop for as long as it takes.
+    Work that waits on the network or the disk by design (name-server registration, file
+    persistence) is offloaded by the processor to an executor. Java's send and pull thread
+    pools were measured as an alternative and cost throughput (``benchmarks/README.md``,
+    "The broker's event loop"). A processor may also
     define ``reject_request() -> bool`` (``NettyRequestProcessor.rejectRequest``): True makes
     the server answer SYSTEM_BUSY without calling ``process``.
     """
