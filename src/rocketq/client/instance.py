@@ -8,11 +8,13 @@ Threading model (STYLE habit 6), per instance:
 
 * ONE remoting I/O thread (``<client id>-io``) owned by the :class:`RemotingClient`, plus
   its small handler pool for broker->client requests;
-* four :class:`ServiceThread` loops: route refresh (every ``poll_name_server_interval_ms``,
-  first after 10 ms), heartbeat + offline-broker cleanup (every
-  ``heartbeat_broker_interval_ms``, first after 1 s), consumer-offset persist (every
-  ``persist_consumer_offset_interval_ms``, first after 10 s) and rebalance (every
-  ``rebalance_interval_ms`` or at once after :meth:`MQClientInstance.rebalance_immediately`);
+* :class:`~rocketq.common.service_thread.PeriodicService` loops: route refresh (every
+  ``poll_name_server_interval_ms``, first after 10 ms) and heartbeat + offline-broker cleanup
+  (every ``heartbeat_broker_interval_ms``, first after 1 s) from :meth:`MQClientInstance.start`;
+  consumer-offset persist (every ``persist_consumer_offset_interval_ms``, first after 10 s) and
+  rebalance (every ``rebalance_interval_ms`` or at once after
+  :meth:`MQClientInstance.rebalance_immediately`) only once a consumer is registered, so a
+  producer-only instance runs two loops, not four;
 * a lazily created callback pool (``<client id>-callback``) where user callbacks and
   async-send retries run, never on the I/O thread.
 
@@ -196,10 +198,6 @@ class MQClientInstance:
             self.remoting.start()
             cfg = self.config
             cid = self.client_id
-            # RebalanceService waits first: consumers call rebalance_immediately() on start.
-            self._rebalance = _periodic(
-                f"{cid}-rebalance", self.do_rebalance, cfg.rebalance_interval_ms, cfg.rebalance_interval_ms
-            )
             self._threads = [
                 _periodic(
                     f"{cid}-route",
@@ -208,16 +206,35 @@ class MQClientInstance:
                     cfg.poll_name_server_interval_ms,
                 ),
                 _periodic(f"{cid}-heartbeat", self._heartbeat_round, 1000, cfg.heartbeat_broker_interval_ms),
-                _periodic(
-                    f"{cid}-persist",
-                    self.persist_all_consumer_offset,
-                    10_000,
-                    cfg.persist_consumer_offset_interval_ms,
-                ),
-                self._rebalance,
             ]
             for thread in self._threads:
                 thread.start()
+            if self._consumers:
+                self._start_consumer_loops()
+
+    def _start_consumer_loops(self) -> None:
+        """The offset-persist and rebalance loops, once the instance has a consumer (under
+        ``_lock``): a producer-only instance runs neither."""
+        if self._rebalance is not None or not self._started or self._shutdown:
+            return
+        cfg = self.config
+        cid = self.client_id
+        # RebalanceService waits first: consumers call rebalance_immediately() on start.
+        self._rebalance = _periodic(
+            f"{cid}-rebalance", self.do_rebalance, cfg.rebalance_interval_ms, cfg.rebalance_interval_ms
+        )
+        loops = [
+            _periodic(
+                f"{cid}-persist",
+                self.persist_all_consumer_offset,
+                10_000,
+                cfg.persist_consumer_offset_interval_ms,
+            ),
+            self._rebalance,
+        ]
+        self._threads.extend(loops)
+        for thread in loops:
+            thread.start()
 
     def shutdown(self) -> None:
         """Stop every loop and the remoting client (joined); unregistered from the manager.
@@ -284,6 +301,7 @@ class MQClientInstance:
             if group in self._consumers:
                 return False
             self._consumers[group] = consumer
+            self._start_consumer_loops()
             return True
 
     def unregister_consumer(self, group: str) -> None:
