@@ -24,8 +24,6 @@ import re
 import socket
 import time
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Protocol, TypeVar
 
 from rocketq.errors import ClientError, IllegalArgumentError
 from rocketq.protocol.codes import LanguageCode, SerializeType
@@ -50,7 +48,6 @@ __all__ = [
     "ProducerConfig",
     "PullConsumerConfig",
     "PushConsumerConfig",
-    "ServiceState",
     "SubscriptionType",
     "change_instance_name_to_pid",
     "local_client_ip",
@@ -276,47 +273,6 @@ class ProducerConfig:
         for name in ("retry_times_when_send_failed", "retry_times_when_send_async_failed"):
             if getattr(self, name) < 0:
                 raise IllegalArgumentError(f"{name} must be >= 0")
-
-
-class ServiceState(enum.Enum):
-    """``org.apache.rocketmq.common.ServiceState``: the life cycle of a producer or consumer."""
-
-    CREATE_JUST = "CREATE_JUST"
-    RUNNING = "RUNNING"
-    SHUTDOWN_ALREADY = "SHUTDOWN_ALREADY"
-    START_FAILED = "START_FAILED"
-
-    def check_startable(self, service: str) -> None:
-        """Raise the Java client's "service state not OK" error unless this is CREATE_JUST."""
-        if self is not ServiceState.CREATE_JUST:
-            raise ClientError(f"the {service} service state not OK, maybe started once, {self.name}")
-
-
-class _Service(Protocol):
-    def start(self) -> None: ...
-
-    def shutdown(self) -> None: ...
-
-
-_S = TypeVar("_S", bound=_Service)
-
-
-class ServiceLifecycle:
-    """The context-manager side of a producer's or consumer's life cycle: ``with`` starts the
-    service (:meth:`start`) and shuts it down (:meth:`shutdown`) when the block ends, also on
-    an exception (which is not suppressed)."""
-
-    def __enter__(self: _S) -> _S:
-        self.start()
-        return self
-
-    def __exit__(
-        self: _Service,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.shutdown()
 
 
 class SubscriptionType(enum.Enum):

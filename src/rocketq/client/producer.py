@@ -48,8 +48,6 @@ from rocketq.client.config import (
     CLIENT_INNER_PRODUCER_GROUP,
     ClientConfig,
     ProducerConfig,
-    ServiceLifecycle,
-    ServiceState,
     change_instance_name_to_pid,
     validate_topic,
 )
@@ -57,6 +55,7 @@ from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientM
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
 from rocketq.client.produce_accumulator import ProduceAccumulator
 from rocketq.client.selectors import SelectorLike, as_selector
+from rocketq.common.service_state import ServiceLifecycle, ServiceState
 from rocketq.errors import (
     BrokerError,
     ClientError,

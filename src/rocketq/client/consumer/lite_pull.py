@@ -38,14 +38,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 
 from rocketq.client.api_results import PullResult, PullStatus
-from rocketq.client.config import (
-    ClientConfig,
-    LitePullConsumerConfig,
-    ServiceLifecycle,
-    ServiceState,
-    SubscriptionType,
-    validate_topic,
-)
+from rocketq.client.config import ClientConfig, LitePullConsumerConfig, SubscriptionType, validate_topic
 from rocketq.client.consumer.allocate import AllocateMessageQueueStrategy
 from rocketq.client.consumer.consumer_start import register_and_start, start_consumer_instance
 from rocketq.client.consumer.offset_store import (
@@ -59,6 +52,7 @@ from rocketq.client.impl.pull_api_wrapper import PullAPIWrapper, build_pull_sys_
 from rocketq.client.impl.topic_route import topic_route_to_subscribe_info
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager, request_not_supported
 from rocketq.common.scheduler import ScheduledExecutor
+from rocketq.common.service_state import ServiceLifecycle, ServiceState
 from rocketq.errors import ClientError, IllegalArgumentError, RocketqError
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.heartbeat import (

@@ -32,7 +32,7 @@ import threading
 from collections.abc import Callable
 
 from rocketq.client.api_results import PullResult, PullStatus
-from rocketq.client.config import ClientConfig, PullConsumerConfig, ServiceLifecycle, ServiceState
+from rocketq.client.config import ClientConfig, PullConsumerConfig
 from rocketq.client.consumer.allocate import AllocateMessageQueueStrategy
 from rocketq.client.consumer.consumer_start import register_and_start, start_consumer_instance
 from rocketq.client.consumer.offset_store import OffsetStore, ReadOffsetType
@@ -41,6 +41,7 @@ from rocketq.client.impl.mq_admin_impl import MQAdminImpl
 from rocketq.client.impl.pull_api_wrapper import PullAPIWrapper, build_pull_sys_flag
 from rocketq.client.impl.topic_route import topic_route_to_subscribe_info
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager, request_not_supported
+from rocketq.common.service_state import ServiceLifecycle, ServiceState
 from rocketq.errors import ClientError, IllegalArgumentError
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.heartbeat import (

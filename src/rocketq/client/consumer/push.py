@@ -38,13 +38,7 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from rocketq.client.api_results import PullResult, PullStatus
-from rocketq.client.config import (
-    ClientConfig,
-    PushConsumerConfig,
-    ServiceLifecycle,
-    ServiceState,
-    validate_topic,
-)
+from rocketq.client.config import ClientConfig, PushConsumerConfig, validate_topic
 from rocketq.client.consumer.allocate import AllocateMessageQueueStrategy
 from rocketq.client.consumer.consume_concurrently import ConsumeMessageConcurrentlyService
 from rocketq.client.consumer.consume_orderly import ConsumeMessageOrderlyService
@@ -66,6 +60,7 @@ from rocketq.client.impl.pull_api_wrapper import PullAPIWrapper, build_pull_sys_
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager, request_not_supported
 from rocketq.client.producer import Producer
 from rocketq.common.scheduler import ScheduledExecutor
+from rocketq.common.service_state import ServiceLifecycle, ServiceState
 from rocketq.errors import BrokerError, ClientError
 from rocketq.protocol.bodies import (
     CMResult,

@@ -29,11 +29,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from rocketq.client.config import ClientConfig, PullConsumerConfig, ServiceLifecycle
+from rocketq.client.config import ClientConfig, PullConsumerConfig
 from rocketq.client.consumer.allocate import AllocateMessageQueueStrategy
 from rocketq.client.consumer.pull import PullConsumer
 from rocketq.client.instance import MQClientManager
 from rocketq.common.scheduler import ScheduledExecutor
+from rocketq.common.service_state import ServiceLifecycle
 from rocketq.errors import ClientError
 from rocketq.protocol.heartbeat import MessageModel
 from rocketq.protocol.message_queue import MessageQueue
