@@ -185,3 +185,30 @@ def test_the_unit_tier_refuses_tcp() -> None:
             sock.connect(("127.0.0.1", 9))
         with pytest.raises(AssertionError, match="tests/component"):
             sock.bind(("127.0.0.1", 0))
+
+
+def test_one_place_builds_a_pull_request() -> None:
+    """``PullMessageRequestHeader(...)`` is built in PullAPIWrapper only (the broker decodes it)."""
+    built = []
+    for rel, tree in SOURCES:
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "PullMessageRequestHeader"
+            ):
+                built.append(rel)
+    assert built == ["rocketq/client/impl/pull_api_wrapper.py"]
+
+
+def test_one_place_turns_a_route_into_queues() -> None:
+    """``topicRouteData2TopicSubscribeInfo`` is written once: no other client, admin or Spark
+    module makes MessageQueues out of a QueueData's ``read_queue_nums``."""
+    pattern = re.compile(r"MessageQueue\([^)]*\bi\)\s+for i in range\(\w+\.read_queue_nums\)")
+    walkers = sorted(
+        rel
+        for rel, tree in SOURCES
+        if rel.startswith(("rocketq/client/", "rocketq/spark/", "rocketq/admin/"))
+        and pattern.search(ast.unparse(tree))
+    )
+    assert walkers == ["rocketq/client/impl/topic_route.py"]
