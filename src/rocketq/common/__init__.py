@@ -1,6 +1,7 @@
 """rocketq.common: plumbing shared by every floor above ``protocol/`` (client, broker, name
 server, admin, edges), as Java's ``rocketmq-common`` module is.
 
+* :mod:`rocketq.common.file_lock` — an exclusive lock on a store or config directory.
 * :mod:`rocketq.common.log_limiter` — :class:`LogLimiter`, rate-limited repeats of a log line.
 * :mod:`rocketq.common.service_thread` — :class:`ServiceThread` (``ServiceThread``), the one
   base of every background loop, and :class:`PeriodicService` (a fixed-rate task with wakeup).
