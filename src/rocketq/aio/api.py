@@ -1,12 +1,12 @@
 """AsyncMQClientAPI: one awaitable method per remoting RPC the asyncio client makes.
 
-The asyncio counterpart of :class:`rocketq.client.api.MQClientAPI` (Java's ``MQClientAPIImpl``)
+The asyncio counterpart of :class:`rocketq.client.impl.mq_client_api.MQClientAPI` (Java's ``MQClientAPIImpl``)
 over :class:`~rocketq.aio.remoting.AsyncRemotingClient`. Frames are built from the same
 declarative headers and bodies, and answers are read by the sync API's own response
 processors (``process_send_response``, ``process_pull_response``, ``check_response``), so both
 clients put identical bytes on the wire and map codes to results and errors identically.
 
-Invariants: as :mod:`rocketq.client.api` — a non-success code raises
+Invariants: as :mod:`rocketq.client.impl.mq_client_api` — a non-success code raises
 :class:`~rocketq.errors.BrokerError` except where Java maps codes to statuses; transport
 failures raise :class:`~rocketq.errors.RemotingError` subclasses; a request that raised
 :class:`~rocketq.errors.RequestTimeoutError` may still have been executed. Name servers: one is
@@ -21,8 +21,8 @@ import random
 from collections.abc import Iterable, Sequence
 
 from rocketq.aio.remoting import AsyncRemotingClient
-from rocketq.client.api import MQClientAPI, check_response
 from rocketq.client.api_results import PullResult, SendResult
+from rocketq.client.impl.mq_client_api import MQClientAPI, check_response
 from rocketq.errors import ClientError, ConnectError, RemotingError
 from rocketq.protocol.bodies import (
     GetConsumerListByGroupResponseBody,

@@ -13,8 +13,8 @@ NOTIFY_CONSUMER_IDS_CHANGED). :meth:`AsyncClientInstance.close` cancels and awai
 and closes the connections: no task and no thread survives it.
 
 Invariants: the publish and subscribe queue lists come from the sync client's own
-:func:`~rocketq.client.instance.topic_route_to_publish_info` and
-:func:`~rocketq.client.instance.topic_route_to_subscribe_info`; the broker address table is the
+:func:`~rocketq.client.impl.topic_route.topic_route_to_publish_info` and
+:func:`~rocketq.client.impl.topic_route.topic_route_to_subscribe_info`; the broker address table is the
 union over all routes, pruned of brokers no route mentions (``cleanOfflineBroker``).
 """
 
@@ -31,13 +31,14 @@ from rocketq.aio.api import AsyncMQClientAPI
 from rocketq.aio.remoting import AsyncRemotingClient, RequestHook
 from rocketq.client.api_results import FindBrokerResult
 from rocketq.client.config import ClientConfig
-from rocketq.client.instance import MASTER_ID, topic_route_to_publish_info, topic_route_to_subscribe_info
+from rocketq.client.impl.topic_route import topic_route_to_publish_info, topic_route_to_subscribe_info
 from rocketq.client.latency import TopicPublishInfo
 from rocketq.errors import ClientError, RocketqError
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.heartbeat import ConsumerData, HeartbeatData, ProducerData
 from rocketq.protocol.message_queue import MessageQueue
+from rocketq.protocol.mixall import MASTER_ID
 from rocketq.protocol.route import TopicRouteData
 
 __all__ = ["AsyncClientInstance", "AsyncConsumerInner", "AsyncProducerInner"]

@@ -36,7 +36,6 @@ from rocketq.client.api_results import PullStatus
 from rocketq.client.config import (
     ClientConfig,
     LitePullConsumerConfig,
-    ServiceState,
     SubscriptionType,
     change_instance_name_to_pid,
     validate_topic,
@@ -51,8 +50,9 @@ from rocketq.client.consumer.lite_pull import (
 )
 from rocketq.client.consumer.offset_store import LocalFileOffsetStore, ReadOffsetType
 from rocketq.client.consumer.process_queue import ProcessQueue
-from rocketq.client.consumer.pull import build_pull_sys_flag
-from rocketq.client.instance import topic_route_to_subscribe_info
+from rocketq.client.impl.pull_api_wrapper import build_pull_sys_flag
+from rocketq.client.impl.topic_route import topic_route_to_subscribe_info
+from rocketq.common.service_state import ServiceState
 from rocketq.errors import ClientError, IllegalArgumentError, RocketqError
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.frame import RemotingCommand

@@ -37,7 +37,6 @@ from rocketq.client.api_results import SendResult
 from rocketq.client.config import (
     ClientConfig,
     ProducerConfig,
-    ServiceState,
     change_instance_name_to_pid,
     validate_topic,
 )
@@ -53,6 +52,7 @@ from rocketq.client.send_prep import (
     select_with,
     send_header,
 )
+from rocketq.common.service_state import ServiceState
 from rocketq.errors import BrokerError, ClientError, RemotingError, RequestTimeoutError
 from rocketq.protocol.message import Message
 from rocketq.protocol.message_queue import MessageQueue

@@ -56,7 +56,6 @@ from rocketq.client.config import (
     CLIENT_INNER_PRODUCER_GROUP,
     ClientConfig,
     PushConsumerConfig,
-    ServiceState,
     validate_topic,
 )
 from rocketq.client.consumer.allocate import AllocateMessageQueueStrategy
@@ -67,10 +66,11 @@ from rocketq.client.consumer.listener import (
 )
 from rocketq.client.consumer.offset_store import ReadOffsetType
 from rocketq.client.consumer.process_queue import ProcessQueue
-from rocketq.client.consumer.pull import build_pull_sys_flag
 from rocketq.client.consumer.push import ROUTE_RETRY_FIRST_MS, ROUTE_RETRY_MAX_MS
 from rocketq.client.consumer.retry import SEND_BACK_TIMEOUT_MS, concurrent_max_reconsume_times, retry_message
 from rocketq.client.consumer.stats import ConsumerStatsManager
+from rocketq.client.impl.pull_api_wrapper import build_pull_sys_flag
+from rocketq.common.service_state import ServiceState
 from rocketq.errors import BrokerError, ClientError, RocketqError
 from rocketq.protocol.bodies import (
     CMResult,
@@ -92,7 +92,7 @@ from rocketq.protocol.heartbeat import (
 from rocketq.protocol.message import MessageConst, MessageExt, decode_record
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX, retry_topic
-from rocketq.remoting.client import host_addr_to_string
+from rocketq.remoting.helper import host_addr_to_string
 
 __all__ = ["AsyncPushConsumer"]
 

@@ -10,7 +10,8 @@ start offset of a queue without a stored offset by
 
 :class:`AsyncPullAPIWrapper` mirrors ``PullAPIWrapper``: the broker to ask per queue (the
 suggested broker id of the last answer), the PULL_MESSAGE header, decoding and the client-side
-tag re-filter (:func:`rocketq.client.consumer.pull.filter_by_tags`).
+tag re-filter (:func:`rocketq.client.impl.pull_api_wrapper.build_pull_header` and
+:func:`~rocketq.client.impl.pull_api_wrapper.decode_pull_result`, shared with ``PullAPIWrapper``).
 
 Invariants: as ``RebalanceImpl`` — ``process_queue_table`` holds exactly the owned queues;
 the owner's ``queues_changed`` hook runs only when a topic's owned set changed; orderly
@@ -25,7 +26,7 @@ from collections.abc import Awaitable, Callable
 
 from rocketq.aio.instance import AsyncClientInstance
 from rocketq.aio.offset_store import AsyncOffsetStore
-from rocketq.client.api_results import PullResult, PullStatus
+from rocketq.client.api_results import PullResult
 from rocketq.client.consumer.allocate import (
     AllocateMessageQueueAveragely,
     AllocateMessageQueueStrategy,
@@ -33,21 +34,18 @@ from rocketq.client.consumer.allocate import (
 )
 from rocketq.client.consumer.offset_store import ReadOffsetType
 from rocketq.client.consumer.process_queue import ProcessQueue
-from rocketq.client.consumer.pull import filter_by_tags
 from rocketq.client.consumer.rebalance import (
     START_MAX,
     START_SEARCH,
     rebalance_diff,
     start_without_offset,
 )
-from rocketq.client.instance import MASTER_ID
+from rocketq.client.impl.pull_api_wrapper import build_pull_header, decode_pull_result
 from rocketq.errors import ClientError, RocketqError
 from rocketq.protocol.codes import PullSysFlag
-from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.protocol.heartbeat import ConsumeFromWhere, MessageModel, SubscriptionData
-from rocketq.protocol.message import MessageConst, decode_records, encode_properties
 from rocketq.protocol.message_queue import MessageQueue
-from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX
+from rocketq.protocol.mixall import MASTER_ID, RETRY_GROUP_TOPIC_PREFIX
 
 __all__ = ["AsyncPullAPIWrapper", "AsyncRebalance", "compute_pull_from_where"]
 
@@ -304,33 +302,19 @@ class AsyncPullAPIWrapper:
             found = inst.find_broker_address_in_subscribe(mq.broker_name, bid, False)
         if found is None:
             raise ClientError(f"The broker[{mq.broker_name}] not exist")
-        flag = sys_flag & ~PullSysFlag.COMMIT_OFFSET if found.slave else sys_flag
-        header = PullMessageRequestHeader(
-            consumer_group=self.consumer_group,
-            topic=mq.topic,
-            queue_id=mq.queue_id,
-            queue_offset=offset,
-            max_msg_nums=max_nums,
+        flag = sys_flag & ~PullSysFlag.COMMIT_OFFSET if found.slave else sys_flag  # only masters commit
+        header = build_pull_header(
+            self.consumer_group,
+            mq,
+            offset,
+            max_nums,
             sys_flag=int(flag),
             commit_offset=commit_offset,
             suspend_timeout_millis=suspend_ms,
             subscription=subscription.sub_string,
-            sub_version=subscription.sub_version,
+            sub_version=subscription.sub_version or 0,
             expression_type=subscription.expression_type,
-            bname=mq.broker_name,
         )
         result = await inst.api.pull_message(found.broker_addr, header, timeout_ms)
         self._pull_from_which_node[mq] = result.suggest_which_broker_id
-        if result.pull_status is PullStatus.FOUND:
-            msgs = filter_by_tags(decode_records(result.message_binary), subscription)
-            offsets = {
-                MessageConst.MIN_OFFSET: str(result.min_offset),
-                MessageConst.MAX_OFFSET: str(result.max_offset),
-            }
-            encoded = encode_properties(offsets)
-            for msg in msgs:
-                msg.put_properties_lazily(offsets, encoded)
-                msg.broker_name = mq.broker_name
-            result.msg_found_list = msgs
-        result.message_binary = b""
-        return result
+        return decode_pull_result(mq, result, subscription)

@@ -33,10 +33,9 @@ have been executed by the server.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Final, cast
+from typing import cast
 
 from rocketq.errors import ClientError, ConnectError, ProtocolError, RequestTimeoutError
 from rocketq.protocol.codes import ResponseCode
@@ -47,7 +46,7 @@ from rocketq.protocol.frame import (
     FrameDecoder,
     RemotingCommand,
 )
-from rocketq.remoting.client import exception_desc, machinery_response, parse_addr
+from rocketq.remoting.helper import RequestIdCounter, exception_desc, machinery_response, parse_addr
 
 __all__ = ["AsyncRemotingClient", "AsyncRequestHandler", "RequestHook"]
 
@@ -57,9 +56,6 @@ log = logging.getLogger(__name__)
 AsyncRequestHandler = Callable[[RemotingCommand, str], Awaitable[RemotingCommand | None]]
 #: ``(server address, request)``: runs before every outgoing request is encoded (RPCHook).
 RequestHook = Callable[[str, RemotingCommand], None]
-
-_INT32_SPAN: Final = 1 << 32
-_INT32_MIN: Final = -(1 << 31)
 
 
 class _Connection(asyncio.Protocol):
@@ -180,7 +176,7 @@ class AsyncRemotingClient:
         self._conns: dict[str, _Connection] = {}
         self._connecting: dict[str, asyncio.Future[_Connection]] = {}
         self._handlers: set[asyncio.Task[None]] = set()
-        self._opaques = itertools.count()
+        self._opaques = RequestIdCounter()
         self._closed = False
 
     # ================================================================== lifecycle
@@ -272,8 +268,7 @@ class AsyncRemotingClient:
     def _prepare(self, addr: str, request: RemotingCommand) -> int:
         for hook in self._hooks:
             hook(addr, request)
-        # RemotingCommand.requestId: an AtomicInteger from 0 that wraps to Integer.MIN_VALUE.
-        opaque = (next(self._opaques) - _INT32_MIN) % _INT32_SPAN + _INT32_MIN
+        opaque = self._opaques.next()
         request.opaque = opaque
         return opaque
 

@@ -48,8 +48,6 @@ from rocketq.client.config import (
     CLIENT_INNER_PRODUCER_GROUP,
     ClientConfig,
     ProducerConfig,
-    ServiceLifecycle,
-    ServiceState,
     change_instance_name_to_pid,
     validate_topic,
 )
@@ -66,6 +64,7 @@ from rocketq.client.send_prep import (
     select_with,
     send_header,
 )
+from rocketq.common.service_state import ServiceLifecycle, ServiceState
 from rocketq.errors import (
     BrokerError,
     ClientError,
@@ -82,7 +81,7 @@ from rocketq.protocol.message import (
 from rocketq.protocol.message_id import decode_offset_msg_id
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.route import TopicConfig
-from rocketq.remoting.client import host_addr_to_string
+from rocketq.remoting.helper import host_addr_to_string
 
 __all__ = ["Producer", "SendCallback", "SendResult", "SendStatus"]
 
