@@ -31,7 +31,12 @@ from rocketq.aio.api import AsyncMQClientAPI
 from rocketq.aio.remoting import AsyncRemotingClient, RequestHook
 from rocketq.client.api_results import FindBrokerResult
 from rocketq.client.config import ClientConfig
-from rocketq.client.impl.topic_route import topic_route_to_publish_info, topic_route_to_subscribe_info
+from rocketq.client.impl.topic_route import (
+    prune_offline_brokers,
+    select_subscribe_addr,
+    topic_route_to_publish_info,
+    topic_route_to_subscribe_info,
+)
 from rocketq.client.latency import TopicPublishInfo
 from rocketq.errors import ClientError, RocketqError
 from rocketq.protocol.codes import RequestCode, ResponseCode
@@ -204,19 +209,11 @@ class AsyncClientInstance:
     def find_broker_address_in_subscribe(
         self, broker_name: str, broker_id: int, only_this_broker: bool
     ) -> FindBrokerResult | None:
-        """``findBrokerAddressInSubscribe``: exact id, else (slaves) id+1, else any address."""
-        addrs = self._broker_addrs.get(broker_name)
-        if not addrs:
+        """``findBrokerAddressInSubscribe`` by the shared :func:`select_subscribe_addr` rule."""
+        found = select_subscribe_addr(self._broker_addrs.get(broker_name, {}), broker_id, only_this_broker)
+        if found is None:
             return None
-        addr = addrs.get(broker_id)
-        slave = broker_id != MASTER_ID
-        if addr is None and slave:
-            addr = addrs.get(broker_id + 1)
-        if addr is None and not only_this_broker:
-            bid, addr = min(addrs.items())
-            slave = bid != MASTER_ID
-        if addr is None:
-            return None
+        addr, slave = found
         return FindBrokerResult(addr, slave, self._broker_versions.get(broker_name, {}).get(addr, 0))
 
     async def master_of(self, mq: MessageQueue) -> str:
@@ -249,17 +246,8 @@ class AsyncClientInstance:
 
     # ================================================================== heartbeat
     def _clean_offline_brokers(self) -> None:
-        live: dict[str, set[str]] = {}
-        for route in self._routes.values():
-            for bd in route.broker_datas:
-                live.setdefault(bd.broker_name or "", set()).update(bd.broker_addrs.values())
-        for name in list(self._broker_addrs):
-            kept = {bid: a for bid, a in self._broker_addrs[name].items() if a in live.get(name, set())}
-            if kept:
-                self._broker_addrs[name] = kept
-            else:
-                del self._broker_addrs[name]
-                self._broker_versions.pop(name, None)
+        for name in prune_offline_brokers(self._broker_addrs, self._routes.values()):
+            self._broker_versions.pop(name, None)
 
     def heartbeat_data(self) -> HeartbeatData:
         """``prepareHeartbeatData``: the producer group and the consumer with its subscriptions."""
