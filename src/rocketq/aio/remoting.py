@@ -46,7 +46,7 @@ from rocketq.protocol.frame import (
     FrameDecoder,
     RemotingCommand,
 )
-from rocketq.remoting.helper import RequestIdCounter, exception_desc, machinery_response, parse_addr
+from rocketq.remoting.helper import RequestIdCounter, answer_frame, machinery_response, parse_addr
 
 __all__ = ["AsyncRemotingClient", "AsyncRequestHandler", "RequestHook"]
 
@@ -333,33 +333,23 @@ class AsyncRemotingClient:
     async def _handle_request(self, conn: _Connection, cmd: RemotingCommand) -> None:
         """Answer one request the server sent (``NettyRemotingAbstract.processRequestCommand``)."""
         handler = self.request_handler
-        oneway = bool(cmd.flag & FLAG_ONEWAY)
-        response: RemotingCommand | None
+        outcome: RemotingCommand | Exception | None
         if handler is None:
-            if oneway:
+            if cmd.flag & FLAG_ONEWAY:
                 return
-            response = machinery_response(
+            frame = machinery_response(
                 cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported"
-            )
+            ).encode()
         else:
             try:
-                response = await handler(cmd, conn.addr)
+                outcome = await handler(cmd, conn.addr)
             except Exception as exc:
                 log.exception("%s: request handler failed on code %d", self.name, cmd.code)
-                if oneway:
-                    return
-                response = machinery_response(cmd, ResponseCode.SYSTEM_ERROR, exception_desc(exc))
-            else:
-                if response is None or oneway:
-                    return
-                response.opaque = cmd.opaque
-                response.flag |= FLAG_RESPONSE
-                response.serialize_type = cmd.serialize_type
-        try:
-            frame = response.encode()
-        except ProtocolError as exc:
-            log.exception("%s: cannot encode the response to code %d", self.name, cmd.code)
-            frame = machinery_response(cmd, ResponseCode.SYSTEM_ERROR, exception_desc(exc)).encode()
+                outcome = exc
+            answer = answer_frame(cmd, outcome)
+            if answer is None:
+                return
+            frame = answer
         if not conn.closed and conn.transport is not None:
             conn.write(frame)
 
