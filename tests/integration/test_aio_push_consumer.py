@@ -26,6 +26,7 @@ from rocketq.client import (
     MessageQueue,
     PushConsumerConfig,
 )
+from rocketq.client.consumer.listener import ConsumeMessageContext
 from rocketq.client.selectors import SelectMessageQueueByHash
 from rocketq.errors import BrokerError
 from rocketq.protocol.bodies import ConsumerRunningInfo
@@ -49,6 +50,25 @@ def _consumer(cluster: EmbeddedCluster, group: str, topic: str, **config: object
     consumer = AsyncPushConsumer(config=cfg, namesrv_addr=cluster.namesrv_addr, client_config=FAST)
     consumer.subscribe(topic, "*")
     return consumer
+
+
+class _Hook:
+    """A ConsumeMessageHook counting its calls."""
+
+    def __init__(self) -> None:
+        self.before = 0
+        self.after = 0
+        self.outcomes: list[tuple[str, bool]] = []
+
+    def hook_name(self) -> str:
+        return "counting"
+
+    def consume_message_before(self, context: ConsumeMessageContext) -> None:
+        self.before += 1
+
+    def consume_message_after(self, context: ConsumeMessageContext) -> None:
+        self.after += 1
+        self.outcomes.append((context.props["ConsumeContextType"], context.success))
 
 
 def test_concurrent_retry_through_retry_topic_delay_levels_and_dlq(
@@ -114,8 +134,13 @@ def test_exactly_once_offsets_honoured_by_a_restarted_member_and_admin_requests(
             await asyncio.gather(*[p.send(Message(topic, f"a{i}".encode())) for i in range(200)])
             consumer = _consumer(embedded_cluster, group, topic)
             consumer.register_message_listener(listener)
+            hook = _Hook()
+            consumer.register_consume_message_hook(hook)
             async with consumer:
                 await async_wait_until(lambda: len(seen) >= 200, 30, "the first 200 messages")
+                # consume hooks (tracing) ran around every listener call, with its outcome
+                assert hook.before == hook.after >= 1
+                assert set(hook.outcomes) == {("SUCCESS", True)}
                 # mqadmin consumerStatus reaches the async client (GET_CONSUMER_RUNNING_INFO)
                 with Admin(ns) as admin:
                     info = await asyncio.to_thread(admin.consumer_running_info, group, consumer.client_id)

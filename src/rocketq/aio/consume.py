@@ -12,7 +12,8 @@ Concurrent: ``consume_concurrency`` worker tasks take batches of
 counts as RECONSUME_LATER; failed messages go back through CONSUMER_SEND_MSG_BACK (the host
 falls back to a copy sent to ``%RETRY%<group>``); a message whose send-back failed is consumed
 again locally 5 s later and keeps its place, so the committed offset cannot pass it. A listener
-running longer than ``consume_timeout`` is cancelled and counts as RECONSUME_LATER.
+running longer than ``consume_timeout`` is cancelled and counts as RECONSUME_LATER. Consume hooks
+(:class:`~rocketq.client.consumer.listener.ConsumeMessageHook`) run around every listener call.
 
 Orderly: one consume task per queue at a time (the ProcessQueue's dispatch flag), only while
 the broker-side lock is held and fresh (CLUSTERING); SUCCESS commits; SUSPEND retries the same
@@ -31,9 +32,12 @@ from typing import Protocol
 from rocketq.client.consumer.listener import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
+    ConsumeMessageHook,
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
     classify_consume_result,
+    run_after_hooks,
+    run_before_hooks,
 )
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.retry import (
@@ -81,6 +85,7 @@ class AsyncConsumeHost(Protocol):
 
     consumer_group: str
     stats: ConsumerStatsManager
+    hooks: list[ConsumeMessageHook]
 
     def message_model(self) -> MessageModel: ...
 
@@ -199,15 +204,19 @@ class ConcurrentConsumeService:
         encoded = encode_properties(start)
         for msg in msgs:
             msg.put_properties_lazily(start, encoded)
+        hook_ctx = run_before_hooks(host.hooks, host.consumer_group, mq, msgs)
         begin = time.monotonic()
         raw, has_exception = await self.call_listener(msgs, context)
         consume_rt_ms = int((time.monotonic() - begin) * 1000)
-        status, _ = classify_consume_result(
+        status, return_type = classify_consume_result(
             raw,
             ConsumeConcurrentlyStatus.RECONSUME_LATER,
             has_exception=has_exception,
             consume_rt_ms=consume_rt_ms,
             consume_timeout_ms=self.consume_timeout_ms,
+        )
+        run_after_hooks(
+            host.hooks, hook_ctx, return_type, status, status == ConsumeConcurrentlyStatus.CONSUME_SUCCESS
         )
         host.stats.inc_consume_rt(host.consumer_group, mq.topic, consume_rt_ms)
         if pq.is_dropped():
@@ -352,6 +361,7 @@ class OrderlyConsumeService:
         context = ConsumeOrderlyContext(message_queue=mq)
         raw: ConsumeOrderlyStatus | None = None
         has_exception = False
+        hook_ctx = run_before_hooks(host.hooks, host.consumer_group, mq, msgs)
         begin = time.monotonic()
         try:
             result = await asyncio.wait_for(
@@ -362,13 +372,15 @@ class OrderlyConsumeService:
             has_exception = True
             log.exception("orderly consume exception: group=%s %s", host.consumer_group, mq)
         consume_rt_ms = int((time.monotonic() - begin) * 1000)
-        status, _ = classify_consume_result(
+        status, return_type = classify_consume_result(
             raw,
             ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT,
             has_exception=has_exception,
             consume_rt_ms=consume_rt_ms,
             consume_timeout_ms=self.consume_timeout_ms,
         )
+        success = status in (ConsumeOrderlyStatus.SUCCESS, ConsumeOrderlyStatus.COMMIT)
+        run_after_hooks(host.hooks, hook_ctx, return_type, status, success)
         host.stats.inc_consume_rt(host.consumer_group, mq.topic, consume_rt_ms)
         if pq.is_dropped():
             pq.rollback()

@@ -63,6 +63,7 @@ from rocketq.client.consumer.listener import (
     DEFAULT_SHUTDOWN_WAIT_MS,
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
+    ConsumeMessageHook,
 )
 from rocketq.client.consumer.offset_store import ReadOffsetType
 from rocketq.client.consumer.process_queue import ProcessQueue
@@ -146,6 +147,7 @@ class AsyncPushConsumer:
         if self.consume_concurrency < 1:
             raise ClientError("consume_concurrency must be >= 1")
         self.stats = ConsumerStatsManager()
+        self.hooks: list[ConsumeMessageHook] = []
         self._strategy = allocate_strategy
         self._hooks = tuple(request_hooks)
         self._clock_ms = clock_ms
@@ -194,6 +196,10 @@ class AsyncPushConsumer:
     def register_message_listener_orderly(self, listener: AsyncOrderlyListener) -> None:
         """A coroutine ``async def on_messages(msgs, ctx) -> ConsumeOrderlyStatus``."""
         self._orderly_listener, self._listener = listener, None
+
+    def register_consume_message_hook(self, hook: ConsumeMessageHook) -> None:
+        """Before/after callbacks around every listener call (``ConsumeMessageHook``, e.g. tracing)."""
+        self.hooks.append(hook)
 
     def assigned_queues(self, topic: str | None = None) -> set[MessageQueue]:
         reb = self._rebalance
