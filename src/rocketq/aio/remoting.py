@@ -110,6 +110,11 @@ class _Connection(asyncio.Protocol):
             paused.set_result(None)
 
     # ------------------------------------------------------------------ own
+    @property
+    def paused(self) -> bool:
+        """Whether the transport's write buffer is over its high-water mark."""
+        return self._paused is not None
+
     async def drained(self) -> None:
         """Wait while the transport's write buffer is over its high-water mark."""
         paused = self._paused
@@ -237,6 +242,8 @@ class AsyncRemotingClient:
             raise
         timer = loop.call_at(deadline, _expire, conn, opaque, timeout_ms, request.code)
         try:
+            if conn.paused:  # backpressure: the kernel is not taking our writes
+                await conn.drained()
             return await fut
         finally:
             timer.cancel()
