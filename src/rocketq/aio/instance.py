@@ -37,6 +37,7 @@ from rocketq.client.impl.topic_route import (
     topic_route_to_publish_info,
     topic_route_to_subscribe_info,
 )
+from rocketq.client.instance import request_not_supported
 from rocketq.client.latency import TopicPublishInfo
 from rocketq.errors import ClientError, RocketqError
 from rocketq.protocol.codes import RequestCode, ResponseCode
@@ -338,6 +339,4 @@ class AsyncClientInstance:
             return request.make_response(
                 ResponseCode.SYSTEM_ERROR, f"The Consumer Group <{group}> not exist in this consumer"
             )
-        return request.make_response(
-            ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
-        )
+        return request_not_supported(request)

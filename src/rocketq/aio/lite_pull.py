@@ -52,9 +52,9 @@ from rocketq.client.consumer.offset_store import LocalFileOffsetStore, ReadOffse
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.impl.pull_api_wrapper import build_pull_sys_flag
 from rocketq.client.impl.topic_route import topic_route_to_subscribe_info
+from rocketq.client.instance import request_not_supported
 from rocketq.common.service_state import ServiceState
 from rocketq.errors import ClientError, IllegalArgumentError, RocketqError
-from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.heartbeat import (
     ConsumerData,
@@ -570,6 +570,4 @@ class AsyncLitePullConsumer:
 
     async def process_broker_request(self, request: RemotingCommand, addr: str) -> RemotingCommand | None:
         """The lite pull consumer answers no broker request (as the blocking one)."""
-        return request.make_response(
-            ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
-        )
+        return request_not_supported(request)

@@ -71,6 +71,7 @@ from rocketq.client.consumer.push import ROUTE_RETRY_FIRST_MS, ROUTE_RETRY_MAX_M
 from rocketq.client.consumer.retry import SEND_BACK_TIMEOUT_MS, concurrent_max_reconsume_times, retry_message
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.client.impl.pull_api_wrapper import build_pull_sys_flag
+from rocketq.client.instance import request_not_supported
 from rocketq.common.service_state import ServiceState
 from rocketq.errors import BrokerError, ClientError, RocketqError
 from rocketq.protocol.bodies import (
@@ -594,9 +595,7 @@ class AsyncPushConsumer:
                     str(header.topic), ResetOffsetBody.from_json(request.body).offset_table
                 )
             return None
-        return request.make_response(
-            ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
-        )
+        return request_not_supported(request)
 
     async def running_info(self) -> ConsumerRunningInfo:
         """``consumerRunningInfo``: what mqadmin consumerStatus shows."""
