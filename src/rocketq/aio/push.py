@@ -67,7 +67,7 @@ from rocketq.client.consumer.listener import (
 )
 from rocketq.client.consumer.offset_store import ReadOffsetType
 from rocketq.client.consumer.process_queue import ProcessQueue
-from rocketq.client.consumer.push import ROUTE_RETRY_FIRST_MS, ROUTE_RETRY_MAX_MS
+from rocketq.client.consumer.push import ROUTE_RETRY_FIRST_MS, ROUTE_RETRY_MAX_MS, queue_thresholds
 from rocketq.client.consumer.retry import SEND_BACK_TIMEOUT_MS, concurrent_max_reconsume_times, retry_message
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.client.impl.pull_api_wrapper import build_pull_sys_flag
@@ -166,6 +166,8 @@ class AsyncPushConsumer:
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._inner_producer: AsyncProducer | None = None
         self._start_timestamp = 0
+        #: per-queue (count, MiB) flow-control limits (topic limits split over the owned queues)
+        self._queue_limits = (cfg.pull_threshold_for_queue, cfg.pull_threshold_size_for_queue_mib)
 
     # ================================================================== configuration
     @property
@@ -403,6 +405,7 @@ class AsyncPushConsumer:
         return True
 
     def _queues_changed(self, topic: str, mq_all: set[MessageQueue], owned: set[MessageQueue]) -> None:
+        self._queue_limits = queue_thresholds(self.config, len(owned), self._queue_limits)
         sub = self._rebalance.subscription_inner.get(topic) if self._rebalance is not None else None
         if sub is not None:
             sub.sub_version = int(time.time() * 1000)
@@ -471,9 +474,10 @@ class AsyncPushConsumer:
         previously_locked = False
         while not pq.is_dropped() and self._state is ServiceState.RUNNING:
             pq.last_pull_timestamp = self._clock_ms()
+            max_count, max_mib = self._queue_limits
             if (
-                pq.msg_count > cfg.pull_threshold_for_queue
-                or pq.msg_size / _MIB > cfg.pull_threshold_size_for_queue_mib
+                pq.msg_count > max_count
+                or pq.msg_size / _MIB > max_mib
                 or (self._orderly is None and pq.max_span() > cfg.consume_concurrently_max_span)
             ):
                 await asyncio.sleep(_FLOW_CONTROL_DELAY_S)

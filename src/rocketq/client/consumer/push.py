@@ -102,7 +102,7 @@ from rocketq.protocol.mixall import (
 )
 from rocketq.remoting.helper import host_addr_to_string
 
-__all__ = ["PushConsumer", "PushConsumerConfig"]
+__all__ = ["PushConsumer", "PushConsumerConfig", "queue_thresholds"]
 
 log = logging.getLogger(__name__)
 #: Repeated pull failures (a broker restarting fails every queue's pull every second): one
@@ -123,6 +123,19 @@ CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND = 30_000
 #: OFFSET_ILLEGAL: the corrected offset is stored and the queue rebuilt 10 s later
 _OFFSET_MOVED_REBUILD_DELAY_MS = 10_000
 _MIB = 1024 * 1024
+
+
+def queue_thresholds(cfg: PushConsumerConfig, owned: int, current: tuple[int, int]) -> tuple[int, int]:
+    """``messageQueueChanged``: the per-queue (count, MiB) flow-control limits once a topic's owned
+    queue count changed; ``pull_threshold_for_topic`` / ``..._size_for_topic_mib`` (when not -1)
+    are split evenly over the owned queues, at least 1 each. Shared with the asyncio consumer."""
+    count, mib = current
+    if owned:
+        if cfg.pull_threshold_for_topic != -1:
+            count = max(1, cfg.pull_threshold_for_topic // owned)
+        if cfg.pull_threshold_size_for_topic_mib != -1:
+            mib = max(1, cfg.pull_threshold_size_for_topic_mib // owned)
+    return count, mib
 
 
 class PushConsumer(ServiceLifecycle):
@@ -472,14 +485,9 @@ class PushConsumer(ServiceLifecycle):
 
     def on_queues_changed(self, topic: str, owned: set[MessageQueue]) -> None:
         """``messageQueueChanged``: topic-level flow-control limits per queue, heartbeat now."""
-        cfg = self.config
-        if owned:
-            if cfg.pull_threshold_for_topic != -1:
-                self._pull_threshold_for_queue = max(1, cfg.pull_threshold_for_topic // len(owned))
-            if cfg.pull_threshold_size_for_topic_mib != -1:
-                self._pull_threshold_size_for_queue_mib = max(
-                    1, cfg.pull_threshold_size_for_topic_mib // len(owned)
-                )
+        self._pull_threshold_for_queue, self._pull_threshold_size_for_queue_mib = queue_thresholds(
+            self.config, len(owned), (self._pull_threshold_for_queue, self._pull_threshold_size_for_queue_mib)
+        )
         instance = self._instance
         if instance is not None:
             instance.send_heartbeat_to_all_broker_with_lock()
