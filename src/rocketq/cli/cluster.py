@@ -23,8 +23,8 @@ def register(subparsers: Any) -> None:
     """Add ``cluster`` and its subcommands to the ``rocketq`` parser."""
     cluster = subparsers.add_parser(
         "cluster",
-        help="clusters and brokers: list, runtime",
-        description="Clusters and brokers (mqadmin clusterList, brokerStatus).",
+        help="clusters and brokers: list, runtime, config, update-config, ping",
+        description="Clusters and brokers (mqadmin clusterList, brokerStatus, getBrokerConfig, updateBrokerConfig).",
     )
     sub = cluster.add_subparsers(dest="cluster_command", metavar="SUBCOMMAND", required=True)
 
