@@ -155,6 +155,6 @@ class Lexer:
             return Token(op, op.value, line, col)
         # TokenMgrError.LexicalError (the column is where the bad character ends)
         raise FilterParseError(
-            f'org.apache.rocketmq.filter.parser.TokenMgrError: Lexical error at line {line}, column {col}.  '
+            f"org.apache.rocketmq.filter.parser.TokenMgrError: Lexical error at line {line}, column {col}.  "
             f'Encountered: "{ch}" ({ord(ch)}), after : ""'
         )

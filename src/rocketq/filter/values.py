@@ -44,7 +44,6 @@ _LONG_MIN: Final = -(2**63)
 _LONG_MAX: Final = 2**63 - 1
 
 
-
 class JInt(int):
     """A Java ``Integer`` (decimal literals in the int range); plain ``int`` is ``Long``."""
 
