@@ -33,6 +33,7 @@ from rocketq.client.consumer.pull import PullConsumer
 from rocketq.client.consumer.push import PushConsumer, PushConsumerConfig
 from rocketq.client.consumer.schedule import MQPullConsumerScheduleService, PullTaskCallback, PullTaskContext
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
+from rocketq.client.message_selector import MessageSelector
 from rocketq.client.producer import Producer, SendCallback
 from rocketq.client.selectors import (
     MessageQueueSelector,
@@ -67,6 +68,7 @@ __all__ = [
     "MessageModel",
     "MessageQueue",
     "MessageQueueSelector",
+    "MessageSelector",
     "Producer",
     "ProducerConfig",
     "PullConsumer",

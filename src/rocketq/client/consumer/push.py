@@ -69,6 +69,7 @@ from rocketq.client.consumer.pull_message_service import PullMessageService, Pul
 from rocketq.client.consumer.rebalance_push import RebalancePushImpl
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
+from rocketq.client.message_selector import MessageSelector, build_subscription, check_client_in_broker
 from rocketq.client.producer import Producer
 from rocketq.errors import BrokerError, ClientError
 from rocketq.protocol.bodies import (
@@ -216,10 +217,12 @@ class PushConsumer(ServiceLifecycle):
         reb = self._rebalance
         return reb.owned_queues(topic) if reb is not None else set()
 
-    def subscribe(self, topic: str, expression: str | None = "*") -> None:
-        """Subscribe ``topic`` with a tag expression (``"*"``, ``"TagA || TagB"``)."""
+    def subscribe(self, topic: str, expression: str | MessageSelector | None = "*") -> None:
+        """Subscribe ``topic`` with a tag expression (``"*"``, ``"TagA || TagB"``) or a
+        :class:`MessageSelector` (``MessageSelector.by_sql("a > 1")``: filtered on the
+        broker, which needs ``enablePropertyFilter``)."""
         validate_topic(topic)
-        sd = build_subscription_data(topic, expression)
+        sd = build_subscription(topic, expression)
         self._subscriptions[topic] = sd
         reb = self._rebalance
         if reb is not None:
@@ -313,6 +316,11 @@ class PushConsumer(ServiceLifecycle):
             self._state = ServiceState.RUNNING
         for topic in [*self._subscriptions, retry_topic(cfg.consumer_group)]:
             self._refresh_subscribe_info(topic)
+        try:
+            check_client_in_broker(instance, cfg.consumer_group, self._subscriptions.values())
+        except ClientError:
+            self.shutdown()
+            raise
         instance.send_heartbeat_to_all_broker_with_lock()
         instance.rebalance_immediately()
         if cfg.message_model is MessageModel.CLUSTERING:
