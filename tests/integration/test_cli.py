@@ -36,7 +36,7 @@ FAST = ClientConfig(
 COMMANDS = {
     "topic": ["list", "route", "status", "create", "update", "delete", "stats", "consumers"],
     "group": ["progress", "connections", "status", "producers", "reset-offset", "client-offsets"],
-    "message": ["query", "send", "consume", "resend", "resend-dlq"],
+    "message": ["query", "send", "consume", "resend", "resend-dlq", "trace"],
     "cluster": ["list", "runtime"],
 }
 

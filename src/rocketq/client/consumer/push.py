@@ -71,6 +71,8 @@ from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
 from rocketq.client.message_selector import MessageSelector, build_subscription, check_client_in_broker
 from rocketq.client.producer import Producer
+from rocketq.client.trace.async_trace_dispatcher import AsyncTraceDispatcher
+from rocketq.client.trace.hooks import ConsumeMessageTraceHookImpl
 from rocketq.errors import BrokerError, ClientError
 from rocketq.protocol.bodies import (
     CMResult,
@@ -133,6 +135,8 @@ class PushConsumer(ServiceLifecycle):
         client_config: ClientConfig | None = None,
         allocate_strategy: AllocateMessageQueueStrategy | None = None,
         manager: MQClientManager | None = None,
+        enable_msg_trace: bool = False,
+        custom_trace_topic: str | None = None,
     ) -> None:
         cfg = config or PushConsumerConfig(consumer_group=consumer_group or "DEFAULT_CONSUMER")
         if consumer_group is not None and cfg.consumer_group != consumer_group:
@@ -148,6 +152,11 @@ class PushConsumer(ServiceLifecycle):
         self._listener: MessageListenerConcurrently | None = None
         self._orderly_listener: MessageListenerOrderly | None = None
         self.hooks: list[ConsumeMessageHook] = []
+        #: message trace (``enableMsgTrace``/``customizedTraceTopic``): None when off
+        self.trace_dispatcher: AsyncTraceDispatcher | None = None
+        if enable_msg_trace:
+            self.trace_dispatcher = AsyncTraceDispatcher(cfg.consumer_group, "CONSUME", custom_trace_topic)
+            self.hooks.append(ConsumeMessageTraceHookImpl(self.trace_dispatcher))
         self.stats = ConsumerStatsManager()
         self._state = ServiceState.CREATE_JUST
         self._state_lock = threading.Lock()
@@ -321,6 +330,11 @@ class PushConsumer(ServiceLifecycle):
         except ClientError:
             self.shutdown()
             raise
+        if self.trace_dispatcher is not None:
+            try:
+                self.trace_dispatcher.start(self.client_config)
+            except Exception:
+                log.exception("message trace of %s could not start", cfg.consumer_group)
         instance.send_heartbeat_to_all_broker_with_lock()
         instance.rebalance_immediately()
         if cfg.message_model is MessageModel.CLUSTERING:
@@ -371,6 +385,8 @@ class PushConsumer(ServiceLifecycle):
             if instance is not None:
                 instance.unregister_consumer(self.config.consumer_group)
                 instance.shutdown()
+            if self.trace_dispatcher is not None:
+                self.trace_dispatcher.shutdown()
 
     def suspend(self) -> None:
         """Pause pulling (``suspend``): pulls are re-tried every second until :meth:`resume`."""
