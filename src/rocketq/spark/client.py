@@ -57,10 +57,13 @@ class SourceClient:
         group: str | None = None,
         timeout_ms: int = 30_000,
         sub_expression: str = "*",
+        expression_type: str = "TAG",
     ) -> None:
         self.group = group or DEFAULT_READER_GROUP
         self.timeout_ms = timeout_ms
         self.sub_expression = sub_expression
+        #: ``TAG`` or ``SQL92`` (then ``sub_expression`` is the SQL text, filtered on the broker)
+        self.expression_type = expression_type
         self._remoting = RemotingClient(name=f"rocketq-spark-{next(_names)}")
         self._remoting.start()
         try:
@@ -212,7 +215,7 @@ class SourceClient:
             suspend_timeout_millis=0,
             subscription=sub_expression if sub_expression is not None else self.sub_expression,
             sub_version=0,
-            expression_type="TAG",
+            expression_type="TAG" if sub_expression is not None else self.expression_type,
             bname=mq.broker_name,
         )
 
