@@ -42,43 +42,30 @@ def _time(ms: int) -> str:
     return _dt.datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _row(kind: str, view: TraceView) -> str:
+    return _ROW.format(
+        kind, view.group_name, view.client_host, _time(view.time_stamp), f"{view.cost_time}ms", view.status
+    )
+
+
 def format_trace_timeline(views: list[TraceView]) -> list[str]:
     """``QueryMsgTraceByIdSubCommand.printMessageTrace`` as lines."""
     lines: list[str] = []
     consumers: dict[str, list[TraceView]] = {}
     for view in views:
         if view.msg_type == "Pub":
-            lines.append(
-                _ROW.format("#Type", "#ProducerGroup", "#ClientHost", "#SendTime", "#CostTimes", "#Status")
-            )
-            lines.append(
-                _ROW.format(
-                    "Pub",
-                    view.group_name,
-                    view.client_host,
-                    _time(view.time_stamp),
-                    f"{view.cost_time}ms",
-                    view.status,
-                )
-            )
-            lines.append("")
+            lines += [
+                _ROW.format("#Type", "#ProducerGroup", "#ClientHost", "#SendTime", "#CostTimes", "#Status"),
+                _row("Pub", view),
+                "",
+            ]
         elif view.msg_type == "SubAfter":
             consumers.setdefault(view.group_name, []).append(view)
     for group in hashmap_order(list(consumers)):
         lines.append(
             _ROW.format("#Type", "#ConsumerGroup", "#ClientHost", "#ConsumerTime", "#CostTimes", "#Status")
         )
-        for view in consumers[group]:
-            lines.append(
-                _ROW.format(
-                    "Sub",
-                    view.group_name,
-                    view.client_host,
-                    _time(view.time_stamp),
-                    f"{view.cost_time}ms",
-                    view.status,
-                )
-            )
+        lines += [_row("Sub", view) for view in consumers[group]]
         lines.append("")
     return lines
 
