@@ -4,6 +4,7 @@ the broker (issue #24)."""
 from __future__ import annotations
 
 import pytest
+from pyspark.sql import SparkSession
 
 from rocketq.client.producer import Producer
 from rocketq.errors import BrokerError, IllegalArgumentError
@@ -60,6 +61,23 @@ def test_read_range_gets_only_matching_rows_from_the_broker() -> None:
             for o in batch.column("queue_offset").to_pylist()
         ]
         assert offsets == [i for i in range(300) if i % 3 == 0 and i >= 30]
+
+
+@pytest.mark.slow
+def test_spark_read_with_sql_filter(spark: SparkSession) -> None:
+    """``spark.read.format("rocketmq").option("sqlFilter", ...)``: only matching rows."""
+    with EmbeddedCluster(broker_conf={"enablePropertyFilter": "true"}) as cluster:
+        _fill(cluster, "sqlspark", 60)
+        rows = (
+            spark.read.format("rocketmq")
+            .option("nameserver", cluster.namesrv_addr)
+            .option("topic", "sqlspark")
+            .option("sqlFilter", "color = 'blue' AND n BETWEEN 10 AND 40")
+            .load()
+            .select("queue_offset")
+            .collect()
+        )
+    assert sorted(r.queue_offset for r in rows) == [i for i in range(60) if i % 3 == 0 and 10 <= i <= 40]
 
 
 def test_a_broker_without_property_filter_refuses(embedded_cluster: EmbeddedCluster) -> None:
