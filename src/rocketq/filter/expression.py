@@ -260,6 +260,8 @@ def _do_create_equal(left: Expr, right: Expr) -> Expr:
             if lv is None and rv is None:
                 return True
             return None if lv is None else False
+        if type(lv) is str and type(rv) is str:
+            return lv == rv  # String.equals; compareTo would agree (the common case, fast)
         return java_compare(lv, rv) == 0
 
     return _boolean(evaluate, f"({left.text} == {right.text})")

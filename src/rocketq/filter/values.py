@@ -72,7 +72,7 @@ def _number_format(kind: str, s: str) -> FilterEvaluationError:
 
 
 def _parse_integral(s: str, lo: int, hi: int, kind: str) -> int:
-    if not _INTEGER.fullmatch(s):
+    if not ((s.isascii() and s.isdigit()) or _INTEGER.fullmatch(s)):  # plain digits: no regex
         raise _number_format(kind, s)
     value = int(s)
     if not lo <= value <= hi:
@@ -159,38 +159,43 @@ def java_class(value: object) -> str:
 
 def java_compare(lv: object, rv: object) -> int:
     """``ComparisonExpression.__compare(lv, rv, true)`` for two non-null values."""
+    lt, rt = type(lv), type(rv)
+    if lt is rt:
+        return _same_class_compare(lv, rv)
+    if lt is str:  # a property against a literal: the hot case
+        assert isinstance(lv, str)
+        if rt is JInt:
+            return _int_compare(_parse_integral(lv, _INT_MIN, _INT_MAX, "int"), rv)
+        if rt is int:
+            return _int_compare(_parse_integral(lv, _LONG_MIN, _LONG_MAX, "long"), rv)
+        if rt is float:
+            return _double_compare(java_parse_double(lv), rv)  # type: ignore[arg-type]
+        if rt is bool:
+            return _int_compare(lv.lower() == "true", rv)  # Boolean.valueOf
+        raise FilterEvaluationError(f"not a filter value: {rv!r}")
     lc, rc = java_class(lv), java_class(rv)
-    if lc != rc:
-        if lc == "B":
-            if rc == "S":  # Java casts the Boolean itself to String
-                raise FilterEvaluationError(
-                    "java.lang.ClassCastException: java.lang.Boolean cannot be cast to java.lang.String"
-                )
-            return -1
-        if lc in "IL":
-            if rc in "IL":
-                lv, rv = int(lv), int(rv)  # type: ignore[call-overload]
-            elif rc == "D":
-                lv = float(lv)  # type: ignore[arg-type]
-            elif rc == "S":
-                rv = java_parse_int(rv) if lc == "I" else java_parse_long(rv)  # type: ignore[arg-type]
-            else:
-                return -1
-        elif lc == "D":
-            if rc in "IL":
-                rv = float(rv)  # type: ignore[arg-type]
-            elif rc == "S":
-                rv = java_parse_double(rv)  # type: ignore[arg-type]
-            else:
-                return -1
-        else:  # String on the left
-            assert isinstance(lv, str)
-            if rc == "B":
-                lv = lv.lower() == "true"  # Boolean.valueOf
-            elif rc == "I":
-                lv = java_parse_int(lv)
-            elif rc == "L":
-                lv = java_parse_long(lv)
-            else:
-                lv = java_parse_double(lv)
-    return _same_class_compare(lv, rv)
+    if lc == "B":
+        if rc == "S":  # Java casts the Boolean itself to String
+            raise FilterEvaluationError(
+                "java.lang.ClassCastException: java.lang.Boolean cannot be cast to java.lang.String"
+            )
+        return -1
+    if lc in "IL":
+        if rc in "IL":
+            return _int_compare(lv, rv)
+        if rc == "D":
+            return _double_compare(float(lv), rv)  # type: ignore[arg-type]
+        if rc == "S":
+            lo, hi, kind = (_INT_MIN, _INT_MAX, "int") if lc == "I" else (_LONG_MIN, _LONG_MAX, "long")
+            return _int_compare(lv, _parse_integral(rv, lo, hi, kind))  # type: ignore[arg-type]
+        return -1
+    # a Double on the left
+    if rc in "IL":
+        return _double_compare(lv, float(rv))  # type: ignore[arg-type]
+    if rc == "S":
+        return _double_compare(lv, java_parse_double(rv))  # type: ignore[arg-type]
+    return -1
+
+
+def _int_compare(a: object, b: object) -> int:
+    return int((a > b) - (a < b))  # type: ignore[operator]
