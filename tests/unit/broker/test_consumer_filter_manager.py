@@ -6,9 +6,10 @@ import pytest
 
 from rocketq.broker.filter import ConsumerFilterManager, ExpressionMessageFilter
 from rocketq.client.message_selector import MessageSelector, build_subscription
+from rocketq.errors import MalformedFrameError
 from rocketq.protocol.heartbeat import build_subscription_data
 from rocketq.protocol.java import string_hash
-from rocketq.protocol.message import encode_record
+from rocketq.protocol.message import decode_record_properties, encode_record
 
 
 class Clock:
@@ -114,3 +115,29 @@ def test_sql_heartbeat_subscription_json_is_javas() -> None:
         b'{"classFilterMode":false,"codeSet":[],"expressionType":"SQL92","subString":"a > 1",'
         b'"subVersion":5,"tagsSet":[],"topic":"T"}'
     )
+
+
+@pytest.mark.parametrize("v6", [0, 0x10, 0x20, 0x30])
+def test_record_properties_with_either_host_kind(v6: int) -> None:
+    """MessageDecoder.decodeProperties finds the properties after IPv4 or IPv6 hosts."""
+    born = ("::1", 1) if v6 & 0x10 else ("127.0.0.1", 1)
+    store = ("::1", 2) if v6 & 0x20 else ("127.0.0.1", 2)
+    record = encode_record(
+        topic="Topic",
+        queue_id=0,
+        flag=0,
+        queue_offset=0,
+        physical_offset=0,
+        sys_flag=v6,
+        born_timestamp=1,
+        born_host=born,
+        store_timestamp=2,
+        store_host=store,
+        reconsume_times=0,
+        prepared_transaction_offset=0,
+        body=b"body",
+        properties="a\x011\x02region\x01eu",
+    )
+    assert decode_record_properties(memoryview(record)) == {"a": "1", "region": "eu"}
+    with pytest.raises(MalformedFrameError):
+        decode_record_properties(record[:60])
