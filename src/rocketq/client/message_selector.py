@@ -15,18 +15,27 @@ answer; rocketq does that check as well).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rocketq.errors import ClientError, RocketqError
 from rocketq.filter import compile_sql
-from rocketq.protocol.heartbeat import SUB_ALL, ExpressionType, SubscriptionData, build_subscription_data
+from rocketq.protocol.heartbeat import (
+    SUB_ALL,
+    ExpressionType,
+    SubscriptionData,
+    build_subscription_data,
+    check_tag_expression,
+)
 
 if TYPE_CHECKING:
     from rocketq.client.instance import MQClientInstance
 
 __all__ = ["MessageSelector", "build_subscription", "check_client_in_broker"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,11 +60,19 @@ class MessageSelector:
 def build_subscription(
     topic: str, selector: MessageSelector | str | None, *, sub_version: int | None = None
 ) -> SubscriptionData:
-    """``FilterAPI.build`` for a selector or a plain tag expression (None means ``*``)."""
+    """``FilterAPI.build`` for a selector or a plain tag expression (None means ``*``).
+
+    A tag expression is checked first (:func:`~rocketq.protocol.heartbeat.check_tag_expression`:
+    ``|`` or ``&`` in a tag raises IllegalArgumentError, a space or ``,`` is logged).
+    """
     if selector is None:
-        return build_subscription_data(topic, SUB_ALL, sub_version=sub_version)
-    if isinstance(selector, str):
-        return build_subscription_data(topic, selector, sub_version=sub_version)
+        selector = MessageSelector.by_tag(SUB_ALL)
+    elif isinstance(selector, str):
+        selector = MessageSelector.by_tag(selector)
+    if ExpressionType.is_tag_type(selector.expression_type):
+        warning = check_tag_expression(selector.expression)
+        if warning:
+            log.warning("%s", warning)
     return build_subscription_data(
         topic, selector.expression, sub_version=sub_version, expression_type=selector.expression_type
     )

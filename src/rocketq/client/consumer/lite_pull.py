@@ -326,7 +326,8 @@ class LitePullConsumer(ServiceLifecycle):
         expression_type: str = "TAG",
     ) -> None:
         """Consume ``topic`` with the group's rebalancing (``subscribe``): a tag expression
-        or a :class:`MessageSelector` (``MessageSelector.by_sql(...)``, broker-filtered)."""
+        (checked as :meth:`PushConsumer.subscribe` does, ``check_tag_expression``) or a
+        :class:`MessageSelector` (``MessageSelector.by_sql(...)``, broker-filtered)."""
         validate_topic(topic)
         if isinstance(sub_expression, str) and expression_type != "TAG":
             sub_expression = MessageSelector(expression_type, sub_expression)

@@ -22,6 +22,8 @@ Invariants:
   a PullRequest is in exactly one place at a time.
 * The committed offset is never past an unconsumed message (ProcessQueue rule), so a crash
   re-delivers and never loses.
+* A subscribed topic with no route yet is looked up again on a short backoff (1 s doubling
+  to 8 s, ``ROUTE_RETRY_*_MS``) until it exists, then rebalanced at once (rocketq only).
 * ``shutdown()`` stops pulling, waits (bounded) for running listeners, persists offsets,
   unlocks orderly queues, sends UNREGISTER_CLIENT and leaves no thread behind.
 """
@@ -73,6 +75,7 @@ from rocketq.client.message_selector import MessageSelector, build_subscription,
 from rocketq.client.producer import Producer
 from rocketq.client.trace.async_trace_dispatcher import AsyncTraceDispatcher
 from rocketq.client.trace.hooks import ConsumeMessageTraceHookImpl
+from rocketq.common.log_limiter import LogLimiter
 from rocketq.errors import BrokerError, ClientError
 from rocketq.protocol.bodies import (
     CMResult,
@@ -103,6 +106,14 @@ from rocketq.remoting.client import host_addr_to_string
 __all__ = ["PushConsumer", "PushConsumerConfig"]
 
 log = logging.getLogger(__name__)
+#: Repeated pull failures (a broker restarting fails every queue's pull every second): one
+#: line per broker per 10 s, with the count of the lines left out.
+_log_limiter = LogLimiter(log)
+
+#: A topic subscribed before it exists: first route retry after this long (then doubling) ...
+ROUTE_RETRY_FIRST_MS = 1000
+#: ... up to this interval, until the route appears (issue #20; Java waits for the 30 s poll).
+ROUTE_RETRY_MAX_MS = 8000
 
 #: DefaultMQPushConsumerImpl constants
 PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL = 50
@@ -229,7 +240,12 @@ class PushConsumer(ServiceLifecycle):
     def subscribe(self, topic: str, expression: str | MessageSelector | None = "*") -> None:
         """Subscribe ``topic`` with a tag expression (``"*"``, ``"TagA || TagB"``) or a
         :class:`MessageSelector` (``MessageSelector.by_sql("a > 1")``: filtered on the
-        broker, which needs ``enablePropertyFilter``)."""
+        broker, which needs ``enablePropertyFilter``).
+
+        ``"TagA | TagB"`` or ``"TagA && TagB"`` raise ``IllegalArgumentError`` (``||`` is the
+        only operator); a tag with a space or ``,`` is logged as a likely mistake
+        (:func:`~rocketq.protocol.heartbeat.check_tag_expression`).
+        """
         validate_topic(topic)
         sd = build_subscription(topic, expression)
         self._subscriptions[topic] = sd
@@ -237,6 +253,7 @@ class PushConsumer(ServiceLifecycle):
         if reb is not None:
             reb.add_subscription(sd)
             self._refresh_subscribe_info(topic)
+            self._await_route_later(topic)
             instance = self._instance
             if instance is not None:
                 instance.send_heartbeat_to_all_broker_with_lock()
@@ -335,6 +352,8 @@ class PushConsumer(ServiceLifecycle):
                 self.trace_dispatcher.start(self.client_config)
             except Exception:
                 log.exception("message trace of %s could not start", cfg.consumer_group)
+        for topic in self._subscriptions:
+            self._await_route_later(topic)
         instance.send_heartbeat_to_all_broker_with_lock()
         instance.rebalance_immediately()
         if cfg.message_model is MessageModel.CLUSTERING:
@@ -342,6 +361,29 @@ class PushConsumer(ServiceLifecycle):
             # the next 20 s rebalance (golden caveat 10). Look again shortly instead.
             for delay_ms in (500, 2000, 5000):
                 self.schedule(self._pick_up_retry_topic, delay_ms)
+
+    def _await_route_later(self, topic: str, delay_ms: int = ROUTE_RETRY_FIRST_MS) -> None:
+        """rocketq only: a subscribed topic without a route is looked up again after 1 s, 2 s,
+        4 s and then every 8 s until it exists, so a consumer started before its topic gets
+        the first messages within seconds instead of at the next 30 s route poll (Java waits
+        for that poll). One name server request per missing topic per interval; it stops once
+        the route is known, by this or by the route loop."""
+        reb = self._rebalance
+        if reb is not None and reb.is_subscribe_info_missing(topic):
+            self.schedule(lambda: self._await_route(topic, delay_ms), delay_ms)
+
+    def _await_route(self, topic: str, delay_ms: int) -> None:
+        reb, instance = self._rebalance, self._instance
+        if reb is None or instance is None or self._state is not ServiceState.RUNNING:
+            return
+        if reb.is_subscribe_info_missing(topic):
+            self._refresh_subscribe_info(topic)
+        if reb.is_subscribe_info_missing(topic):
+            self._await_route_later(topic, min(delay_ms * 2, ROUTE_RETRY_MAX_MS))
+        else:
+            log.info("topic %s of %s now has a route: rebalancing", topic, self.config.consumer_group)
+            instance.send_heartbeat_to_all_broker_with_lock()  # its broker may be new to us
+            instance.rebalance_immediately()
 
     def _pick_up_retry_topic(self) -> None:
         reb, instance = self._rebalance, self._instance
@@ -633,7 +675,12 @@ class PushConsumer(ServiceLifecycle):
                 CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND,
             )
         except Exception as exc:
-            log.warning("pullMessage of %s failed: %s", pr.message_queue, exc)
+            _log_limiter.warning(
+                ("pullMessage", pr.message_queue.broker_name),
+                "pullMessage of %s failed: %s",
+                pr.message_queue,
+                exc,
+            )
             service.execute_pull_request_later(pr, exception_delay)
             return
 
@@ -668,7 +715,7 @@ class PushConsumer(ServiceLifecycle):
             result = wrapper.process_pull_result(mq, fut.result(), sd)
         except Exception as exc:
             if not mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-                log.warning("pull of %s failed: %s", mq, exc)
+                _log_limiter.warning(("pull", mq.broker_name), "pull of %s failed: %s", mq, exc)
             delay = self.client_config.pull_time_delay_mills_when_exception_ms
             if isinstance(exc, BrokerError) and exc.code == ResponseCode.FLOW_CONTROL:
                 delay = PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL
