@@ -12,21 +12,22 @@ returned per second and offsets scanned per second, best of ``--rounds``.
 ``--no-sql`` runs the none/tag cases only, so the script also measures a rocketq without
 SQL92 support (PYTHONPATH pointing at another checkout's ``src``).
 
-Measured for issue #24 (2-core VM shared with other jobs, load average 6-14, 50,000
-messages, best of 5; three alternating runs each, msgs/s returned):
+Measured for issue #24 (2-core VM shared with other jobs, load average 7-14, 50,000
+messages, best of 5 per run; msgs/s returned, one figure per alternating run):
 
-====================================  ===================  ===================
-case                                  before (main d70a4fa) after (issue-24)
-====================================  ===================  ===================
-no filter                             184k / 186k / 191k    189k / 188k / (87k, noise)
-tag filter (half kept)                164k / 167k / 171k    170k / 172k / 174k
-SQL92 ``region = 'eu'`` (half kept)   n/a                   90k (179k offsets/s)
-SQL92 ``n BETWEEN .. AND region IN``  n/a                   63k (125k offsets/s)
-====================================  ===================  ===================
+====================================  =========================  =========================
+case                                  before (main d70a4fa)      after (issue-24)
+====================================  =========================  =========================
+no filter                             184k 186k 191k 139k 184k   189k 188k 180k 151k
+tag filter (half kept)                164k 167k 171k 175k 159k   170k 172k 174k 172k 166k
+SQL92 ``region = 'eu'`` (half kept)   n/a                        91k 97k (183-193k offsets/s)
+SQL92 ``n BETWEEN .. AND region IN``  n/a                        74k 74k (148k offsets/s)
+====================================  =========================  =========================
 
-The tag path is not slower (its consume-queue check is now one closure over unsigned
-codes); an SQL92 pull decodes each candidate record's properties and evaluates the
-compiled expression, about half the tag path's rate per returned message.
+The spread is the machine's load, not the code: the tag path is not slower (its
+consume-queue check is now one closure over unsigned codes). An SQL92 pull decodes each
+candidate record's properties and evaluates the compiled expression: about half the tag
+path's rate per returned message.
 """
 
 from __future__ import annotations
