@@ -29,7 +29,7 @@ from rocketq.broker.processors import decode_request_header, header_response, pl
 from rocketq.errors import RocketqError
 from rocketq.filter import FilterParseError, compile_expression
 from rocketq.protocol.bodies import CheckClientRequestBody
-from rocketq.protocol.codes import PermName, RequestCode, ResponseCode
+from rocketq.protocol.codes import PermName, RequestCode, ResponseCode, TopicSysFlag
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import UnregisterClientRequestHeader
 from rocketq.protocol.heartbeat import (
@@ -50,7 +50,7 @@ __all__ = ["ClientManageProcessor"]
 log = logging.getLogger(__name__)
 
 #: TopicSysFlag.buildSysFlag(false, true): FLAG_UNIT_SUB
-_FLAG_UNIT_SUB = 0x2
+_FLAG_UNIT_SUB = int(TopicSysFlag.FLAG_UNIT_SUB)
 
 
 class ClientManageProcessor:
