@@ -36,7 +36,7 @@ import argparse
 import time
 
 from rocketq.client import Message, Producer
-from rocketq.client.consumer.pull import build_pull_sys_flag
+from rocketq.client.impl.pull_api_wrapper import build_pull_sys_flag
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader

@@ -16,8 +16,8 @@ from rocketq.client import MessageSelector
 from rocketq.client.config import ClientConfig, LitePullConsumerConfig
 from rocketq.client.consumer.listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
 from rocketq.client.consumer.lite_pull import LitePullConsumer
-from rocketq.client.consumer.pull import build_pull_sys_flag
 from rocketq.client.consumer.push import PushConsumer, PushConsumerConfig
+from rocketq.client.impl.pull_api_wrapper import build_pull_sys_flag
 from rocketq.client.producer import Producer
 from rocketq.errors import ClientError
 from rocketq.filter import FilterParseError

@@ -16,9 +16,9 @@ from typing import Any
 
 from rocketq.admin import Admin
 from rocketq.cli._output import Output, add_admin_command
-from rocketq.client.trace.trace_context import RMQ_SYS_TRACE_TOPIC
 from rocketq.client.trace.trace_view import TraceView, decode_trace_views
 from rocketq.protocol.java import hashmap_order
+from rocketq.protocol.mixall import RMQ_SYS_TRACE_TOPIC
 
 __all__ = ["format_trace_timeline", "register_trace"]
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from rocketq.client.trace.async_trace_dispatcher import AsyncTraceDispatcher
 from rocketq.client.trace.trace_context import (
-    RMQ_SYS_TRACE_TOPIC,
     MessageType,
     TraceBean,
     TraceContext,
@@ -23,7 +22,6 @@ from rocketq.client.trace.trace_context import (
 from rocketq.client.trace.trace_data_encoder import decode_trace_data, encode_trace_context
 
 __all__ = [
-    "RMQ_SYS_TRACE_TOPIC",
     "AsyncTraceDispatcher",
     "MessageType",
     "TraceBean",

@@ -28,7 +28,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rocketq.client.trace.trace_context import (
-    RMQ_SYS_TRACE_TOPIC,
     TRACE_GROUP_NAME_PREFIX,
     TRACE_INSTANCE_NAME,
     TraceContext,
@@ -37,6 +36,7 @@ from rocketq.client.trace.trace_data_encoder import TraceTransferBean, encode_tr
 from rocketq.common.log_limiter import LogLimiter
 from rocketq.protocol.java import hashmap_order
 from rocketq.protocol.message import Message
+from rocketq.protocol.mixall import RMQ_SYS_TRACE_TOPIC
 
 if TYPE_CHECKING:
     import concurrent.futures

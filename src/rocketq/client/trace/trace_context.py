@@ -23,7 +23,6 @@ from rocketq.protocol.message_id import local_ip_bytes, new_unique_id
 __all__ = [
     "CONTENT_SPLITOR",
     "FIELD_SPLITOR",
-    "RMQ_SYS_TRACE_TOPIC",
     "TRACE_GROUP_NAME_PREFIX",
     "TRACE_INSTANCE_NAME",
     "MessageType",
@@ -40,8 +39,6 @@ FIELD_SPLITOR: Final = "\x02"
 TRACE_GROUP_NAME_PREFIX: Final = "_INNER_TRACE_PRODUCER"
 #: ``TraceConstants.TRACE_INSTANCE_NAME`` of the trace producer's client instance.
 TRACE_INSTANCE_NAME: Final = "PID_CLIENT_INNER_TRACE_PRODUCER"
-#: ``TopicValidator.RMQ_SYS_TRACE_TOPIC``: the default trace topic.
-RMQ_SYS_TRACE_TOPIC: Final = "RMQ_SYS_TRACE_TOPIC"
 
 
 def _local_address() -> str:
