@@ -45,15 +45,23 @@ from rocketq.broker.outer_api import BrokerOuterAPI
 from rocketq.broker.processors.admin import AdminBrokerProcessor
 from rocketq.broker.processors.client_manage import ClientManageProcessor
 from rocketq.broker.processors.consumer_manage import ConsumerManageProcessor
+from rocketq.broker.processors.end_transaction import EndTransactionProcessor
 from rocketq.broker.processors.lock import LockBatchProcessor
 from rocketq.broker.processors.pull import PullMessageProcessor
 from rocketq.broker.processors.query import QueryMessageProcessor
+from rocketq.broker.processors.reply import ReplyMessageProcessor
 from rocketq.broker.processors.send import SendMessageProcessor
 from rocketq.broker.schedule import ScheduleMessageService
 from rocketq.broker.stats import BrokerStats
 from rocketq.broker.store.message_store import MessageStore
 from rocketq.broker.subscriptions import SubscriptionGroupManager
 from rocketq.broker.topics import TopicConfigManager
+from rocketq.broker.transaction import (
+    DefaultTransactionalMessageCheckListener,
+    TransactionalMessageBridge,
+    TransactionalMessageCheckService,
+    TransactionalMessageService,
+)
 from rocketq.protocol.codes import PermName, RequestCode
 from rocketq.protocol.message import HostAddr
 from rocketq.protocol.route import DataVersion, TopicConfig, TopicConfigSerializeWrapper
@@ -125,6 +133,16 @@ class BrokerController:
         self.query_processor: QueryMessageProcessor | None = None
         #: Delay-level delivery (ScheduleMessageService); masters only, created in start().
         self.schedule_service: ScheduleMessageService | None = None
+        #: Transactional messages (rocketq.broker.transaction): half/op store access, the
+        #: END_TRANSACTION lookups and the check scan; the check thread runs on masters only.
+        self.transactional_message_bridge = TransactionalMessageBridge(self)
+        self.transactional_message_service = TransactionalMessageService(
+            self.transactional_message_bridge,
+            file_reserved_time_ms=config.message_store.file_reserved_time_hours * 3_600_000,
+            wall_ms=wall_ms,
+        )
+        self.transactional_message_check_listener = DefaultTransactionalMessageCheckListener(self)
+        self.transactional_message_check_service: TransactionalMessageCheckService | None = None
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -181,6 +199,11 @@ class BrokerController:
                 self.store, self.config.message_store.message_delay_level, self.config.config_dir
             )
             self.schedule_service.start()
+            # BrokerController.start: the transaction check runs where halves are written
+            self.transactional_message_check_service = TransactionalMessageCheckService(
+                self, self.transactional_message_service, self.transactional_message_check_listener
+            )
+            self.transactional_message_check_service.start()
         for manager in (
             self.topic_config_manager,
             self.subscription_group_manager,
@@ -228,6 +251,10 @@ class BrokerController:
         ):
             server.register_processor(code, send)
         server.register_processor(RequestCode.PULL_MESSAGE, pull)
+        server.register_processor(RequestCode.END_TRANSACTION, EndTransactionProcessor(self))
+        reply = ReplyMessageProcessor(self)
+        server.register_processor(RequestCode.SEND_REPLY_MESSAGE, reply)
+        server.register_processor(RequestCode.SEND_REPLY_MESSAGE_V2, reply)
         server.register_processor(RequestCode.QUERY_MESSAGE, query)
         server.register_processor(RequestCode.VIEW_MESSAGE_BY_ID, query)
         lock = LockBatchProcessor(self.rebalance_lock_manager)
@@ -265,6 +292,8 @@ class BrokerController:
             except Exception:
                 log.exception("unregister from name servers failed")
         await self.server.stop()
+        if self.transactional_message_check_service is not None:
+            self.transactional_message_check_service.shutdown()  # before the final persist
         self.topic_config_manager.persist()
         self.subscription_group_manager.persist()
         self.consumer_offset_manager.persist()

@@ -35,6 +35,12 @@ from rocketq.broker.config import BrokerConfig, ConfigManager, config_file_path
 from rocketq.protocol import fastjson
 from rocketq.protocol.codes import PermName
 from rocketq.protocol.java import concurrent_hashmap_order
+from rocketq.protocol.mixall import (
+    RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
+    RMQ_SYS_TRANS_HALF_TOPIC,
+    RMQ_SYS_TRANS_OP_HALF_TOPIC,
+    reply_topic,
+)
 from rocketq.protocol.route import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 
 __all__ = [
@@ -57,15 +63,10 @@ log = logging.getLogger(__name__)
 AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
 RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 RMQ_SYS_BENCHMARK_TOPIC = "BenchmarkTest"
-RMQ_SYS_TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 RMQ_SYS_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
-RMQ_SYS_TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 RMQ_SYS_SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
 RMQ_SYS_OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
-#: MixAll.REPLY_TOPIC_POSTFIX
-REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
 TOPIC_MAX_LENGTH = 127
 #: TopicConfigManager.SCHEDULE_TOPIC_QUEUE_NUM
 SCHEDULE_TOPIC_QUEUE_NUM = 18
@@ -174,7 +175,7 @@ class TopicConfigManager(ConfigManager):
         self._add_default(RMQ_SYS_SCHEDULE_TOPIC, SCHEDULE_TOPIC_QUEUE_NUM)
         if cfg.trace_topic_enable:
             self._add_default(cfg.msg_trace_topic_name, 1)
-        self._add_default(f"{cfg.broker_cluster_name}_{REPLY_TOPIC_POSTFIX}", 1)
+        self._add_default(reply_topic(cfg.broker_cluster_name), 1)
 
     # ------------------------------------------------------------------ queries
     def select_topic_config(self, topic: str) -> TopicConfig | None:

@@ -13,6 +13,9 @@ Mirrors ``org.apache.rocketmq.broker.processor.SendMessageProcessor`` and
   ``WAIT`` removed (single messages), so records are byte-identical to Java's.
 * Under SYNC_FLUSH the response is written only once the bytes are durable (or with
   FLUSH_DISK_TIMEOUT); a message sent with ``WAIT=false`` does not wait.
+* A message with ``TRAN_MSG=true`` is stored as a half message in
+  ``RMQ_SYS_TRANS_HALF_TOPIC`` (:mod:`rocketq.broker.transaction`), or refused with
+  NO_PERMISSION under ``rejectTransactionMessage``; the answer names the half's offsets.
 * Send responses always carry the ``MSG_REGION`` and ``TRACE_ON`` extFields: the Java
   client reads them without a null check (``MQClientAPIImpl.processSendResponse``).
 """
@@ -243,13 +246,17 @@ class SendMessageProcessor:
             store_host=broker.store_host,
             reconsume_times=reconsume_times,
         )
-        if props.get(MessageConst.TRAN_MSG) == "true":
-            return self._response(
-                request,
-                ResponseCode.NO_PERMISSION,
-                f"the broker[{broker.broker_addr}] sending transaction message is forbidden",
-            )
-        result = broker.store.put_message(inner)
+        if (props.get(MessageConst.TRAN_MSG) or "").lower() == "true":  # Boolean.parseBoolean
+            if broker.config.reject_transaction_message:
+                return self._response(
+                    request,
+                    ResponseCode.NO_PERMISSION,
+                    f"the broker[{broker.broker_addr}] sending transaction message is forbidden",
+                )
+            # TransactionalMessageService.prepareMessage: stored as a half message
+            result = broker.transactional_message_bridge.put_half_message(inner)
+        else:
+            result = broker.store.put_message(inner)
         wait_flush = wait != "false"
         return await self._handle_put_result(
             request, result, topic, queue_id, 1, len(request.body), wait_flush
