@@ -44,6 +44,8 @@ from rocketq.client.api import MQClientAPI
 from rocketq.client.api_results import FindBrokerResult
 from rocketq.client.config import ClientConfig
 from rocketq.client.latency import TopicPublishInfo
+from rocketq.client.request_response import RequestFutureHolder, receive_reply_message
+from rocketq.client.transaction import check_transaction_state
 from rocketq.errors import ClientError, RocketqError
 from rocketq.protocol.codes import PermName, RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
@@ -196,6 +198,8 @@ class MQClientInstance:
         self._threads: list[ServiceThread] = []
         self._rebalance: PeriodicService | None = None
         self._callback_pool: concurrent.futures.ThreadPoolExecutor | None = None
+        #: pending Producer.request calls by correlation id (RequestFutureHolder)
+        self.request_future_holder = RequestFutureHolder(f"{client_id}-request-housekeeping")
         self._started = False
         self._shutdown = False
 
@@ -247,6 +251,7 @@ class MQClientInstance:
             pool, self._callback_pool = self._callback_pool, None
         for thread in threads:
             thread.shutdown()
+        self.request_future_holder.shutdown()
         self.remoting.close()
         if pool is not None:
             current = threading.current_thread().name
@@ -305,6 +310,10 @@ class MQClientInstance:
         with self._lock:
             self._consumers.pop(group, None)
         self._unregister_client(consumer_group=group)
+
+    def select_producer(self, group: str) -> MQProducerInner | None:
+        with self._lock:
+            return self._producers.get(group)
 
     def select_consumer(self, group: str) -> MQConsumerInner | None:
         with self._lock:
@@ -604,6 +613,11 @@ class MQClientInstance:
             )
             self.rebalance_immediately()
             return None
+        if request.code == RequestCode.CHECK_TRANSACTION_STATE:
+            check_transaction_state(self, request, addr)
+            return None
+        if request.code == RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT:
+            return receive_reply_message(self.request_future_holder, request)
         group = request.ext("consumerGroup") or request.ext("group")
         consumer = self.select_consumer(group) if group else None
         handler = getattr(consumer, "process_broker_request", None)
