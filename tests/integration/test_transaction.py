@@ -18,10 +18,10 @@ import pytest
 
 from rocketq.client import (
     ClientConfig,
-    Producer,
     LocalTransactionState,
     Message,
     MessageExt,
+    Producer,
     TransactionProducer,
 )
 from rocketq.client.consumer.pull import PullConsumer, PullStatus
