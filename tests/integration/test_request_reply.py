@@ -25,7 +25,7 @@ from rocketq.client import (
     PushConsumerConfig,
     create_reply_message,
 )
-from rocketq.errors import ClientError, RequestTimeoutError
+from rocketq.errors import RequestTimeoutError
 from rocketq.protocol.message import MessageConst
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import REPLY_MESSAGE_FLAG
@@ -162,28 +162,3 @@ def test_a_request_nobody_answers_times_out(
     with pytest.raises(RequestTimeoutError, match="request timeout, no reply message"):
         fut.result(timeout=10)
     wait_until(lambda: len(holder) == 0, 5, "the table to be empty")
-
-
-def test_reply_helper_needs_a_brokered_request() -> None:
-    with pytest.raises(ClientError, match="CLUSTER"):
-        create_reply_message(Message("t", b"x"), b"y")
-    request = Message(
-        "t",
-        b"x",
-        properties={
-            MessageConst.CLUSTER: "C1",
-            MessageConst.CORRELATION_ID: "cid",
-            MessageConst.REPLY_TO_CLIENT: "1.2.3.4@9",
-            MessageConst.TTL: "3000",
-        },
-    )
-    reply = create_reply_message(request, b"y")
-    assert reply.topic == "C1_REPLY_TOPIC"
-    assert reply.body == b"y"
-    for key, value in {
-        MessageConst.MSG_TYPE: "reply",
-        MessageConst.CORRELATION_ID: "cid",
-        MessageConst.REPLY_TO_CLIENT: "1.2.3.4@9",
-        MessageConst.TTL: "3000",
-    }.items():
-        assert reply.properties[key] == value

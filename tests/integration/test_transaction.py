@@ -7,6 +7,7 @@ a second or two.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from rocketq.cli.main import main as cli_main
 from rocketq.client import (
     ClientConfig,
     LocalTransactionState,
@@ -29,7 +31,11 @@ from rocketq.errors import ClientError, IllegalArgumentError
 from rocketq.protocol.message import MessageConst
 from rocketq.protocol.message_id import decode_offset_msg_id
 from rocketq.protocol.message_queue import MessageQueue
-from rocketq.protocol.mixall import RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC
+from rocketq.protocol.mixall import (
+    RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
+    RMQ_SYS_TRANS_HALF_TOPIC,
+    TRANSACTION_TOPICS,
+)
 from rocketq.testing.cluster import EmbeddedCluster
 from rocketq.testing.waits import wait_until
 
@@ -338,3 +344,20 @@ def test_broker_sigkill_between_half_and_commit(tmp_path: Path, unique_name: Cal
         finally:
             puller.shutdown()
             producer.shutdown()
+
+
+def test_topic_list_hides_the_transaction_topics(
+    cluster: EmbeddedCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def listed(*extra: str) -> list[str]:
+        capsys.readouterr()
+        assert cli_main(["topic", "list", "--json", "-n", cluster.namesrv_addr, *extra]) == 0
+        topics: list[str] = json.loads(capsys.readouterr().out)
+        return topics
+
+    # the check service creates the half topic on its first round and registers it
+    wait_until(
+        lambda: RMQ_SYS_TRANS_HALF_TOPIC in listed("--system"), 15, "the half topic in the route table"
+    )
+    assert not TRANSACTION_TOPICS & set(listed())
+    assert "TBW102" in listed()  # only the transactional system topics are hidden
