@@ -76,12 +76,18 @@ def requester(embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
     producer.shutdown()
 
 
+@pytest.fixture
+def topic(embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]) -> str:
+    """A new request topic with 4 queues, routed."""
+    name = unique_name("rr")
+    embedded_cluster.create_topic(name, 4)
+    embedded_cluster.wait_route(name)
+    return name
+
+
 def test_one_request_one_reply(
-    embedded_cluster: EmbeddedCluster, requester: Producer, unique_name: Callable[..., str]
+    embedded_cluster: EmbeddedCluster, requester: Producer, topic: str, unique_name: Callable[..., str]
 ) -> None:
-    topic = unique_name("rr")
-    embedded_cluster.create_topic(topic, 4)
-    embedded_cluster.wait_route(topic)
     responder = Responder(embedded_cluster, topic, unique_name("rg"))
     try:
         reply = requester.request(Message(topic, b"ping", tags="T"), 15_000)
@@ -106,11 +112,8 @@ def test_one_request_one_reply(
 
 @pytest.mark.slow
 def test_a_thousand_concurrent_requests_from_eight_threads_are_matched(
-    embedded_cluster: EmbeddedCluster, requester: Producer, unique_name: Callable[..., str]
+    embedded_cluster: EmbeddedCluster, requester: Producer, topic: str, unique_name: Callable[..., str]
 ) -> None:
-    topic = unique_name("rr")
-    embedded_cluster.create_topic(topic, 4)
-    embedded_cluster.wait_route(topic)
     responder = Responder(embedded_cluster, topic, unique_name("rg"))
     futures: dict[bytes, concurrent.futures.Future[Message]] = {}
     lock = threading.Lock()
@@ -146,11 +149,8 @@ def test_a_thousand_concurrent_requests_from_eight_threads_are_matched(
 
 
 def test_a_request_nobody_answers_times_out(
-    embedded_cluster: EmbeddedCluster, requester: Producer, unique_name: Callable[..., str]
+    embedded_cluster: EmbeddedCluster, requester: Producer, topic: str, unique_name: Callable[..., str]
 ) -> None:
-    topic = unique_name("rr")
-    embedded_cluster.create_topic(topic, 4)
-    embedded_cluster.wait_route(topic)
     holder = requester._running_instance().request_future_holder
     begin = time.monotonic()
     with pytest.raises(RequestTimeoutError, match="wait reply message timeout, 500 ms"):

@@ -34,9 +34,7 @@ def register(subparsers: Any) -> None:
         "RMQ_SYS_TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC) are hidden unless --system is given.",
     )
     p.add_argument("-c", "--cluster", default=None, help="only the topics of this cluster")
-    p.add_argument(
-        "-s", "--system", action="store_true", help="also list the transactional system topics"
-    )
+    p.add_argument("-s", "--system", action="store_true", help="also list the transactional system topics")
     add_admin_command(p, _list)
 
     p = sub.add_parser("route", help="show a topic's route: brokers and queues (mqadmin topicRoute)")

@@ -21,7 +21,6 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from rocketq.broker.processors import decode_request_header
 from rocketq.broker.processors.send import SendMessageProcessor
 from rocketq.broker.store import MessageExtBrokerInner, PutMessageStatus
 from rocketq.protocol.codes import RequestCode, ResponseCode
@@ -66,16 +65,10 @@ class ReplyMessageProcessor(SendMessageProcessor):
         super().__init__(broker)
 
     async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
-        header: SendMessageRequestHeader | SendMessageRequestHeaderV2 | RemotingCommand
-        if request.code == RequestCode.SEND_REPLY_MESSAGE_V2:
-            header = decode_request_header(request, SendMessageRequestHeaderV2)
-        else:
-            header = decode_request_header(request, SendMessageRequestHeader)
-        if isinstance(header, RemotingCommand):
-            return header
-        error, queue_id = self._msg_check(channel, request, header)
-        if error is not None:
-            return error
+        checked = self._decode_and_check(channel, request, request.code == RequestCode.SEND_REPLY_MESSAGE)
+        if isinstance(checked, RemotingCommand):
+            return checked
+        header, queue_id = checked
         broker = self.broker
         props_string = header.properties or ""
         props = decode_properties(props_string)

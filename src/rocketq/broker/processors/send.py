@@ -125,8 +125,22 @@ class SendMessageProcessor:
     async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
         if request.code == RequestCode.CONSUMER_SEND_MSG_BACK:
             return await self._consumer_send_msg_back(channel, request)
+        checked = self._decode_and_check(channel, request, request.code == RequestCode.SEND_MESSAGE)
+        if isinstance(checked, RemotingCommand):
+            return checked
+        header, queue_id = checked
+        if header.batch:
+            return await self._send_batch(channel, request, header, queue_id)
+        return await self._send_one(channel, request, header, queue_id)
+
+    # ------------------------------------------------------------------ checks
+    def _decode_and_check(
+        self, channel: Channel, request: RemotingCommand, v1: bool
+    ) -> RemotingCommand | tuple[_SendHeader, int]:
+        """The send header (V1 names, or V2 one-letter ones) and ``msgCheck``: an error
+        response, or the header and the queue id to use."""
         header: _SendHeader | RemotingCommand
-        if request.code == RequestCode.SEND_MESSAGE:
+        if v1:
             header = decode_request_header(request, SendMessageRequestHeader)
         else:
             # V2 one-letter fields; a missing one is reported by its wire name, as in Java.
@@ -138,11 +152,8 @@ class SendMessageProcessor:
         error, queue_id = self._msg_check(channel, request, header)
         if error is not None:
             return error
-        if header.batch:
-            return await self._send_batch(channel, request, header, queue_id)
-        return await self._send_one(channel, request, header, queue_id)
+        return header, queue_id
 
-    # ------------------------------------------------------------------ checks
     def _response(self, request: RemotingCommand, code: int, remark: str | None) -> RemotingCommand:
         cfg = self.broker.config
         resp = request.make_response(code, remark)
