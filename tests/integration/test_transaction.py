@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from rocketq.admin import Admin
+from rocketq.admin.transactions import TransactionState
 from rocketq.cli.main import main as cli_main
 from rocketq.client import (
     ClientConfig,
@@ -87,6 +89,12 @@ def cluster() -> Iterator[EmbeddedCluster]:
 
 
 @pytest.fixture(scope="module")
+def admin(cluster: EmbeddedCluster) -> Iterator[Admin]:
+    with Admin(cluster.namesrv_addr) as a:
+        yield a
+
+
+@pytest.fixture(scope="module")
 def puller(cluster: EmbeddedCluster) -> Iterator[PullConsumer]:
     consumer = PullConsumer("tx-test-puller", namesrv_addr=cluster.namesrv_addr)
     consumer.start()
@@ -139,7 +147,7 @@ def _checked_marker(producer: TransactionProducer, listener: Listener, topic: st
 
 
 def test_commit_is_consumed_once_and_the_half_is_never_visible(
-    cluster: EmbeddedCluster, puller: PullConsumer, unique_name: Callable[..., str]
+    cluster: EmbeddedCluster, puller: PullConsumer, admin: Admin, unique_name: Callable[..., str]
 ) -> None:
     topic = unique_name("tx")
     cluster.create_topic(topic, 4)
@@ -177,12 +185,20 @@ def test_commit_is_consumed_once_and_the_half_is_never_visible(
         _checked_marker(producer, listener, topic, b"marker")
         assert listener.checks_of(b"commit-1") == 0
         assert sorted(_bodies(puller, topic)) == [b"commit-1"]  # once; the marker was rolled back
+        state = admin.half_message_state(result.msg_id)
+        assert state.state is TransactionState.COMMITTED
+        assert (state.real_topic, state.producer_group, state.half_copies) == (
+            topic,
+            producer.producer_group,
+            1,
+        )
+        assert state.resolved_msg_id == committed.offset_msg_id
     finally:
         producer.shutdown()
 
 
 def test_rollback_is_never_consumed(
-    cluster: EmbeddedCluster, puller: PullConsumer, unique_name: Callable[..., str]
+    cluster: EmbeddedCluster, puller: PullConsumer, admin: Admin, unique_name: Callable[..., str]
 ) -> None:
     topic = unique_name("tx")
     cluster.create_topic(topic, 4)
@@ -197,6 +213,9 @@ def test_rollback_is_never_consumed(
         _checked_marker(producer, listener, topic, b"marker")
         _wait_bodies(puller, topic, [b"marker"], 10, "the marker committed by its check")
         assert listener.checks_of(b"rb") == 0
+        # the check has passed the rolled-back half (it checked the marker sent after it)
+        assert admin.half_message_state(result.msg_id).state is TransactionState.ROLLED_BACK
+        assert admin.half_message_state("0" * 32).state is TransactionState.UNKNOWN
     finally:
         producer.shutdown()
 
@@ -262,7 +281,11 @@ def test_a_second_producer_of_the_group_answers_for_one_that_died(
 
 
 def test_a_checker_that_never_knows_gets_the_half_discarded(
-    cluster: EmbeddedCluster, puller: PullConsumer, unique_name: Callable[..., str]
+    cluster: EmbeddedCluster,
+    puller: PullConsumer,
+    admin: Admin,
+    capsys: pytest.CaptureFixture[str],
+    unique_name: Callable[..., str],
 ) -> None:
     topic = unique_name("tx")
     cluster.create_topic(topic, 4)
@@ -271,6 +294,12 @@ def test_a_checker_that_never_knows_gets_the_half_discarded(
     producer = _producer(cluster, unique_name("txpg"), listener)
     try:
         result = producer.send_message_in_transaction(Message(topic, b"undecided"))
+        prepared = admin.half_message_state(result.msg_id)
+        assert (prepared.state, prepared.half_copies, prepared.check_times) == (
+            TransactionState.PREPARED,
+            1,
+            0,
+        )
 
         def discarded() -> list[MessageExt]:
             try:
@@ -292,6 +321,12 @@ def test_a_checker_that_never_knows_gets_the_half_discarded(
         ]
         assert _bodies(puller, topic) == []
         assert discarded()[0].properties[MessageConst.REAL_TOPIC] == topic
+        capsys.readouterr()
+        assert (
+            cli_main(["message", "tx-state", "-u", result.msg_id, "--json", "-n", cluster.namesrv_addr]) == 0
+        )
+        view = json.loads(capsys.readouterr().out)
+        assert view["state"] == "DISCARDED" and view["halfCopies"] == 4 and view["checkTimes"] == 3
     finally:
         producer.shutdown()
 
