@@ -23,6 +23,7 @@ from rocketq.client import (
     Producer,
     PushConsumer,
     PushConsumerConfig,
+    TransactionProducer,
     create_reply_message,
 )
 from rocketq.errors import RequestTimeoutError
@@ -162,3 +163,28 @@ def test_a_request_nobody_answers_times_out(
     with pytest.raises(RequestTimeoutError, match="request timeout, no reply message"):
         fut.result(timeout=10)
     wait_until(lambda: len(holder) == 0, 5, "the table to be empty")
+
+
+def test_no_thread_outlives_the_producers(
+    embedded_cluster: EmbeddedCluster, topic: str, unique_name: Callable[..., str]
+) -> None:
+    before = set(threading.enumerate())
+    requester = Producer(unique_name("req"), namesrv_addr=embedded_cluster.namesrv_addr, client_config=FAST)
+    requester.start()
+    tx = TransactionProducer(
+        unique_name("txpg"), namesrv_addr=embedded_cluster.namesrv_addr, client_config=FAST
+    )
+    tx.start()
+    try:
+        with pytest.raises(RequestTimeoutError):
+            requester.request(Message(topic, b"x"), 200)  # starts the request housekeeping thread
+        names = {t.name for t in threading.enumerate()}
+        assert any(n.endswith("-request-housekeeping") for n in names)
+    finally:
+        tx.shutdown()
+        requester.shutdown()
+
+    def leftover() -> list[str]:
+        return [t.name for t in threading.enumerate() if t not in before and t.is_alive()]
+
+    wait_until(lambda: not leftover(), 10, "the producers' threads to end")
