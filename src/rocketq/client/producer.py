@@ -719,9 +719,8 @@ class Producer(ServiceLifecycle):
         no reply came within ``timeout_ms`` (the request may still be answered later; that
         answer is dropped) and :class:`ClientError` when the request could not be sent.
         """
-        rf, holder, remaining = self._begin_request(msg, timeout_ms, None)
+        rf, holder, remaining = self._start_request(msg, timeout_ms, None, queue, selector, arg)
         try:
-            self._send_request(msg, rf, remaining, queue, selector, arg)
             return wait_response(rf, msg.topic, timeout_ms, remaining)
         finally:
             holder.remove(rf.correlation_id)
@@ -745,31 +744,30 @@ class Producer(ServiceLifecycle):
         if callback is not None:
             instance = self._running_instance()
             out.add_done_callback(lambda f: instance.run_on_callback_pool(lambda: callback(f)))
-        rf, _, remaining = self._begin_request(msg, timeout_ms, out)
-        self._send_request(msg, rf, remaining, queue, selector, arg)
+        self._start_request(msg, timeout_ms, out, queue, selector, arg)
         return out
 
-    def _begin_request(
-        self, msg: Message, timeout_ms: int, future: concurrent.futures.Future[Message] | None
-    ) -> tuple[RequestResponseFuture, RequestFutureHolder, int]:
-        self._check_message(msg)
-        instance = self._running_instance()
-        return begin_request(instance, msg, timeout_ms, future, self._find_publish_info, self._clock_ms)
-
-    def _send_request(
+    def _start_request(
         self,
         msg: Message,
-        rf: RequestResponseFuture,
         timeout_ms: int,
+        future: concurrent.futures.Future[Message] | None,
         queue: MessageQueue | None,
         selector: SelectorLike | None,
         arg: object,
-    ) -> None:
-        send_request(
-            self._running_instance().request_future_holder,
-            rf,
-            lambda: self._send_async_now(msg, queue=queue, selector=selector, arg=arg, timeout_ms=timeout_ms),
+    ) -> tuple[RequestResponseFuture, RequestFutureHolder, int]:
+        """Register the request, then send it asynchronously (rocketq.client.request_response)."""
+        self._check_message(msg)
+        instance = self._running_instance()
+        rf, holder, left = begin_request(
+            instance, msg, timeout_ms, future, self._find_publish_info, self._clock_ms
         )
+        send_request(
+            holder,
+            rf,
+            lambda: self._send_async_now(msg, queue=queue, selector=selector, arg=arg, timeout_ms=left),
+        )
+        return rf, holder, left
 
     # ================================================================== admin helpers
     def view_message(self, offset_msg_id: str) -> MessageExt:
