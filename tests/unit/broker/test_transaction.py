@@ -1,4 +1,4 @@
-"""The broker's transaction pieces on a broker that was never started (no sockets).
+"""The broker's transaction and reply pieces on a broker that was never started (no sockets).
 
 Half messages through ``SendMessageProcessor``, END_TRANSACTION through
 ``EndTransactionProcessor`` (with Java's remarks for every refusal), the op-record layout,
@@ -19,6 +19,7 @@ import pytest
 
 from rocketq.broker.broker import BrokerController
 from rocketq.broker.processors.end_transaction import EndTransactionProcessor
+from rocketq.broker.processors.reply import ReplyMessageProcessor
 from rocketq.broker.processors.send import SendMessageProcessor
 from rocketq.broker.transaction import REMOVETAG, TransactionalMessageService
 from rocketq.protocol.codes import RequestCode, ResponseCode
@@ -236,3 +237,54 @@ def test_op_offset_advances_over_contiguous_runs_only() -> None:
     assert _calculate_op_offset([3, 1, 2], 1) == 4
     assert _calculate_op_offset([1, 3], 1) == 2
     assert _calculate_op_offset([], 7) == 7
+
+
+def test_a_checked_half_loses_its_flag_as_in_java(broker: BrokerController) -> None:
+    # renewHalfMessageInner copies neither flag nor reconsumeTimes
+    props = encode_properties({MessageConst.TRAN_MSG: "true", MessageConst.PGROUP: GROUP})
+    request = send_request(TOPIC, b"flagged", queue_id=1, properties=props)
+    assert request.ext_fields is not None
+    request.ext_fields["g"] = str(_wall_ms() - 10_000)
+    request.ext_fields["h"] = "5"  # flag (V2 name)
+    response = _run(SendMessageProcessor(broker), request)
+    assert response is not None and response.code == ResponseCode.SUCCESS
+    assert [m.flag for m in _records(broker, RMQ_SYS_TRANS_HALF_TOPIC, 0)] == [5]
+    listener = _Recorder()
+    _next_ms()
+    _service(broker).check(1000, 3, listener)
+    assert [m.flag for m in _records(broker, RMQ_SYS_TRANS_HALF_TOPIC, 0)] == [5, 0]
+    # the check itself is encoded from the half as read (putBackHalfMsgQueue updates only its
+    # offsets), so the producer still sees flag 5; a commit of the copy stores flag 0
+    assert [m.flag for m in listener.checked] == [5]
+
+
+def _reply_request(props: dict[str, str]) -> RemotingCommand:
+    return send_request(
+        "DefaultCluster_REPLY_TOPIC",
+        b"answer",
+        properties=encode_properties(props),
+        code=RequestCode.SEND_REPLY_MESSAGE_V2,
+    )
+
+
+@pytest.mark.parametrize(
+    ("props", "remark"),
+    [
+        ({MessageConst.CORRELATION_ID: "c"}, "reply message properties[REPLY_TO_CLIENT] is null"),
+        (
+            {MessageConst.CORRELATION_ID: "c", MessageConst.REPLY_TO_CLIENT: "10.0.0.9@1"},
+            "push reply message fail, channel of <10.0.0.9@1> not found.",
+        ),
+    ],
+)
+def test_a_reply_nobody_waits_for_is_refused_but_stored(
+    broker: BrokerController, props: dict[str, str], remark: str
+) -> None:
+    response = _run(ReplyMessageProcessor(broker), _reply_request(props))
+    assert response is not None and response.code == ResponseCode.SYSTEM_ERROR
+    assert response.remark == remark
+    ext = response.ext_fields or {}
+    # storeReplyMessageEnable: stored anyway, and the answer names the stored record
+    assert ext["MSG_REGION"] == "DefaultRegion" and ext["queueOffset"] == "0" and ext["msgId"] != "0"
+    (stored,) = _records(broker, "DefaultCluster_REPLY_TOPIC", 0)
+    assert stored.body == b"answer" and MessageConst.CLUSTER not in stored.properties

@@ -7,6 +7,7 @@ import zlib
 
 import pytest
 
+from rocketq.client.api import MQClientAPI
 from rocketq.client.request_response import (
     RequestFutureHolder,
     RequestResponseFuture,
@@ -17,8 +18,9 @@ from rocketq.client.request_response import (
 from rocketq.errors import ClientError, RequestTimeoutError
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
-from rocketq.protocol.headers import ReplyMessageRequestHeader
+from rocketq.protocol.headers import ReplyMessageRequestHeader, SendMessageRequestHeader
 from rocketq.protocol.message import Message, MessageConst, encode_properties
+from rocketq.remoting.client import RemotingClient
 
 
 class _Clock:
@@ -128,3 +130,28 @@ def test_receive_reply_message_rebuilds_the_reply() -> None:
     )
     answer = receive_reply_message(holder, bad)
     assert answer.code == ResponseCode.SYSTEM_ERROR and answer.remark == "process reply message fail"
+
+
+def test_a_reply_is_sent_as_send_reply_message_v2() -> None:
+    # MQClientAPIImpl.sendMessage: MSG_TYPE=reply -> SEND_REPLY_MESSAGE_V2 (325)
+    def header(props: dict[str, str]) -> SendMessageRequestHeader:
+        return SendMessageRequestHeader(
+            producer_group="PG",
+            topic="T",
+            default_topic="TBW102",
+            default_topic_queue_nums=4,
+            queue_id=0,
+            sys_flag=0,
+            born_timestamp=1,
+            flag=0,
+            properties=encode_properties(props),
+        )
+
+    api = MQClientAPI(RemotingClient(name="unused"), [])  # build_send_request opens no connection
+    reply = create_reply_message(Message("t", b"x", properties={MessageConst.CLUSTER: "C"}), b"y")
+    assert api.build_send_request(header(reply.properties), b"y").code == RequestCode.SEND_REPLY_MESSAGE_V2
+    assert (
+        api.build_send_request(header({MessageConst.MSG_TYPE: "other"}), b"y").code
+        == RequestCode.SEND_MESSAGE_V2
+    )
+    assert api.build_send_request(header({}), b"y").code == RequestCode.SEND_MESSAGE_V2
