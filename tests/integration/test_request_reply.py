@@ -111,7 +111,6 @@ def test_one_request_one_reply(
         responder.shutdown()
 
 
-@pytest.mark.slow
 def test_a_thousand_concurrent_requests_from_eight_threads_are_matched(
     embedded_cluster: EmbeddedCluster, requester: Producer, topic: str, unique_name: Callable[..., str]
 ) -> None:

@@ -9,9 +9,11 @@ Lifecycle and threading:
 * :meth:`BrokerController.start` (a coroutine, on the loop that will serve requests):
   the exclusive lock on ``<store>/lock`` first (``FileLockedError`` when another process
   runs a broker there: nothing of that store is read or written), ``store.load()`` (recovery after an unclean stop) and ``store.start()``, load
-  topics.json / subscriptionGroup.json / consumerOffset.json, register every processor
-  (client/consumer management, admin as the default, and the lead's send, pull and query
-  processors), start the delay-level service (masters), start the server, start the pull
+  topics.json / subscriptionGroup.json / consumerOffset.json, start the transaction check
+  service (masters; it resumes from the progress in consumerOffset.json), register every
+  processor (client/consumer management, admin as the default, send, pull, query,
+  END_TRANSACTION and the reply processor), start the delay-level service (masters),
+  start the server, start the pull
   hold service, register with every name
   server (synchronously, like Java) and start the periodic tasks: registration every
   ``register_name_server_period`` (clamped to 10..60 s, first after 10 s), consumer-offset
@@ -22,7 +24,7 @@ Lifecycle and threading:
   :meth:`register_broker_all_async` may be called from any thread.
 * :meth:`BrokerController.shutdown`: cancel the periodic tasks, stop the pull hold service,
   unregister from every name server, stop the server (so nothing changes after the final
-  persist), persist topics, groups and offsets, stop the delay-level service (it persists
+  persist), stop the transaction check service, persist topics, groups and offsets, stop the delay-level service (it persists
   delayOffset.json), ``store.shutdown()``, stop the outer client.
 * A closed channel is removed from the consumer and producer tables at once (consumer
   groups are notified).
@@ -209,11 +211,6 @@ class BrokerController:
                 self.store, self.config.message_store.message_delay_level, self.config.config_dir
             )
             self.schedule_service.start()
-            # BrokerController.start: the transaction check runs where halves are written
-            self.transactional_message_check_service = TransactionalMessageCheckService(
-                self, self.transactional_message_service, self.transactional_message_check_listener
-            )
-            self.transactional_message_check_service.start()
         for manager in (
             self.topic_config_manager,
             self.subscription_group_manager,
@@ -221,6 +218,13 @@ class BrokerController:
         ):
             if not manager.load():
                 raise RuntimeError(f"cannot load {manager.config_file_path()}")
+        if self.config.broker_role != "SLAVE":
+            # BrokerController.start: the transaction check runs where halves are written,
+            # from the progress consumerOffset.json holds (so after it was loaded)
+            self.transactional_message_check_service = TransactionalMessageCheckService(
+                self, self.transactional_message_service, self.transactional_message_check_listener
+            )
+            self.transactional_message_check_service.start()
         self._register_processors()
         self.server.add_channel_listener(self._on_channel_close)
         await self.server.start()
