@@ -20,8 +20,10 @@ Invariants:
   first request and stops with the instance; it fails requests whose timeout has passed
   (first scan after 3 s, then every second, as ``RequestHouseKeepingService``), so an
   abandoned asynchronous request never stays in the table.
-* A reply completes its future once; a reply with no pending request (late, or crossed
-  from another process) is logged and dropped, never handed to another request.
+* A request is completed by whoever removes it from the table (its reply, the
+  housekeeping, a failed send, the instance's shutdown), so exactly once; a reply with no
+  pending request (late, or crossed from another process) is logged and dropped, never
+  handed to another request.
 * Timeout contract: a request that raised :class:`RequestTimeoutError` may still have been
   delivered and answered; the late answer is dropped.
 """
@@ -344,8 +346,9 @@ def send_request(
 
     def sent(f: concurrent.futures.Future[SendResult]) -> None:
         exc = f.exception()
-        if exc is not None:
-            holder.remove(rf.correlation_id)
+        # whoever removes the request from the table completes it: a reply or the
+        # housekeeping may have done so already
+        if exc is not None and holder.remove(rf.correlation_id) is rf:
             rf.fail(exc)
             rf.execute_request_callback()
 
