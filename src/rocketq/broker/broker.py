@@ -43,6 +43,7 @@ from collections.abc import Awaitable, Callable
 from rocketq.broker.broker2client import Broker2Client
 from rocketq.broker.clients import ConsumerGroupEvent, ConsumerManager, ProducerManager
 from rocketq.broker.config import BrokerConfig
+from rocketq.broker.filter import ConsumerFilterManager
 from rocketq.broker.locks import RebalanceLockManager
 from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.outer_api import BrokerOuterAPI
@@ -119,6 +120,8 @@ class BrokerController:
             clock_ms=clock_ms,
             channel_expired_timeout_ms=config.channel_expired_timeout_ms,
         )
+        #: SQL92 subscriptions per topic and group, from heartbeats (ConsumerFilterManager)
+        self.consumer_filter_manager = ConsumerFilterManager(wall_ms=wall_ms)
         self.producer_manager = ProducerManager(
             clock_ms=clock_ms, channel_expired_timeout_ms=config.channel_expired_timeout_ms
         )
@@ -439,7 +442,10 @@ class BrokerController:
     def _on_consumer_ids_changed(
         self, event: ConsumerGroupEvent, group: str, channels: list[Channel]
     ) -> None:
-        # DefaultConsumerIdsChangeListener.handle
+        # DefaultConsumerIdsChangeListener.handle (REGISTER's filter registration is done by
+        # the heartbeat, which holds the subscription list)
+        if event is ConsumerGroupEvent.UNREGISTER:
+            self.consumer_filter_manager.unregister(group)
         if event is ConsumerGroupEvent.CHANGE and self.config.notify_consumer_ids_changed_enable:
             for channel in channels:
                 self.broker2client.notify_consumer_ids_changed(channel, group)

@@ -111,7 +111,7 @@ class BrokerConfig:
     msg_trace_topic_name: str = RMQ_SYS_TRACE_TOPIC
     #: slaveReadEnable.
     slave_read_enable: bool = False
-    #: enablePropertyFilter: SQL92 subscriptions (rocketq has no SQL92 engine).
+    #: enablePropertyFilter: serve SQL92 subscriptions (filtered on the broker, rocketq.filter).
     enable_property_filter: bool = False
     #: transferMsgByHeap: True copies a pull answer's records into one body; False writes
     #: them to the socket from the mapped commit log (``ManyMessageTransfer``), cheaper for
