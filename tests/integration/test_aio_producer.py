@@ -20,6 +20,7 @@ from rocketq.client import (
     SendStatus,
 )
 from rocketq.client.selectors import SelectMessageQueueByHash
+from rocketq.client.send_message_hook import SendMessageContext
 from rocketq.errors import ClientError, IllegalArgumentError
 from rocketq.protocol.message import MessageExt
 from rocketq.testing.cluster import EmbeddedCluster
@@ -41,6 +42,22 @@ def run(kind: str, coro: Coroutine[Any, Any, None]) -> None:
         uvloop.run(coro)
     else:
         asyncio.run(coro)
+
+
+class _RecordingHook:
+    """A SendMessageHook recording its calls."""
+
+    def __init__(self, seen: list[tuple[str, object]]) -> None:
+        self.seen = seen
+
+    def hook_name(self) -> str:
+        return "recording"
+
+    def send_message_before(self, context: SendMessageContext) -> None:
+        self.seen.append(("before", context.topic))
+
+    def send_message_after(self, context: SendMessageContext) -> None:
+        self.seen.append(("after", context.send_result))
 
 
 def _cfg(group: str, **kw: object) -> LitePullConsumerConfig:
@@ -124,8 +141,13 @@ def test_lite_pull_assign_seek_commit_and_restart_resumes(
 
     async def main() -> None:
         async with AsyncProducer(unique_name("PG"), namesrv_addr=ns) as producer:
+            seen: list[tuple[str, object]] = []
+            producer.register_send_message_hook(_RecordingHook(seen))
             for i in range(6):
                 await producer.send(Message(topic, f"m{i}".encode()), queue=q0)
+            # send hooks ran around every attempt, the result in the after-call
+            assert [k for k, _ in seen] == ["before", "after"] * 6
+            assert all(getattr(r, "queue_offset", None) == i for i, (_, r) in enumerate(seen[1::2]))
         async with AsyncLitePullConsumer(config=_cfg(group, auto_commit=False), namesrv_addr=ns) as c:
             with pytest.raises(ClientError, match="not subscribe"):
                 await c.poll(10)

@@ -31,6 +31,7 @@ from rocketq.aio.api import AsyncMQClientAPI
 from rocketq.aio.remoting import AsyncRemotingClient, RequestHook
 from rocketq.client.api_results import FindBrokerResult
 from rocketq.client.config import ClientConfig
+from rocketq.client.consumer.route_backoff import ROUTE_RETRY_FIRST_MS, ROUTE_RETRY_MAX_MS
 from rocketq.client.impl.topic_route import (
     prune_offline_brokers,
     select_subscribe_addr,
@@ -201,6 +202,21 @@ class AsyncClientInstance:
                     topic, topic_route_to_subscribe_info(topic, route)
                 )
             return True
+
+    async def await_route(self, topic: str, known: Callable[[], bool]) -> None:
+        """A subscribed topic without a route yet (or ``%RETRY%<group>``, which the first
+        heartbeat creates) is looked up again after 1 s doubling to 8 s until ``known()``,
+        then heartbeats go out (its broker may be new) and a rebalance runs at once: the
+        blocking consumers' :class:`~rocketq.client.consumer.route_backoff.RouteBackoff` rule
+        as a task of this loop."""
+        delay_ms = ROUTE_RETRY_FIRST_MS
+        while not self._closed and not known():
+            await asyncio.sleep(delay_ms / 1000.0)
+            delay_ms = min(delay_ms * 2, ROUTE_RETRY_MAX_MS)
+            with contextlib.suppress(RocketqError):
+                if await self.update_route(topic):
+                    await self.send_heartbeat_to_all_brokers()
+                    self.rebalance_immediately()
 
     def find_broker_address_in_publish(self, broker_name: str) -> str | None:
         """The master address of ``broker_name`` (``findBrokerAddressInPublish``)."""

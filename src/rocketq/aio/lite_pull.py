@@ -246,6 +246,10 @@ class AsyncLitePullConsumer:
             log.warning("route of %s not available yet: %s", topic, exc)
         await inst.send_heartbeat_to_all_brokers()
         inst.rebalance_immediately()
+        reb = self._rebalance
+        if reb is not None and topic not in reb.topic_subscribe_info_table:
+            # subscribed before the topic exists: look again on the shared backoff
+            self._side_task(inst.await_route(topic, lambda: topic in reb.topic_subscribe_info_table))
 
     def unsubscribe(self, topic: str) -> None:
         self._subscriptions.pop(topic, None)

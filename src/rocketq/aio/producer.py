@@ -43,6 +43,7 @@ from rocketq.client.config import (
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
 from rocketq.client.produce_accumulator import ProduceAccumulator
 from rocketq.client.selectors import SelectorLike
+from rocketq.client.send_message_hook import SendMessageHook, hooks_after, hooks_before
 from rocketq.client.send_prep import (
     PreparedSend,
     SendAttempts,
@@ -53,7 +54,7 @@ from rocketq.client.send_prep import (
     send_header,
 )
 from rocketq.common.service_state import ServiceState
-from rocketq.errors import BrokerError, ClientError, RemotingError, RequestTimeoutError
+from rocketq.errors import BrokerError, ClientError, RemotingError, RequestTimeoutError, RocketqError
 from rocketq.protocol.message import Message
 from rocketq.protocol.message_queue import MessageQueue
 
@@ -99,6 +100,8 @@ class AsyncProducer:
         self._state = ServiceState.CREATE_JUST
         self._instance: AsyncClientInstance | None = None
         self._accumulator: ProduceAccumulator[asyncio.Future[SendResult]] | None = None
+        #: SendMessageHooks, called around every send attempt (``registerSendMessageHook``)
+        self.send_hooks: list[SendMessageHook] = []
 
     # ================================================================== lifecycle
     @property
@@ -153,6 +156,11 @@ class AsyncProducer:
         if self._state is not ServiceState.RUNNING or instance is None:
             raise ClientError(f"the producer service state not OK, {self._state.name}")
         return instance
+
+    def register_send_message_hook(self, hook: SendMessageHook) -> None:
+        """Add a hook called around every send attempt (``registerSendMessageHook``); it runs
+        on the loop, so it must not block."""
+        self.send_hooks.append(hook)
 
     # ================================================================== AsyncProducerInner
     def publish_topics(self) -> set[str]:
@@ -298,9 +306,17 @@ class AsyncProducer:
         addr = await self._broker_addr(mq)
         api = self._running().api
         header = send_header(prep, mq, self.config)
-        if oneway:
-            await api.send_message_oneway(addr, header, prep.body, batch=prep.batch)
-            return None
-        return await api.send_message(
-            addr, mq.broker_name, header, prep.body, prep.uniq_id, timeout_ms, batch=prep.batch
-        )
+        hook_ctx = hooks_before(self.send_hooks, self.config.producer_group, prep, mq, addr)
+        result: SendResult | None = None
+        try:
+            if not oneway:
+                result = await api.send_message(
+                    addr, mq.broker_name, header, prep.body, prep.uniq_id, timeout_ms, batch=prep.batch
+                )
+            else:
+                await api.send_message_oneway(addr, header, prep.body, batch=prep.batch)
+        except RocketqError as exc:
+            hooks_after(self.send_hooks, hook_ctx, None, exc)
+            raise
+        hooks_after(self.send_hooks, hook_ctx, result, None)
+        return result

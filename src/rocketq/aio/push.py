@@ -35,7 +35,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
+import operator
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -67,7 +69,7 @@ from rocketq.client.consumer.listener import (
 )
 from rocketq.client.consumer.offset_store import ReadOffsetType
 from rocketq.client.consumer.process_queue import ProcessQueue
-from rocketq.client.consumer.push import ROUTE_RETRY_FIRST_MS, ROUTE_RETRY_MAX_MS, queue_thresholds
+from rocketq.client.consumer.push import queue_thresholds
 from rocketq.client.consumer.retry import SEND_BACK_TIMEOUT_MS, concurrent_max_reconsume_times, retry_message
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.client.impl.pull_api_wrapper import build_pull_sys_flag
@@ -281,7 +283,8 @@ class AsyncPushConsumer:
             self._every(timeout_ms, lambda: concurrent.clean_expired(list(reb.process_queue_table.items())))
         for topic in list(reb.subscription_inner):
             if topic not in reb.topic_subscribe_info_table:
-                self.spawn(self._await_route(topic))
+                known = functools.partial(operator.contains, reb.topic_subscribe_info_table, topic)
+                self.spawn(instance.await_route(topic, known))
 
     def spawn(self, coro: Awaitable[None]) -> None:
         """Run ``coro`` as a task of this consumer (cancelled at shutdown)."""
@@ -303,20 +306,6 @@ class AsyncPushConsumer:
                     log.exception("%s: periodic task failed", self.consumer_group)
 
         self.spawn(loop())
-
-    async def _await_route(self, topic: str) -> None:
-        """A subscribed topic without a route yet (or ``%RETRY%<group>``, which the first
-        heartbeat creates) is looked up again after 1 s doubling to 8 s until it exists, then
-        rebalanced at once, as the blocking consumer does (``ROUTE_RETRY_*_MS``)."""
-        inst, reb = self._instance, self._rebalance
-        delay_ms = ROUTE_RETRY_FIRST_MS
-        while inst is not None and reb is not None and topic not in reb.topic_subscribe_info_table:
-            await asyncio.sleep(delay_ms / 1000.0)
-            delay_ms = min(delay_ms * 2, ROUTE_RETRY_MAX_MS)
-            with contextlib.suppress(RocketqError):
-                if await inst.update_route(topic):
-                    await inst.send_heartbeat_to_all_brokers()  # its broker may be new to us
-                    inst.rebalance_immediately()
 
     async def shutdown(self) -> None:
         """Stop pulling and consuming, persist offsets, release orderly locks, unregister."""
