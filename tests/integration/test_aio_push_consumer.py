@@ -27,6 +27,7 @@ from rocketq.client import (
     PushConsumerConfig,
 )
 from rocketq.client.consumer.listener import ConsumeMessageContext
+from rocketq.client.message_selector import MessageSelector
 from rocketq.client.selectors import SelectMessageQueueByHash
 from rocketq.errors import BrokerError
 from rocketq.protocol.bodies import ConsumerRunningInfo
@@ -439,3 +440,28 @@ def test_broadcasting_delivers_every_message_to_every_consumer(
     expected = sorted(f"m{i}".encode() for i in range(100))
     assert sorted(received[0]) == expected and sorted(received[1]) == expected
     assert list(tmp_path.rglob("offsets.json")), "broadcasting offsets are kept in a local file"
+
+
+def test_sql92_subscription_is_filtered_by_the_broker(unique_name: Callable[..., str]) -> None:
+    topic, group = unique_name("sqlt"), unique_name("sqlg")
+    got: list[str] = []
+
+    async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        got.extend(m.keys[0] for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    with EmbeddedCluster(broker_conf={"enablePropertyFilter": "true"}) as cluster:
+        cluster.create_topic(topic, 2)
+
+        async def main() -> None:
+            async with AsyncProducer(unique_name("pg"), namesrv_addr=cluster.namesrv_addr) as p:
+                for i in range(30):
+                    await p.send(Message(topic, b"x", keys=f"k{i}", properties={"a": str(i % 10)}))
+            consumer = _consumer(cluster, group, topic)
+            consumer.subscribe(topic, MessageSelector.by_sql("a BETWEEN 3 AND 5"))
+            consumer.register_message_listener(listener)
+            async with consumer:
+                await async_wait_until(lambda: len(got) >= 9, 30, "the matching messages")
+
+        asyncio.run(main())
+    assert sorted(got) == sorted(f"k{i}" for i in range(30) if 3 <= i % 10 <= 5)

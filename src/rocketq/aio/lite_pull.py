@@ -53,6 +53,7 @@ from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.impl.pull_api_wrapper import build_pull_sys_flag
 from rocketq.client.impl.topic_route import topic_route_to_subscribe_info
 from rocketq.client.instance import request_not_supported
+from rocketq.client.message_selector import MessageSelector, build_subscription
 from rocketq.common.service_state import ServiceState
 from rocketq.errors import ClientError, IllegalArgumentError, RocketqError
 from rocketq.protocol.frame import RemotingCommand
@@ -224,14 +225,21 @@ class AsyncLitePullConsumer:
 
     # ================================================================== subscribe / assign
     def subscribe(
-        self, topic: str, sub_expression: str | None = "*", *, expression_type: str = "TAG"
+        self,
+        topic: str,
+        sub_expression: str | MessageSelector | None = "*",
+        *,
+        expression_type: str = "TAG",
     ) -> None:
-        """Consume ``topic`` with the group's rebalancing (``subscribe``)."""
+        """Consume ``topic`` with the group's rebalancing (``subscribe``): a tag expression or a
+        :class:`MessageSelector`, as ``LitePullConsumer.subscribe``."""
         validate_topic(topic)
+        if isinstance(sub_expression, str) and expression_type != "TAG":
+            sub_expression = MessageSelector(expression_type, sub_expression)
         if self._subscription_type is SubscriptionType.ASSIGN:
             raise ClientError("Subscribe and assign are mutually exclusive.")
         self._subscription_type = SubscriptionType.SUBSCRIBE
-        sd = build_subscription_data(topic, sub_expression, sub_version=0, expression_type=expression_type)
+        sd = build_subscription(topic, sub_expression, sub_version=0)
         self._subscriptions[topic] = sd
         if self._rebalance is not None:
             self._rebalance.subscription_inner[topic] = sd

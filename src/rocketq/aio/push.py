@@ -74,6 +74,7 @@ from rocketq.client.consumer.retry import SEND_BACK_TIMEOUT_MS, concurrent_max_r
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.client.impl.pull_api_wrapper import build_pull_sys_flag
 from rocketq.client.instance import request_not_supported
+from rocketq.client.message_selector import MessageSelector, build_subscription
 from rocketq.common.service_state import ServiceState
 from rocketq.errors import BrokerError, ClientError, RocketqError
 from rocketq.protocol.bodies import (
@@ -188,9 +189,11 @@ class AsyncPushConsumer:
     def orderly_dlq_count(self) -> int:
         return self._orderly.dlq_count if self._orderly is not None else 0
 
-    def subscribe(self, topic: str, expression: str | None = "*") -> None:
+    def subscribe(self, topic: str, expression: str | MessageSelector | None = "*") -> None:
+        """A tag expression (``"*"``, ``"TagA || TagB"``) or a :class:`MessageSelector`
+        (``MessageSelector.by_sql(...)``, filtered on the broker), as ``PushConsumer.subscribe``."""
         validate_topic(topic)
-        self._subscriptions[topic] = build_subscription_data(topic, expression)
+        self._subscriptions[topic] = build_subscription(topic, expression)
         if self._rebalance is not None:
             self._rebalance.subscription_inner[topic] = self._subscriptions[topic]
 
