@@ -35,6 +35,7 @@ from rocketq.protocol.heartbeat import MessageModel
 from rocketq.protocol.message import MessageExt
 from rocketq.testing.cluster import EmbeddedCluster
 from rocketq.testing.waits import async_wait_until, wait_for_dlq
+from tests.integration.test_aio_producer import LOOPS, run
 from tests.integration.test_orderly_consumer import Delivery, check_exclusive, check_order
 
 pytestmark = pytest.mark.integration
@@ -116,8 +117,9 @@ def test_concurrent_retry_through_retry_topic_delay_levels_and_dlq(
     assert found[0].reconsume_times == 3
 
 
+@pytest.mark.parametrize("kind", LOOPS)
 def test_exactly_once_offsets_honoured_by_a_restarted_member_and_admin_requests(
-    embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
+    kind: str, embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
 ) -> None:
     topic, group = unique_name("T"), unique_name("G")
     embedded_cluster.create_topic(topic, 4)
@@ -158,7 +160,7 @@ def test_exactly_once_offsets_honoured_by_a_restarted_member_and_admin_requests(
         assert set(seen) == {f"a{i}".encode() for i in range(200)} | {f"b{i}".encode() for i in range(100)}
         assert max(seen.values()) == 1, "a restarted member consumed something twice"
 
-    asyncio.run(main())
+    run(kind, main())
 
 
 @pytest.mark.slow
