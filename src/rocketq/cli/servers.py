@@ -5,6 +5,8 @@ Java ``broker.conf``, or both in one process (``server``, used by the embedded c
 
 Contract (the embedded cluster relies on it):
 
+* ``--metrics-port P`` (broker and server; needs ``rocketq[metrics]``) also serves Prometheus
+  metrics (:mod:`rocketq.broker.metrics`) and adds ``"metrics": "host:port"`` to the ready line.
 * When ready, each command prints ONE JSON line on stdout (and, with ``--ready-file F``,
   writes the same line to ``F`` atomically): ``namesrv`` -> ``{"namesrv": "host:port"}``;
   ``broker`` -> ``{"broker": "ip:port", "brokerName": ..., "namesrv": ...}``; ``server`` ->
@@ -52,6 +54,7 @@ def register(subparsers: Any) -> None:
     b.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra broker.conf key")
     b.add_argument("--ready-file", default=None)
     b.add_argument("--log-level", default="INFO")
+    _add_metrics_port(b)
     b.set_defaults(func=_cmd_broker)
 
     s = subparsers.add_parser("server", help="run a name server and a broker in one process")
@@ -64,10 +67,42 @@ def register(subparsers: Any) -> None:
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra broker.conf key")
     s.add_argument("--ready-file", default=None)
     s.add_argument("--log-level", default="INFO")
+    _add_metrics_port(s)
     s.set_defaults(func=_cmd_server)
 
 
 # ---------------------------------------------------------------------- helpers
+def _add_metrics_port(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve Prometheus metrics at /metrics on this port (0 = OS-assigned; off by default; "
+        "needs rocketq[metrics])",
+    )
+
+
+def _metrics_check(args: argparse.Namespace) -> None:
+    """Fail fast, before anything starts, when metrics are asked for without prometheus_client."""
+    if args.metrics_port is None:
+        return
+    import importlib.util
+
+    if importlib.util.find_spec("prometheus_client") is None:
+        raise SystemExit("--metrics-port needs prometheus_client: pip install 'rocketq[metrics]'")
+
+
+def _start_metrics(args: argparse.Namespace, broker: Any, host: str) -> Any:
+    """The broker's metrics server (``--metrics-port``), or None; adds ``metrics`` to the ready line."""
+    if args.metrics_port is None:
+        return None
+    from rocketq.broker.metrics import start_metrics_server
+
+    server = start_metrics_server(broker, args.metrics_port, host)
+    log.info("metrics at http://%s/metrics", server.addr)
+    return server
+
+
 def _setup_logging(level: str) -> None:
     logging.basicConfig(
         stream=sys.stderr,
@@ -163,22 +198,27 @@ def _cmd_broker(args: argparse.Namespace) -> int:
     from rocketq.broker.broker import BrokerController
 
     config = _broker_config(args, namesrv_addr=args.namesrv_addr, host=args.host)
+    _metrics_check(args)
 
     async def body(stop: asyncio.Event) -> None:
         broker = BrokerController(config)
+        metrics = None
         try:
             await broker.start()
-            _announce(
-                {
-                    "broker": broker.broker_addr,
-                    "brokerName": config.broker_name,
-                    "namesrv": config.namesrv_addr,
-                },
-                args.ready_file,
-            )
+            metrics = _start_metrics(args, broker, args.host or "0.0.0.0")
+            line: dict[str, object] = {
+                "broker": broker.broker_addr,
+                "brokerName": config.broker_name,
+                "namesrv": config.namesrv_addr,
+            }
+            if metrics is not None:
+                line["metrics"] = metrics.addr
+            _announce(line, args.ready_file)
             await stop.wait()
             log.info("broker: shutting down")
         finally:
+            if metrics is not None:
+                metrics.close()
             await broker.shutdown()
 
     return _run(body)
@@ -196,18 +236,27 @@ def _cmd_server(args: argparse.Namespace) -> int:
         kv_config_path=os.path.join(args.store, "namesrv", "kvConfig.json"),
     )
 
+    _metrics_check(args)
+
     async def body(stop: asyncio.Event) -> None:
         namesrv = NamesrvController(namesrv_config)
         await namesrv.start()
         broker: BrokerController | None = None
+        metrics = None
         try:
             config = _broker_config(args, namesrv_addr=namesrv.addr, host=args.host)
             broker = BrokerController(config)
             await broker.start()
-            _announce({"namesrv": namesrv.addr, "brokers": [broker.broker_addr]}, args.ready_file)
+            metrics = _start_metrics(args, broker, args.host)
+            line: dict[str, object] = {"namesrv": namesrv.addr, "brokers": [broker.broker_addr]}
+            if metrics is not None:
+                line["metrics"] = metrics.addr
+            _announce(line, args.ready_file)
             await stop.wait()
             log.info("server: shutting down")
         finally:
+            if metrics is not None:
+                metrics.close()
             if broker is not None:
                 await broker.shutdown()
             await namesrv.shutdown()

@@ -57,6 +57,7 @@ from rocketq.broker.store.status import (
     QueryMessageResult,
     StoreStats,
 )
+from rocketq.common.histogram import Histogram
 from rocketq.errors import IllegalArgumentError, MalformedFrameError
 from rocketq.protocol.message import (
     MAX_PROPERTIES_LENGTH,
@@ -125,6 +126,8 @@ class MessageStore:
             self.commit_log, self._all_consume_queues, self.index_service
         )
         self._group_commit: GroupCommitService | None = None
+        #: SYNC_FLUSH group-commit flush latency, ms (rocketmq_storage_flush_latency)
+        self.flush_latency = Histogram()
         self._services: list[BaseServiceThread] = []
 
     # ================================================================== lifecycle
@@ -157,7 +160,7 @@ class MessageStore:
         with open(self.config.abort_path, "w"):
             pass
         if self.config.flush_disk_type == SYNC_FLUSH:
-            self._group_commit = GroupCommitService(self.commit_log, self.config)
+            self._group_commit = GroupCommitService(self.commit_log, self.config, self.flush_latency)
             flush: ServiceThread = self._group_commit
         else:
             flush = FlushRealTimeService(self.commit_log, self.config)
