@@ -5,7 +5,8 @@ Java ``broker.conf``, or both in one process (``server``, used by the embedded c
 
 Contract (the embedded cluster relies on it):
 
-* ``--metrics-port P`` (broker and server; needs ``rocketq[metrics]``) also serves Prometheus
+* ``--metrics-port P`` (broker and server; needs ``rocketq[metrics]``; or ``metricsExporterType=PROM``
+  with ``metricsPromExporterPort`` in broker.conf, as RocketMQ 5) also serves Prometheus
   metrics (:mod:`rocketq.broker.metrics`) and adds ``"metrics": "host:port"`` to the ready line.
 * When ready, each command prints ONE JSON line on stdout (and, with ``--ready-file F``,
   writes the same line to ``F`` atomically): ``namesrv`` -> ``{"namesrv": "host:port"}``;
@@ -82,23 +83,39 @@ def _add_metrics_port(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _metrics_check(args: argparse.Namespace) -> None:
-    """Fail fast, before anything starts, when metrics are asked for without prometheus_client."""
-    if args.metrics_port is None:
-        return
+def _metrics_port(args: argparse.Namespace) -> int | None:
+    """``--metrics-port``, else RocketMQ 5's broker.conf keys (``metricsExporterType=PROM``,
+    ``metricsPromExporterPort``, default 5557; from ``-c`` or ``--set``), else None (off).
+
+    Fails fast, before anything starts, when metrics are asked for without prometheus_client.
+    """
+    port: int | None = args.metrics_port
+    if port is None:
+        from rocketq.broker.config import load_properties
+
+        props: dict[str, str] = load_properties(args.config) if args.config else {}
+        props.update(_parse_sets(args.set))
+        if props.get("metricsExporterType", "").strip().upper() == "PROM":
+            try:
+                port = int(props.get("metricsPromExporterPort", "5557"))
+            except ValueError as exc:
+                raise SystemExit(f"metricsPromExporterPort must be a port number: {exc}") from exc
+    if port is None:
+        return None
     import importlib.util
 
     if importlib.util.find_spec("prometheus_client") is None:
-        raise SystemExit("--metrics-port needs prometheus_client: pip install 'rocketq[metrics]'")
+        raise SystemExit("broker metrics need prometheus_client: pip install 'rocketq[metrics]'")
+    return port
 
 
-def _start_metrics(args: argparse.Namespace, broker: Any, host: str) -> Any:
-    """The broker's metrics server (``--metrics-port``), or None; adds ``metrics`` to the ready line."""
-    if args.metrics_port is None:
+def _start_metrics(port: int | None, broker: Any, host: str) -> Any:
+    """The broker's metrics server on ``port``, or None when off."""
+    if port is None:
         return None
     from rocketq.broker.metrics import start_metrics_server
 
-    server = start_metrics_server(broker, args.metrics_port, host)
+    server = start_metrics_server(broker, port, host)
     log.info("metrics at http://%s/metrics", server.addr)
     return server
 
@@ -198,14 +215,14 @@ def _cmd_broker(args: argparse.Namespace) -> int:
     from rocketq.broker.broker import BrokerController
 
     config = _broker_config(args, namesrv_addr=args.namesrv_addr, host=args.host)
-    _metrics_check(args)
+    metrics_port = _metrics_port(args)
 
     async def body(stop: asyncio.Event) -> None:
         broker = BrokerController(config)
         metrics = None
         try:
             await broker.start()
-            metrics = _start_metrics(args, broker, args.host or "0.0.0.0")
+            metrics = _start_metrics(metrics_port, broker, config.listen_host)
             line: dict[str, object] = {
                 "broker": broker.broker_addr,
                 "brokerName": config.broker_name,
@@ -236,7 +253,7 @@ def _cmd_server(args: argparse.Namespace) -> int:
         kv_config_path=os.path.join(args.store, "namesrv", "kvConfig.json"),
     )
 
-    _metrics_check(args)
+    metrics_port = _metrics_port(args)
 
     async def body(stop: asyncio.Event) -> None:
         namesrv = NamesrvController(namesrv_config)
@@ -247,7 +264,7 @@ def _cmd_server(args: argparse.Namespace) -> int:
             config = _broker_config(args, namesrv_addr=namesrv.addr, host=args.host)
             broker = BrokerController(config)
             await broker.start()
-            metrics = _start_metrics(args, broker, args.host)
+            metrics = _start_metrics(metrics_port, broker, args.host)
             line: dict[str, object] = {"namesrv": namesrv.addr, "brokers": [broker.broker_addr]}
             if metrics is not None:
                 line["metrics"] = metrics.addr
