@@ -160,9 +160,13 @@ class DashboardService:
         admin = self.admin
         out: dict[str, Any] = {"group": group, "progress": None, "connections": None, "running": {}}
         try:
-            out["progress"] = admin.consumer_progress(group)
+            progress = admin.consumer_progress(group)
         except RocketqError as exc:
             out["progress_error"] = str(exc)
+        else:
+            out["progress"] = progress
+            topics = [q.topic for q in progress.queues if not q.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)]
+            out["main_topic"] = topics[0] if topics else None
         try:
             out["connections"] = admin.consumer_connections(group)
         except BrokerError as exc:
