@@ -117,6 +117,12 @@ def _send(cluster: EmbeddedCluster, topic: str, n: int, prefix: str) -> None:
         p.shutdown()
 
 
+def _go(page: Any, selector: str) -> None:
+    """Click something that navigates and wait for the new page to load."""
+    with page.expect_navigation():
+        page.click(selector)
+
+
 def _no_error(page: Any) -> None:
     assert page.locator(".flash.err").count() == 0, page.locator(".flash.err").first.inner_text()
 
@@ -136,7 +142,7 @@ def test_every_page_opens_and_the_cluster_shows_both_brokers(
     page.wait_for_function("document.querySelector('canvas.chart').dataset.updates >= 2")
     page.wait_for_function("parseFloat(document.getElementById('in-tps').textContent) > 0", timeout=30_000)
 
-    page.click("#brokers tbody tr:first-child a")
+    _go(page, "#brokers tbody tr:first-child a")
     assert page.locator("#runtime").inner_text().count("msgPutTotalTodayNow") == 1
     assert "brokerName" in page.locator("#config").inner_text()
 
@@ -168,7 +174,7 @@ def test_create_a_topic_and_send_a_test_message(page: Any, dashboard: str, admin
     page.fill("#create-topic input[name=topic]", topic)
     page.fill("#create-topic input[name=read_queue_nums]", "3")
     page.fill("#create-topic input[name=write_queue_nums]", "3")
-    page.click("#create-topic button[type=submit]")
+    _go(page, "#create-topic button[type=submit]")
     assert "saved on" in page.locator(".flash.ok").inner_text()
     # on both masters
     assert sorted(name for name, _ in admin.topic_brokers(topic)) == ["broker-a", "broker-b"]
@@ -177,7 +183,7 @@ def test_create_a_topic_and_send_a_test_message(page: Any, dashboard: str, admin
 
     page.fill("#send-form textarea[name=body]", "hello dashboard")
     page.fill("#send-form input[name=keys]", "dash-test-key")
-    page.click("#send-form button[type=submit]")
+    _go(page, "#send-form button[type=submit]")
     assert page.locator(".flash.ok").inner_text().startswith("SEND_OK")
     assert page.locator("#total-messages").inner_text() == "1"
 
@@ -226,7 +232,7 @@ def test_lag_falls_to_zero_as_a_consumer_drains_and_reset_offset(
     page.reload()
     page.check("#reset-form input[value=earliest]")
     page.fill("#reset-form input[name=topic]", topic)
-    page.click("#reset-form button[type=submit]")
+    _go(page, "#reset-form button[type=submit]")
     assert "reset (OFFLINE)" in page.locator(".flash.ok").inner_text()
     assert page.locator("#lag-total").inner_text() == "40"
 
@@ -239,24 +245,25 @@ def test_find_a_message_by_key_and_see_its_consume_state(
     page.goto(f"{dashboard}/messages")
     page.fill("#by-key input[name=topic]", topic)
     page.fill("#by-key input[name=key]", "keyed-3")
-    page.click("#by-key button[type=submit]")
+    _go(page, "#by-key button[type=submit]")
     rows = page.locator("#results tbody tr")
     assert rows.count() == 1
     assert rows.first.locator("td.keys").inner_text() == "keyed-3"
-    rows.first.locator("a").click()
+    with page.expect_navigation():
+        rows.first.locator("a").click()
     assert page.locator("#body").inner_text() == "keyed-3"
     _no_error(page)
 
     # by time range over the topic, and by id
     page.goto(f"{dashboard}/messages")
     page.fill("#by-topic input[name=topic]", topic)
-    page.click("#by-topic button[type=submit]")
+    _go(page, "#by-topic button[type=submit]")
     assert page.locator("#results tbody tr").count() == 5
     msg_id = page.locator("#results tbody tr a").first.inner_text()
     page.goto(f"{dashboard}/messages")
     page.fill("#by-id input[name=topic]", topic)
     page.fill("#by-id input[name=id]", msg_id)
-    page.click("#by-id button[type=submit]")
+    _go(page, "#by-id button[type=submit]")
     assert re.search(r"keyed-\d", page.locator("#body").inner_text())
 
 
@@ -286,8 +293,35 @@ def test_resend_a_dead_letter_and_see_it_consumed(
 
         wait_until(in_dlq, 30, "the message in the DLQ page", interval_s=0.5)
         failing.clear()
-        page.locator("#dlq tbody tr button").click()
+        with page.expect_navigation():
+            page.locator("#dlq tbody tr button").click()
         assert "resent 1 dead letter" in page.locator(".flash.ok").inner_text()
         wait_until(lambda: consumed == [b"doomed-0"], 30, "the resent dead letter consumed")
     finally:
         consumer.shutdown()
+
+
+def test_login_from_a_user_file(browser: Any, cluster: EmbeddedCluster, tmp_path: Any) -> None:
+    users = tmp_path / "users.properties"
+    users.write_text("admin=opensesame,1\n", encoding="utf-8")
+    proc = DashboardProcess(cluster.namesrv_addr, tmp_path, "--users", str(users))
+    pg = browser.new_page()
+    try:
+        pg.goto(f"{proc.url}/topics")
+        assert pg.url.endswith("/login?next=/topics")
+        assert pg.request.get(f"{proc.url}/api/overview").status == 401
+        pg.fill("input[name=username]", "admin")
+        pg.fill("input[name=password]", "wrong")
+        _go(pg, "button[type=submit]")
+        assert "wrong user name or password" in pg.locator(".flash.err").inner_text()
+        pg.fill("input[name=username]", "admin")
+        pg.fill("input[name=password]", "opensesame")
+        _go(pg, "button[type=submit]")
+        pg.locator("#topics tbody tr").first.wait_for()
+        assert pg.url.endswith("/topics")
+        _go(pg, "a.logout")
+        pg.goto(f"{proc.url}/cluster")
+        assert "/login" in pg.url
+    finally:
+        pg.close()
+        proc.stop()

@@ -23,13 +23,16 @@ import os
 import re
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from rocketq.errors import ClientError, IllegalArgumentError
 from rocketq.protocol.codes import LanguageCode, SerializeType
 from rocketq.protocol.heartbeat import ConsumeFromWhere, MessageModel
+
+if TYPE_CHECKING:
+    from rocketq.client.metrics import ClientMetrics
 
 __all__ = [
     "CLIENT_INNER_PRODUCER_GROUP",
@@ -206,6 +209,8 @@ class ClientConfig:
     serialize_type: SerializeType = SerializeType.JSON
     #: ``unitMode``
     unit_mode: bool = False
+    #: opt-in client metrics (:mod:`rocketq.client.metrics`); None = none recorded.
+    metrics: ClientMetrics | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         for name in (
