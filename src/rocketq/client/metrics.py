@@ -30,7 +30,7 @@ from typing import Any
 
 from rocketq.client.consumer.listener import ConsumeMessageContext
 
-__all__ = ["CachedSource", "ClientMetrics", "PrometheusClientMetrics", "safely"]
+__all__ = ["METRIC_NAMES", "CachedSource", "ClientMetrics", "PrometheusClientMetrics", "safely"]
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,18 @@ SEND_BUCKETS_MS = (1.0, 5.0, 10.0, 20.0, 50.0, 200.0, 500.0)
 PROCESS_BUCKETS_MS = (1.0, 5.0, 10.0, 100.0, 10_000.0, 60_000.0)
 
 _T0 = "__rocketq_metrics_t0"
+
+#: every family :class:`PrometheusClientMetrics` exports (counters with their ``_total``).
+METRIC_NAMES: tuple[str, ...] = (
+    "rocketmq_send_cost_time",
+    "rocketmq_process_time",
+    "rocketmq_consumer_messages_total",
+    "rocketmq_consumer_flow_control_total",
+    "rocketmq_consumer_rebalance_total",
+    "rocketmq_consumer_lock_renew_failed_total",
+    "rocketmq_consumer_cached_messages",
+    "rocketmq_consumer_cached_bytes",
+)
 
 
 class ClientMetrics:

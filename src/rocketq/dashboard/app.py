@@ -71,6 +71,14 @@ def _ts(ms: int | None) -> str:
     return datetime.datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _ratio(text: str) -> str:
+    """A disk ratio ("0.7266...") as a percentage; other text unchanged."""
+    try:
+        return f"{float(text) * 100:.1f} %"
+    except ValueError:
+        return text
+
+
 def _parse_time(value: str | None) -> int | None:
     """A ``datetime-local`` field (server local time) as epoch ms; empty -> None."""
     if not value:
@@ -109,6 +117,7 @@ def create_app(
     templates = Jinja2Templates(directory=str(_HERE / "templates"))
     env = templates.env
     env.filters["ts"] = _ts
+    env.filters["ratio"] = _ratio
     env.filters["q"] = lambda s: quote(str(s), safe="")
     env.globals["nav"] = (*NAV, *extra_nav)
     env.globals["login_on"] = users is not None

@@ -20,7 +20,7 @@
     names.forEach(function (n, i) {
       ctx.strokeStyle = COLORS[i % COLORS.length]; ctx.lineWidth = 2; ctx.beginPath();
       points.forEach(function (p, j) {
-        var x = pad + 14 + (w - pad - 14) * (points.length < 2 ? 1 : j / (KEEP - 1));
+        var x = pad + 14 + (w - pad - 14) * (points.length < 2 ? 1 : j / (points.length - 1));
         var y = pad / 2 + (h - pad) * (1 - (p[n] || 0) / max);
         if (j === 0) ctx.moveTo(x, y); else ctx.lineTo(x, y);
       });
