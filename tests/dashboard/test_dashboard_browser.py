@@ -187,6 +187,35 @@ def test_create_a_topic_and_send_a_test_message(page: Any, dashboard: str, admin
     assert page.locator(".flash.ok").inner_text().startswith("SEND_OK")
     assert page.locator("#total-messages").inner_text() == "1"
 
+    # update: 2 queues per broker
+    page.fill("#update-form input[name=read_queue_nums]", "2")
+    page.fill("#update-form input[name=write_queue_nums]", "2")
+    _go(page, "#update-form button[type=submit]")
+    assert "saved on" in page.locator(".flash.ok").inner_text()
+    assert page.locator("#status tbody tr").count() == 4
+    # delete (the page asks for a confirmation first)
+    page.once("dialog", lambda dialog: dialog.accept())
+    _go(page, "#delete-form button[type=submit]")
+    assert page.locator(".flash.ok").inner_text() == f"topic {topic} deleted"
+    assert topic not in admin.topic_list()
+
+
+def test_create_and_delete_a_group(page: Any, dashboard: str, admin: Admin) -> None:
+    group = "dash_created_group"
+    page.goto(f"{dashboard}/groups")
+    page.click("#create-group summary")
+    page.fill("#create-group input[name=group]", group)
+    page.fill("#create-group input[name=retry_max_times]", "4")
+    _go(page, "#create-group button[type=submit]")
+    assert "saved on" in page.locator(".flash.ok").inner_text()
+    assert admin.group_configs()[group].retry_max_times == 4
+    page.locator("#groups").get_by_role("link", name=group, exact=True).wait_for()
+    page.goto(f"{dashboard}/group/{group}")
+    page.once("dialog", lambda dialog: dialog.accept())
+    _go(page, "#delete-group button[type=submit]")
+    assert page.locator(".flash.ok").inner_text() == f"group {group} deleted"
+    assert group not in admin.group_configs()
+
 
 def test_lag_falls_to_zero_as_a_consumer_drains_and_reset_offset(
     page: Any, dashboard: str, cluster: EmbeddedCluster
@@ -297,6 +326,17 @@ def test_resend_a_dead_letter_and_see_it_consumed(
             page.locator("#dlq tbody tr button").click()
         assert "resent 1 dead letter" in page.locator(".flash.ok").inner_text()
         wait_until(lambda: consumed == [b"doomed-0"], 30, "the resent dead letter consumed")
+
+        # resend the original message from its detail page, straight to the live client
+        page.goto(f"{dashboard}/messages?mode=key&topic={topic}&key=doomed-0")
+        with page.expect_navigation():
+            page.locator("#results tbody tr a").first.click()
+        assert group in page.locator("#tracks").inner_text()
+        page.fill("#resend-form input[name=group]", group)
+        page.select_option("#resend-form select[name=method]", "direct")
+        _go(page, "#resend-form button[type=submit]")
+        assert "CR_SUCCESS" in page.locator(".flash.ok").inner_text()
+        assert consumed == [b"doomed-0", b"doomed-0"]
     finally:
         consumer.shutdown()
 

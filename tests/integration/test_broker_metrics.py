@@ -19,7 +19,7 @@ pytest.importorskip("prometheus_client", reason="rocketq[metrics] (in dev) is no
 from prometheus_client.parser import text_string_to_metric_families
 
 from rocketq.client.config import ClientConfig
-from rocketq.client.consumer.listener import ConsumeConcurrentlyStatus
+from rocketq.client.consumer.listener import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
 from rocketq.client.consumer.push import PushConsumer, PushConsumerConfig
 from rocketq.client.producer import Producer
 from rocketq.protocol.heartbeat import ConsumeFromWhere
@@ -37,7 +37,8 @@ N = 60
 
 @pytest.fixture(scope="module")
 def metrics_cluster() -> Iterator[EmbeddedCluster]:
-    conf = {"metricsExporterType": "PROM", "metricsPromExporterPort": "0"}
+    # SYNC_FLUSH so that the group-commit flush latency is recorded too
+    conf = {"metricsExporterType": "PROM", "metricsPromExporterPort": "0", "flushDiskType": "SYNC_FLUSH"}
     with EmbeddedCluster(broker_conf=conf) as cluster:
         yield cluster
 
@@ -93,6 +94,8 @@ def test_counters_move_by_the_messages_and_lag_falls_to_zero(
     assert value(after, "rocketmq_producer_offset", topic=topic) == N
     assert value(after, "rocketmq_rpc_latency_count", request_code="send_message") - sends_before >= N
     assert "# TYPE rocketmq_rpc_latency histogram" in text
+    assert value(after, "rocketmq_storage_flush_latency_count") >= N
+    assert value(after, "rocketmq_storage_flush_behind_bytes") >= 0
 
     seen: set[bytes] = set()
     lock = threading.Lock()
@@ -135,6 +138,39 @@ def test_counters_move_by_the_messages_and_lag_falls_to_zero(
         consumer.shutdown()
     assert value(done, "rocketmq_storage_size") > 0
     assert 0 < value(done, "rocketmq_brokeruntime_commitlog_disk_ratio") <= 1
+
+
+def test_orderly_consumers_hold_queue_locks(
+    metrics_cluster: EmbeddedCluster, unique_name: Callable[..., str]
+) -> None:
+    topic, group = unique_name("mlt"), unique_name("mlg")
+    metrics_cluster.create_topic(topic, 3)
+    metrics_cluster.wait_route(topic)
+    addr = metrics_addr(metrics_cluster)
+    consumer = PushConsumer(
+        config=PushConsumerConfig(consumer_group=group),
+        namesrv_addr=metrics_cluster.namesrv_addr,
+        client_config=FAST,
+    )
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener_orderly(lambda msgs, ctx: ConsumeOrderlyStatus.SUCCESS)
+    consumer.start()
+    try:
+        seen: list[float] = []
+
+        def locked() -> bool:
+            seen.append(value(scrape(addr)[1], "rocketmq_queue_locks_held", consumer_group=group))
+            return seen[-1] == 4
+
+        # the topic's three queues and the one of %RETRY%<group>
+        wait_until(locked, 20, "the four queues locked", interval_s=0.5)
+    finally:
+        consumer.shutdown()  # unlocks
+    wait_until(
+        lambda: value(scrape(addr)[1], "rocketmq_queue_locks_held", consumer_group=group) == 0,
+        20,
+        "the locks released",
+    )
 
 
 def test_every_family_is_documented(metrics_cluster: EmbeddedCluster) -> None:

@@ -29,7 +29,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from rocketq.common.histogram import HistogramSnapshot
@@ -257,7 +257,9 @@ class BrokerCollector:
         held_total.add_metric(base_vals, holds)
         held = gauge("rocketmq_pull_long_polling_held", "Pulls parked right now.", [])
         processor = getattr(broker, "pull_processor", None)
-        held.add_metric(base_vals, processor.hold_service.held_count if processor is not None else 0)
+        held.add_metric(
+            base_vals, _read(lambda: processor.hold_service.held_count) if processor is not None else 0
+        )
         yield from (held_total, held)
 
         # ---- store
@@ -293,6 +295,16 @@ class BrokerCollector:
         earliest = broker.earliest_message_time()
         reserve.add_metric(base_vals, max(0, int(time.time() * 1000) - earliest) if earliest > 0 else 0)
         yield from (tps, qps, size, ratio, flush_behind, dispatch, reserve)
+
+
+def _read(fn: Callable[[], int]) -> int:
+    """``fn()``, retried when the event loop resized the table being summed (RuntimeError)."""
+    for _ in range(5):
+        try:
+            return fn()
+        except RuntimeError:
+            continue
+    return fn()
 
 
 def _add_histogram(family: Any, labels: list[str], snap: HistogramSnapshot) -> None:
