@@ -181,3 +181,25 @@ def test_every_family_is_documented(metrics_cluster: EmbeddedCluster) -> None:
     # the parser drops a counter's _total suffix
     documented = {name.removesuffix("_total") for name in METRIC_ORIGINS}
     assert families == documented
+
+
+def test_each_broker_of_a_two_broker_cluster_serves_its_own_metrics(unique_name: Callable[..., str]) -> None:
+    conf = {"metricsExporterType": "PROM", "metricsPromExporterPort": "0"}
+    with EmbeddedCluster(brokers=2, broker_conf=conf) as cluster:  # `rocketq broker` processes
+        topic = unique_name("m2t")
+        cluster.create_topic(topic, 2)
+        cluster.wait_route(topic)
+        producer = Producer(unique_name("m2p"), namesrv_addr=cluster.namesrv_addr, client_config=FAST)
+        producer.start()
+        try:
+            for i in range(20):
+                producer.send(Message(topic, f"two-{i}".encode()))
+        finally:
+            producer.shutdown()
+        per_broker = {}
+        for index, name in enumerate(cluster.broker_names):
+            _, samples = scrape(metrics_addr(cluster, index))
+            assert value(samples, "rocketmq_topic_number", node_id=name) > 0
+            per_broker[name] = value(samples, "rocketmq_messages_in_total", topic=topic, node_id=name)
+        assert sum(per_broker.values()) == 20
+        assert all(n > 0 for n in per_broker.values())  # the producer spreads over both brokers

@@ -51,3 +51,21 @@ def test_a_clear_error_without_prometheus_client(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(SystemExit, match=r"rocketq\[metrics\]"):
         servers._metrics_port(_args(metrics_port=0))
     assert servers._metrics_port(_args()) is None
+
+
+def test_dashboard_without_its_extra_names_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rocketq.cli import dashboard
+    from rocketq.cli.main import build_parser
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "uvicorn" else real(name, *a)
+    )
+    args = build_parser().parse_args(["dashboard", "-n", "127.0.0.1:9876"])
+    assert args.func is dashboard._cmd_dashboard
+    assert args.host == "127.0.0.1"
+    assert args.port == 8080
+    assert dashboard._cmd_dashboard(args) == 2
+    assert "rocketq[dashboard]" in capsys.readouterr().err
