@@ -210,6 +210,12 @@ def test_create_and_delete_a_group(page: Any, dashboard: str, admin: Admin) -> N
     assert "saved on" in page.locator(".flash.ok").inner_text()
     assert admin.group_configs()[group].retry_max_times == 4
     page.locator("#groups").get_by_role("link", name=group, exact=True).wait_for()
+    # a form post from another site is refused (the name is never resolved: only a header)
+    refused = page.request.post(
+        f"{dashboard}/group/{group}/delete", headers={"Origin": "http://elsewhere.invalid"}
+    )
+    assert refused.status == 403
+    assert group in admin.group_configs()
     page.goto(f"{dashboard}/group/{group}")
     page.once("dialog", lambda dialog: dialog.accept())
     _go(page, "#delete-group button[type=submit]")

@@ -36,7 +36,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from rocketq.admin import Admin, ResendMethod, message_to_json
-from rocketq.dashboard.auth import COOKIE, SessionSigner, login_required, password_ok
+from rocketq.dashboard.auth import COOKIE, SessionSigner, login_required, password_ok, same_origin_posts
 from rocketq.dashboard.service import TOPIC_CATEGORIES, DashboardService
 from rocketq.errors import IllegalArgumentError, RocketqError
 from rocketq.protocol.codes import PermName
@@ -99,6 +99,8 @@ def _int(value: object, name: str, default: int | None = None) -> int:
 
 
 def _back(path: str, *, ok: str | None = None, err: str | None = None) -> RedirectResponse:
+    if not path.startswith("/") or path.startswith("//"):
+        path = "/"  # only this site's pages (no open redirect through a form's "back")
     params = {k: v for k, v in (("ok", ok), ("err", err)) if v}
     sep = "&" if "?" in path else "?"
     return RedirectResponse(path + (sep + urlencode(params) if params else ""), status_code=303)
@@ -234,14 +236,18 @@ def create_app(
         form = await request.form()
         topic = str(form.get("topic", "")).strip()
         where = str(form.get("where", "time"))
-        if where == "latest":
-            ts = -1
-        elif where == "earliest":
-            ts = 0
-        else:
-            ts = _parse_time(str(form.get("time", ""))) or 0
+        when = str(form.get("time", ""))
 
         def run() -> str:
+            if where == "latest":
+                ts = -1
+            elif where == "earliest":
+                ts = 0
+            else:
+                parsed = _parse_time(when)
+                if parsed is None:
+                    raise IllegalArgumentError("pick the time to reset the offsets to")
+                ts = parsed
             result = admin.reset_offset_by_time(group, topic, ts, force=True)
             moved = ", ".join(
                 f"{q.message_queue.broker_name}/{q.message_queue.queue_id}->{q.new_offset}"
@@ -320,7 +326,10 @@ def create_app(
         msg_id = str(form.get("id", "")).strip()
         topic = str(form.get("topic", "")).strip() or None
         group = str(form.get("group", "")).strip()
-        method = ResendMethod(str(form.get("method") or "direct"))
+        try:
+            method = ResendMethod(str(form.get("method") or "direct"))
+        except ValueError as exc:
+            raise IllegalArgumentError(f"unknown resend method {form.get('method')!r}") from exc
         back = f"/message?id={quote(msg_id, safe='')}" + (f"&topic={quote(topic, safe='')}" if topic else "")
 
         def run() -> str:
@@ -420,18 +429,19 @@ def create_app(
         *extra_routes,
         Mount("/static", app=StaticFiles(directory=str(_HERE / "static")), name="static"),
     ]
-    app = Starlette(routes=routes, exception_handlers={RocketqError: on_error, ValueError: on_error})
+    app = Starlette(routes=routes, exception_handlers={RocketqError: on_error})
     app.state.service = service
     if users is not None:
-        app.add_middleware(_LoginMiddleware, signer=signer)
+        app.add_middleware(_Guard, wrap=lambda inner: login_required(inner, signer))
+    app.add_middleware(_Guard, wrap=same_origin_posts)
     return app
 
 
-class _LoginMiddleware:
-    """Starlette middleware wrapper around :func:`~rocketq.dashboard.auth.login_required`."""
+class _Guard:
+    """Starlette middleware around one of :mod:`rocketq.dashboard.auth`'s ASGI wrappers."""
 
-    def __init__(self, app: Any, signer: SessionSigner) -> None:
-        self._inner = login_required(app, signer)
+    def __init__(self, app: Any, wrap: Callable[[Any], Any]) -> None:
+        self._inner = wrap(app)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         await self._inner(scope, receive, send)

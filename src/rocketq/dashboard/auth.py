@@ -7,6 +7,10 @@ comments. Passwords may be stored as ``sha256:<hex>`` instead of plain text.
 The cookie holds ``name|expiry|signature`` with an HMAC-SHA256 signature under a secret
 made at start-up (so restarting the dashboard logs everyone out). Only stdlib.
 
+:func:`same_origin_posts` guards every form post, login or not: a POST whose ``Origin``
+header names another host is refused (403), so a web page elsewhere cannot make a browser
+on the operator's machine delete topics through a dashboard bound to 127.0.0.1.
+
 Invariants: with no user file the middleware is not installed (login is off by default);
 with one, every path except ``/login`` and ``/static/`` needs a valid cookie, else a page
 is redirected to ``/login`` and an ``/api/`` call answers 401.
@@ -26,7 +30,7 @@ from urllib.parse import quote
 from rocketq.errors import IllegalArgumentError
 from rocketq.protocol.java_properties import parse_properties
 
-__all__ = ["COOKIE", "SessionSigner", "load_users", "login_required", "password_ok"]
+__all__ = ["COOKIE", "SessionSigner", "load_users", "login_required", "password_ok", "same_origin_posts"]
 
 COOKIE = "rocketq_dashboard"
 _SESSION_S = 12 * 3600
@@ -121,5 +125,35 @@ def login_required(app: ASGIApp, signer: SessionSigner) -> ASGIApp:
             {"type": "http.response.start", "status": 303, "headers": [(b"location", target.encode())]}
         )
         await send({"type": "http.response.body", "body": b""})
+
+    return middleware
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+    for key, value in headers:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def same_origin_posts(app: ASGIApp) -> ASGIApp:
+    """ASGI middleware: refuse a POST whose ``Origin`` is not this server (403)."""
+
+    async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("method") == "POST":
+            origin = _header(scope, b"origin")
+            host = _header(scope, b"host")
+            if origin is not None and origin != "null" and origin.split("://", 1)[-1] != host:
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 403,
+                        "headers": [(b"content-type", b"text/plain")],
+                    }
+                )
+                await send({"type": "http.response.body", "body": b"cross-origin form post refused"})
+                return
+        await app(scope, receive, send)
 
     return middleware
