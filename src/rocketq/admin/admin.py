@@ -785,18 +785,21 @@ class Admin:
         """Every subscription group of the masters, by name."""
         return _groups.group_configs(self, cluster)
 
-    def group_summaries(self, cluster: str | None = None) -> list[_groups.GroupSummary]:
-        """The consumer-group list with clients, TPS and lag (rocketmq-dashboard's)."""
-        return _groups.group_summaries(self, cluster)
+    def group_summaries(self) -> list[_groups.GroupSummary]:
+        """Every group (``%RETRY%`` topics and subscription groups) with clients, TPS and lag."""
+        return _groups.groups_summary(self, extra=self.group_configs())
 
     def create_group(self, group: str, *, cluster: str | None = None, retry_max_times: int = 16) -> list[str]:
         """``mqadmin updateSubGroup`` on every master; returns their addresses."""
-        return _groups.create_group(self, group, cluster=cluster, retry_max_times=retry_max_times)
+        validate_group(group)
+        config = SubscriptionGroupConfig(group_name=group, retry_max_times=retry_max_times)
+        return _groups.update_group(self, config, cluster=cluster)
 
     def delete_group(
         self, group: str, *, cluster: str | None = None, remove_offset: bool = True
     ) -> list[str]:
-        """``mqadmin deleteSubGroup`` on every master; returns their addresses."""
+        """``mqadmin deleteSubGroup`` on every master (its retry and DLQ topics too)."""
+        validate_group(group)
         return _groups.delete_group(self, group, cluster=cluster, remove_offset=remove_offset)
 
 

@@ -6,9 +6,7 @@ Mirrors the admin half of ``org.apache.rocketmq.client.impl.MQClientAPIImpl`` (t
 ``queryTopicConsumeByWho``, ``getBrokerRuntimeInfo``, ``deleteTopicInBroker``,
 ``deleteTopicInNameServer``, ``invokeBrokerToResetOffset``,
 ``invokeBrokerToGetConsumerStatus``, ``consumeMessageDirectly``, ``viewBrokerStatsData``,
-``getTopicsByCluster``, ``putKVConfigValue``, ``deleteKVConfigValue``, ``getBrokerConfig``,
-``getAllSubscriptionGroup``, ``createAndUpdateSubscriptionGroupConfig``,
-``deleteSubscriptionGroup``). It wraps an
+``getTopicsByCluster``, ``putKVConfigValue``, ``deleteKVConfigValue``). It wraps an
 :class:`~rocketq.client.api.MQClientAPI` and reuses its request stamping and name-server
 fail-over; the data-path and offset RPCs stay on the wrapped object (``self.client``).
 
@@ -32,8 +30,6 @@ from rocketq.protocol.bodies import (
     GroupList,
     ProducerConnection,
     ResetOffsetBody,
-    SubscriptionGroupConfig,
-    SubscriptionGroupWrapper,
     TopicStatsTable,
 )
 from rocketq.protocol.codes import RequestCode
@@ -42,7 +38,6 @@ from rocketq.protocol.headers import (
     CommandHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     DeleteKVConfigRequestHeader,
-    DeleteSubscriptionGroupRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
     DeleteTopicRequestHeader,
     GetConsumerConnectionListRequestHeader,
@@ -57,7 +52,6 @@ from rocketq.protocol.headers import (
     ResetOffsetRequestHeader,
     ViewBrokerStatsDataRequestHeader,
 )
-from rocketq.protocol.java_properties import parse_properties
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.route import KVTable, TopicList
 
@@ -125,29 +119,7 @@ class AdminAPI:
         response = self._broker(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, header, timeout_ms)
         return list(GroupList.from_json(response.body).group_list) if response.body else []
 
-    # ------------------------------------------------------------------ subscription groups
-    def get_all_subscription_group(self, addr: str, timeout_ms: int) -> SubscriptionGroupWrapper:
-        """GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201): the broker's subscription groups."""
-        response = self._broker(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, None, timeout_ms)
-        return SubscriptionGroupWrapper.from_json(response.body)
-
-    def create_subscription_group(self, addr: str, config: SubscriptionGroupConfig, timeout_ms: int) -> None:
-        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) with the config as the body."""
-        self._broker(
-            addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, timeout_ms, body=config.to_json()
-        )
-
-    def delete_subscription_group(self, addr: str, group: str, remove_offset: bool, timeout_ms: int) -> None:
-        """DELETE_SUBSCRIPTIONGROUP (207); ``remove_offset`` also drops the group's offsets."""
-        header = DeleteSubscriptionGroupRequestHeader(group_name=group, remove_offset=remove_offset)
-        self._broker(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, header, timeout_ms)
-
     # ------------------------------------------------------------------ broker
-    def get_broker_config(self, addr: str, timeout_ms: int) -> dict[str, str]:
-        """GET_BROKER_CONFIG (26): the broker's configuration (a Java properties body)."""
-        response = self._broker(addr, RequestCode.GET_BROKER_CONFIG, None, timeout_ms)
-        return parse_properties(response.body.decode("utf-8")) if response.body else {}
-
     def get_broker_runtime_info(self, addr: str, timeout_ms: int) -> dict[str, str]:
         """GET_BROKER_RUNTIME_INFO (28): the KVTable mqadmin clusterList/brokerStatus print."""
         response = self._broker(addr, RequestCode.GET_BROKER_RUNTIME_INFO, None, timeout_ms)

@@ -5,23 +5,28 @@ Java ``broker.conf``, or both in one process (``server``, used by the embedded c
 
 Contract (the embedded cluster relies on it):
 
-* ``--metrics-port P`` (broker and server; needs ``rocketq[metrics]``; or ``metricsExporterType=PROM``
-  with ``metricsPromExporterPort`` in broker.conf, as RocketMQ 5) also serves Prometheus
-  metrics (:mod:`rocketq.broker.metrics`) and adds ``"metrics": "host:port"`` to the ready line.
+* ``--metrics-port P`` (broker and server; needs ``rocketq[metrics]``; or RocketMQ 5's
+  broker.conf keys ``metricsExporterType=PROM`` and ``metricsPromExporterPort``) also serves
+  Prometheus metrics (:mod:`rocketq.broker.metrics`) and adds ``"metrics": "host:port"`` to
+  the ready line.
 * When ready, each command prints ONE JSON line on stdout (and, with ``--ready-file F``,
   writes the same line to ``F`` atomically): ``namesrv`` -> ``{"namesrv": "host:port"}``;
-  ``broker`` -> ``{"broker": "ip:port", "brokerName": ..., "namesrv": ...}``; ``server`` ->
+  ``broker`` -> ``{"broker": "ip:port", "broker_name": ..., "namesrv": ...}``; ``server`` ->
   ``{"namesrv": "127.0.0.1:P1", "brokers": ["127.0.0.1:P2"]}``. "Ready" means listening
   and, for a broker, registered with its name servers.
 * Port 0 means OS-assigned. Logs go to stderr through :mod:`logging`.
 * SIGINT/SIGTERM trigger a clean shutdown (broker: unregister, persist, close the store),
   after which the process exits with status 0.
+* A server that cannot start prints ONE line ``error: ...`` on stderr and exits 1: a store
+  (``<store>/lock``) or KV config file locked by a running server, a port in use, an
+  unknown ``--set`` key (the message names the known ``broker.conf`` keys) or a bad value.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import json
 import logging
 import os
@@ -30,7 +35,10 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-__all__ = ["register"]
+from rocketq.common.file_lock import FileLockedError
+from rocketq.errors import IllegalArgumentError
+
+__all__ = ["LOG_FORMAT", "LOG_LEVELS", "register"]
 
 log = logging.getLogger("rocketq.cli.servers")
 
@@ -42,7 +50,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--host", default="0.0.0.0", help="bind address (default 0.0.0.0)")
     p.add_argument("--kv-config", default=None, help="kvConfig.json path (default ~/namesrv/kvConfig.json)")
     p.add_argument("--ready-file", default=None, help="also write the ready line to this file")
-    p.add_argument("--log-level", default="INFO")
+    _add_log_level(p)
     p.set_defaults(func=_cmd_namesrv)
 
     b = subparsers.add_parser("broker", help="run a broker")
@@ -54,7 +62,7 @@ def register(subparsers: Any) -> None:
     b.add_argument("--broker-name", default=None)
     b.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra broker.conf key")
     b.add_argument("--ready-file", default=None)
-    b.add_argument("--log-level", default="INFO")
+    _add_log_level(b)
     _add_metrics_port(b)
     b.set_defaults(func=_cmd_broker)
 
@@ -67,12 +75,28 @@ def register(subparsers: Any) -> None:
     s.add_argument("--broker-name", default=None)
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra broker.conf key")
     s.add_argument("--ready-file", default=None)
-    s.add_argument("--log-level", default="INFO")
+    _add_log_level(s)
     _add_metrics_port(s)
     s.set_defaults(func=_cmd_server)
 
 
 # ---------------------------------------------------------------------- helpers
+#: The levels ``--log-level`` accepts (stdlib :mod:`logging` names).
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+#: The servers' log line: time, level, logger name (``rocketq.broker...``), message.
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def _add_log_level(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        help="threshold of the log on stderr (default INFO)",
+    )
+
+
 def _add_metrics_port(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--metrics-port",
@@ -83,29 +107,21 @@ def _add_metrics_port(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _metrics_port(args: argparse.Namespace) -> int | None:
-    """``--metrics-port``, else RocketMQ 5's broker.conf keys (``metricsExporterType=PROM``,
-    ``metricsPromExporterPort``, default 5557; from ``-c`` or ``--set``), else None (off).
+def _metrics_port(args: argparse.Namespace, config: Any) -> int | None:
+    """``--metrics-port``, else the broker config's ``metricsExporterType=PROM`` and
+    ``metricsPromExporterPort`` (RocketMQ 5's keys), else None (off).
 
     Fails fast, before anything starts, when metrics are asked for without prometheus_client.
     """
     port: int | None = args.metrics_port
-    if port is None:
-        from rocketq.broker.config import load_properties
-
-        props: dict[str, str] = load_properties(args.config) if args.config else {}
-        props.update(_parse_sets(args.set))
-        if props.get("metricsExporterType", "").strip().upper() == "PROM":
-            try:
-                port = int(props.get("metricsPromExporterPort", "5557"))
-            except ValueError as exc:
-                raise SystemExit(f"metricsPromExporterPort must be a port number: {exc}") from exc
+    if port is None and config.metrics_exporter_type == "PROM":
+        port = config.metrics_prom_exporter_port
     if port is None:
         return None
     import importlib.util
 
     if importlib.util.find_spec("prometheus_client") is None:
-        raise SystemExit("broker metrics need prometheus_client: pip install 'rocketq[metrics]'")
+        raise IllegalArgumentError("broker metrics need prometheus_client: pip install 'rocketq[metrics]'")
     return port
 
 
@@ -121,11 +137,14 @@ def _start_metrics(port: int | None, broker: Any, host: str) -> Any:
 
 
 def _setup_logging(level: str) -> None:
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    logging.basicConfig(stream=sys.stderr, level=getattr(logging, level), format=LOG_FORMAT)
+
+
+def _fail(text: str) -> int:
+    """One ``error: ...`` line on stderr; the exit status of a server that cannot start."""
+    sys.stderr.write(f"error: {' '.join(text.split())}\n")
+    sys.stderr.flush()
+    return 1
 
 
 def _announce(line: dict[str, object], ready_file: str | None) -> None:
@@ -143,13 +162,18 @@ def _parse_sets(items: list[str]) -> dict[str, str]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise SystemExit(f"--set expects KEY=VALUE, got {item!r}")
+            raise IllegalArgumentError(f"--set expects KEY=VALUE, got {item!r}")
         out[key.strip()] = value.strip()
     return out
 
 
 def _run(body: Callable[[asyncio.Event], Awaitable[None]]) -> int:
-    """Run ``body(stop_event)`` with SIGINT/SIGTERM setting the event; 0 on a clean exit."""
+    """Run ``body(stop_event)`` with SIGINT/SIGTERM setting the event; 0 on a clean exit.
+
+    A server that cannot start says why in one ``error:`` line and exits 1: its store or KV
+    file is locked by a running server, its port is taken, or its configuration is wrong.
+    Anything else is logged with its traceback (exit 1 too).
+    """
 
     async def runner() -> None:
         loop = asyncio.get_running_loop()
@@ -160,6 +184,17 @@ def _run(body: Callable[[asyncio.Event], Awaitable[None]]) -> int:
 
     try:
         asyncio.run(runner())
+    except (FileLockedError, IllegalArgumentError) as exc:
+        return _fail(str(exc))
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            # asyncio's text names the address: "error while attempting to bind on address ..."
+            return _fail(
+                f"port already in use: {exc.strerror or exc}; is another server running? "
+                "Pick another port (0 = any free port)"
+            )
+        log.exception("server failed")
+        return 1
     except Exception:
         log.exception("server failed")
         return 1
@@ -195,7 +230,10 @@ def _cmd_namesrv(args: argparse.Namespace) -> int:
     from rocketq.namesrv.config import NamesrvConfig
     from rocketq.namesrv.namesrv import NamesrvController
 
-    config = NamesrvConfig(host=args.host, listen_port=args.port, kv_config_path=args.kv_config)
+    try:
+        config = NamesrvConfig(host=args.host, listen_port=args.port, kv_config_path=args.kv_config)
+    except IllegalArgumentError as exc:
+        return _fail(str(exc))
 
     async def body(stop: asyncio.Event) -> None:
         namesrv = NamesrvController(config)
@@ -214,8 +252,11 @@ def _cmd_broker(args: argparse.Namespace) -> int:
     _setup_logging(args.log_level)
     from rocketq.broker.broker import BrokerController
 
-    config = _broker_config(args, namesrv_addr=args.namesrv_addr, host=args.host)
-    metrics_port = _metrics_port(args)
+    try:
+        config = _broker_config(args, namesrv_addr=args.namesrv_addr, host=args.host)
+        metrics_port = _metrics_port(args, config)
+    except (IllegalArgumentError, OSError) as exc:
+        return _fail(str(exc))
 
     async def body(stop: asyncio.Event) -> None:
         broker = BrokerController(config)
@@ -225,7 +266,7 @@ def _cmd_broker(args: argparse.Namespace) -> int:
             metrics = _start_metrics(metrics_port, broker, config.listen_host)
             line: dict[str, object] = {
                 "broker": broker.broker_addr,
-                "brokerName": config.broker_name,
+                "broker_name": config.broker_name,
                 "namesrv": config.namesrv_addr,
             }
             if metrics is not None:
@@ -247,13 +288,17 @@ def _cmd_server(args: argparse.Namespace) -> int:
     from rocketq.namesrv.config import NamesrvConfig
     from rocketq.namesrv.namesrv import NamesrvController
 
-    namesrv_config = NamesrvConfig(
-        host=args.host,
-        listen_port=args.namesrv_port,
-        kv_config_path=os.path.join(args.store, "namesrv", "kvConfig.json"),
-    )
-
-    metrics_port = _metrics_port(args)
+    try:
+        # the broker's settings are checked before anything starts; the name server's
+        # address, known once it listens, is filled in below
+        metrics_port = _metrics_port(args, _broker_config(args, namesrv_addr=None, host=args.host))
+        namesrv_config = NamesrvConfig(
+            host=args.host,
+            listen_port=args.namesrv_port,
+            kv_config_path=os.path.join(args.store, "namesrv", "kvConfig.json"),
+        )
+    except (IllegalArgumentError, OSError) as exc:
+        return _fail(str(exc))
 
     async def body(stop: asyncio.Event) -> None:
         namesrv = NamesrvController(namesrv_config)

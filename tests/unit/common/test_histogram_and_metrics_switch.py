@@ -7,8 +7,10 @@ import importlib.util
 
 import pytest
 
+from rocketq.broker.config import BrokerConfig
 from rocketq.cli import servers
 from rocketq.common.histogram import Histogram
+from rocketq.errors import IllegalArgumentError
 
 
 def test_buckets_are_cumulative_with_le_semantics() -> None:
@@ -29,18 +31,29 @@ def test_bounds_must_ascend() -> None:
         Histogram(())
 
 
-def _args(**kw: object) -> argparse.Namespace:
-    base: dict[str, object] = {"metrics_port": None, "config": None, "set": []}
-    base.update(kw)
-    return argparse.Namespace(**base)
+def _args(port: int | None = None) -> argparse.Namespace:
+    return argparse.Namespace(metrics_port=port)
+
+
+def _config(**keys: str) -> BrokerConfig:
+    return BrokerConfig.from_properties({}, keys)
 
 
 def test_metrics_off_by_default_and_on_by_flag_or_rocketmq5_keys() -> None:
-    assert servers._metrics_port(_args()) is None
-    assert servers._metrics_port(_args(metrics_port=9100)) == 9100
-    assert servers._metrics_port(_args(set=["metricsExporterType=PROM"])) == 5557
-    assert servers._metrics_port(_args(set=["metricsExporterType=PROM", "metricsPromExporterPort=0"])) == 0
-    assert servers._metrics_port(_args(set=["metricsExporterType=DISABLE"])) is None
+    assert servers._metrics_port(_args(), _config()) is None
+    assert servers._metrics_port(_args(9100), _config()) == 9100
+    assert servers._metrics_port(_args(), _config(metricsExporterType="PROM")) == 5557
+    prom0 = _config(metricsExporterType="PROM", metricsPromExporterPort="0")
+    assert servers._metrics_port(_args(), prom0) == 0
+    assert servers._metrics_port(_args(9100), prom0) == 9100  # the flag wins
+    assert servers._metrics_port(_args(), _config(metricsExporterType="DISABLE")) is None
+
+
+def test_unsupported_exporters_and_bad_ports_are_refused() -> None:
+    with pytest.raises(IllegalArgumentError, match="DISABLE or PROM"):
+        _config(metricsExporterType="OTLP_GRPC")
+    with pytest.raises(IllegalArgumentError, match="out of range"):
+        _config(metricsPromExporterPort="70000")
 
 
 def test_a_clear_error_without_prometheus_client(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -48,9 +61,9 @@ def test_a_clear_error_without_prometheus_client(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "prometheus_client" else real(name, *a)
     )
-    with pytest.raises(SystemExit, match=r"rocketq\[metrics\]"):
-        servers._metrics_port(_args(metrics_port=0))
-    assert servers._metrics_port(_args()) is None
+    with pytest.raises(IllegalArgumentError, match=r"rocketq\[metrics\]"):
+        servers._metrics_port(_args(0), _config())
+    assert servers._metrics_port(_args(), _config()) is None
 
 
 def test_dashboard_without_its_extra_names_it(
