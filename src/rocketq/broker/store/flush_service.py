@@ -23,8 +23,8 @@ from concurrent.futures import Future
 
 from rocketq.broker.store.commit_log import CommitLog
 from rocketq.broker.store.config import MessageStoreConfig
-from rocketq.broker.store.service_thread import ServiceThread
 from rocketq.common.histogram import Histogram
+from rocketq.common.service_thread import ServiceThread
 
 __all__ = ["FlushRealTimeService", "GroupCommitService"]
 
@@ -36,14 +36,14 @@ class FlushRealTimeService(ServiceThread):
     """ASYNC_FLUSH: the periodic flush thread."""
 
     def __init__(self, commit_log: CommitLog, config: MessageStoreConfig) -> None:
-        super().__init__("FlushRealTimeService")
+        super().__init__("FlushRealTimeService", interval_s=None, join_timeout_s=30.0)
         self._commit_log = commit_log
         self._interval_s = config.flush_interval_commit_log_ms / 1000
         self._least_pages = config.flush_commit_log_least_pages
         self._thorough_s = config.flush_commit_log_thorough_interval_ms / 1000
         self._last_thorough = time.monotonic()
 
-    def do_work(self) -> None:
+    def run_once(self) -> None:
         # flushCommitLogTimed (default true): sleep the full interval, wakeups ignored
         self.sleep_unless_stopped(self._interval_s)
         if self.stopped:
@@ -67,7 +67,7 @@ class GroupCommitService(ServiceThread):
     def __init__(
         self, commit_log: CommitLog, config: MessageStoreConfig, flush_latency: Histogram | None = None
     ) -> None:
-        super().__init__("GroupCommitService")
+        super().__init__("GroupCommitService", interval_s=None, join_timeout_s=30.0)
         self._commit_log = commit_log
         #: milliseconds of each flush that had waiting puts (rocketq.broker.metrics reads it)
         self.flush_latency = flush_latency
@@ -88,7 +88,7 @@ class GroupCommitService(ServiceThread):
         fut.set_result(self._commit_log.flushed_where >= next_offset)
         return fut
 
-    def do_work(self) -> None:
+    def run_once(self) -> None:
         self.wait_for_running(0.01)
         self._do_commit()
 

@@ -133,6 +133,32 @@ class MQClientAPI:
         self._chosen_namesrv: str | None = None
 
     # ================================================================== plumbing
+    @classmethod
+    def standalone(
+        cls,
+        namesrv_addrs: Sequence[str],
+        *,
+        name: str,
+        connect_timeout_ms: int = 3000,
+        language: int = LanguageCode.PYTHON,
+        serialize_type: int = SerializeType.JSON,
+    ) -> MQClientAPI:
+        """An API over a remoting client of its own (not started: :meth:`start`, :meth:`close`).
+
+        For users without an :class:`~rocketq.client.instance.MQClientInstance` (the admin
+        API, the Spark connector): one I/O thread, no background loop.
+        """
+        remoting = RemotingClient(name=name, connect_timeout_ms=connect_timeout_ms)
+        return cls(remoting, namesrv_addrs, language=language, serialize_type=serialize_type)
+
+    def start(self) -> None:
+        """Start the remoting client's I/O thread (idempotent)."""
+        self.remoting.start()
+
+    def close(self) -> None:
+        """Close the remoting client: every connection, its I/O thread joined (idempotent)."""
+        self.remoting.close()
+
     def update_name_server_address_list(self, addrs: Sequence[str]) -> None:
         """``updateNameServerAddressList``: replace the name-server list."""
         with self._ns_lock:
