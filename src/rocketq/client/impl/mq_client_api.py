@@ -76,8 +76,15 @@ from rocketq.protocol.headers import (
     ViewMessageRequestHeader,
 )
 from rocketq.protocol.heartbeat import HeartbeatData
-from rocketq.protocol.message import MessageExt, decode_record, decode_records
+from rocketq.protocol.message import (
+    MessageConst,
+    MessageExt,
+    decode_properties,
+    decode_record,
+    decode_records,
+)
 from rocketq.protocol.message_queue import MessageQueue
+from rocketq.protocol.mixall import REPLY_MESSAGE_FLAG
 from rocketq.protocol.route import ClusterInfo, TopicConfig, TopicList, TopicRouteData
 from rocketq.remoting.client import RemotingClient
 
@@ -257,7 +264,8 @@ class MQClientAPI:
     def build_send_request(
         self, header: SendMessageRequestHeader, body: bytes, *, batch: bool = False
     ) -> RemotingCommand:
-        """SEND_MESSAGE_V2 (310) or SEND_BATCH_MESSAGE (320) with the V2 one-letter header.
+        """SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) or, for a reply message,
+        SEND_REPLY_MESSAGE_V2 (325), with the V2 one-letter header.
 
         ``MQClientAPIImpl.sendMessage``: the Java producer always uses V2 names; the broker
         picks its batch path from header ``m`` (batch), so it must be set for code 320.
@@ -265,6 +273,15 @@ class MQClientAPI:
         header.batch = batch
         v2 = SendMessageRequestHeaderV2.from_v1(header)
         code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        props = header.properties
+        if (
+            not batch
+            and props
+            and MessageConst.MSG_TYPE in props
+            and decode_properties(props).get(MessageConst.MSG_TYPE) == REPLY_MESSAGE_FLAG
+        ):
+            # MQClientAPIImpl.sendMessage: a reply (MSG_TYPE=reply) goes as SEND_REPLY_MESSAGE_V2
+            code = RequestCode.SEND_REPLY_MESSAGE_V2
         return self.request(code, v2, body)
 
     @staticmethod
