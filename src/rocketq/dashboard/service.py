@@ -23,28 +23,19 @@ from rocketq.admin.groups import GroupSummary
 from rocketq.errors import BrokerError, RocketqError
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.message import Message, MessageExt
-from rocketq.protocol.mixall import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, dlq_topic
+from rocketq.protocol.mixall import (
+    DLQ_GROUP_TOPIC_PREFIX,
+    REPLY_TOPIC_POSTFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
+    SYSTEM_TOPIC_PREFIX,
+    SYSTEM_TOPICS,
+    dlq_topic,
+)
 
 __all__ = ["TOPIC_CATEGORIES", "DashboardService", "TopicRow", "topic_category"]
 
 #: rocketmq-dashboard's topic filter.
 TOPIC_CATEGORIES: tuple[str, ...] = ("normal", "retry", "dlq", "system")
-
-#: Topics the broker and name server create for themselves (``TopicValidator.SYSTEM_TOPIC_SET``
-#: and friends); cluster and broker names are system topics too.
-_SYSTEM_TOPICS = frozenset(
-    {
-        "TBW102",
-        "SCHEDULE_TOPIC_XXXX",
-        "SELF_TEST_TOPIC",
-        "OFFSET_MOVED_EVENT",
-        "BenchmarkTest",
-        "RMQ_SYS_TRANS_HALF_TOPIC",
-        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-        "RMQ_SYS_TRACE_TOPIC",
-        "TRANS_CHECK_MAX_TIME_TOPIC",
-    }
-)
 
 
 def topic_category(topic: str, system_names: frozenset[str] = frozenset()) -> str:
@@ -53,11 +44,13 @@ def topic_category(topic: str, system_names: frozenset[str] = frozenset()) -> st
         return "retry"
     if topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
         return "dlq"
+    # TopicValidator.SYSTEM_TOPIC_SET, the rmq_sys_ prefix, <cluster>_REPLY_TOPIC, and the
+    # cluster and broker names the name server lists as system topics
     if (
-        topic in _SYSTEM_TOPICS
+        topic in SYSTEM_TOPICS
         or topic in system_names
-        or topic.endswith("_REPLY_TOPIC")
-        or topic.lower().startswith("rmq_sys_")
+        or topic.endswith("_" + REPLY_TOPIC_POSTFIX)
+        or topic.startswith(SYSTEM_TOPIC_PREFIX)
     ):
         return "system"
     return "normal"
