@@ -31,6 +31,7 @@ from rocketq.broker.store import (
     PutMessageStatus,
 )
 from rocketq.broker.topics import is_not_allowed_send_topic, validate_topic
+from rocketq.errors import IllegalArgumentError
 from rocketq.protocol.codes import PermName, RequestCode, ResponseCode, Version
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import (
@@ -135,9 +136,15 @@ class SendMessageProcessor:
         error, queue_id = self._msg_check(channel, request, header)
         if error is not None:
             return error
-        if header.batch:
-            return await self._send_batch(channel, request, header, queue_id)
-        return await self._send_one(channel, request, header, queue_id)
+        try:
+            if header.batch:
+                return await self._send_batch(channel, request, header, queue_id)
+            return await self._send_one(channel, request, header, queue_id)
+        except IllegalArgumentError as exc:
+            # encode_properties refuses a property value holding a separator (Java's
+            # string2messageProperties keeps the rest of the segment, \x01 included, and
+            # stores a corrupt property string): bad input, answered MESSAGE_ILLEGAL.
+            return self._response(request, ResponseCode.MESSAGE_ILLEGAL, f"the message is illegal: {exc}")
 
     # ------------------------------------------------------------------ checks
     def _response(self, request: RemotingCommand, code: int, remark: str | None) -> RemotingCommand:
