@@ -23,7 +23,7 @@ import dataclasses
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -336,6 +336,18 @@ class ConfigManager:
     its ``.bak``); :meth:`persist` rewrites it atomically. Errors while persisting are logged,
     never raised into the request path (Java logs them too).
     """
+
+    #: Set by the broker (``ConfigPersistService.request``): :meth:`persist_soon` hands the
+    #: write to it instead of writing on the caller's thread.
+    persister: Callable[[ConfigManager], None] | None = None
+
+    def persist_soon(self) -> None:
+        """Persist now, or with a ``persister`` coalesced and off the caller's thread."""
+        persister = self.persister
+        if persister is None:
+            self.persist()
+        else:
+            persister(self)
 
     def config_file_path(self) -> str:
         raise NotImplementedError

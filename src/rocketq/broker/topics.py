@@ -32,12 +32,17 @@ import time
 from collections.abc import Callable
 
 from rocketq.broker.config import BrokerConfig, ConfigManager, config_file_path
+from rocketq.common.log_limiter import LogLimiter
+from rocketq.common.token_bucket import TokenBucket
 from rocketq.protocol import fastjson
 from rocketq.protocol.codes import PermName
 from rocketq.protocol.java import concurrent_hashmap_order
 from rocketq.protocol.route import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 
 __all__ = [
+    "AUTO_CREATE_BURST",
+    "AUTO_CREATE_LOG",
+    "AUTO_CREATE_PER_SECOND",
     "AUTO_CREATE_TOPIC_KEY_TOPIC",
     "RMQ_SYS_BENCHMARK_TOPIC",
     "RMQ_SYS_OFFSET_MOVED_EVENT",
@@ -52,6 +57,13 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: How many topics (and, separately, subscription groups) clients may make the broker
+#: auto-create: on average per second, and at once (rocketq only; see TokenBucket).
+AUTO_CREATE_PER_SECOND = 100.0
+AUTO_CREATE_BURST = 200
+#: Refusals over the bound: one line per 10 s per kind, with the count.
+AUTO_CREATE_LOG = LogLimiter(log)
 
 # TopicValidator constants (4.9.7)
 AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
@@ -142,6 +154,8 @@ class TopicConfigManager(ConfigManager):
         #: Called (outside the lock) after a topic was auto-created: the broker schedules a
         #: oneway full registration (``registerBrokerAll(false, true, true)``).
         self.register_hook = register_hook
+        #: Bounds topic auto-creation from sends (``createTopicInSendMessageMethod``).
+        self.auto_create_limit = TokenBucket(AUTO_CREATE_PER_SECOND, AUTO_CREATE_BURST)
         self._lock = threading.RLock()
         self.topic_config_table: dict[str, TopicConfig] = {}
         self.data_version = DataVersion(timestamp=wall_ms(), counter=0)
@@ -256,10 +270,18 @@ class TopicConfigManager(ConfigManager):
                 topic_filter_type=default_tc.topic_filter_type,
                 topic_sys_flag=topic_sys_flag,
             )
+            if not self.auto_create_limit.try_acquire():
+                AUTO_CREATE_LOG.warning(
+                    "topic",
+                    "auto-creation of topics over its bound, %s not created now (%s)",
+                    topic,
+                    remote_addr,
+                )
+                return None
             log.info("create topic %s from %s for %s: %s", topic, default_topic, remote_addr, created)
             self.topic_config_table[topic] = created
             self._bump()
-        self.persist()
+        self.persist_soon()
         self._fire_register()
         return created
 
@@ -284,7 +306,7 @@ class TopicConfigManager(ConfigManager):
             log.info("create topic %s (send-back path): %s", topic, created)
             self.topic_config_table[topic] = created
             self._bump()
-        self.persist()
+        self.persist_soon()
         self._fire_register()
         return created
 
