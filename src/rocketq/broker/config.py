@@ -377,5 +377,7 @@ class ConfigManager:
         path = self.config_file_path()
         try:
             write_config_file(path, self.encode(pretty=True))
+        except OSError as exc:  # e.g. a full disk: expected, no traceback
+            log.error("cannot persist %s: %s", path, exc)
         except Exception:
             log.exception("cannot persist %s", path)

@@ -189,6 +189,7 @@ class MessageStore:
             PeriodicService("StoreSpaceCheckService", config.disk_check_interval_ms / 1000, self.check_space),
         ]
         self._last_thorough_logics_flush = time.monotonic()
+        self._clean_commit_log.check_disk()  # a full disk refuses the very first put
         for service in self._services:
             service.start()
         self._running = True
