@@ -103,6 +103,7 @@ def _setup_logging(args: argparse.Namespace) -> None:
     else:
         handler = logging.StreamHandler(sys.stderr)
     logging.basicConfig(
+        force=True,
         handlers=[handler],
         level=getattr(logging, args.log_level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
