@@ -205,8 +205,8 @@ def _reject_constant(name: str) -> object:
     raise MalformedFrameError(f"JSON header holds the non-number {name}")
 
 
-def _loads_header(text: str) -> object:
-    return json.loads(text, parse_constant=_reject_constant)
+# One decoder for every header (json.loads with options would build one per call).
+_loads_header = json.JSONDecoder(parse_constant=_reject_constant).decode
 
 
 def _int32_field(obj: dict[str, object], name: str, default: int) -> int:
@@ -215,6 +215,8 @@ def _int32_field(obj: dict[str, object], name: str, default: int) -> int:
     (a boolean, an object, 1e999, a value past int32) makes the frame malformed."""
     raw = obj.get(name, default)
     if type(raw) is int:
+        if _INT32_MIN <= raw <= _INT32_MAX:
+            return raw
         value = raw
     elif type(raw) is float and math.isfinite(raw) and abs(raw) < 1e10:
         value = int(raw)
@@ -276,12 +278,14 @@ def _decode_json_header(data: bytes | memoryview) -> RemotingCommand:
     ext_raw = obj.get("extFields")
     ext: dict[str, str] | None = None
     if type(ext_raw) is dict:
-        # fastjson is lenient: scalar values are accepted and stringified, nulls dropped.
-        ext = {}
-        for k, v in ext_raw.items():
-            if v is None:
-                continue
-            ext[k] = v if type(v) is str else _flat_string(v, f"extFields value of {k!r:.40}")
+        if all(type(v) is str for v in ext_raw.values()):
+            ext = ext_raw  # the common case: already a flat map of strings
+        else:
+            # fastjson is lenient: scalar values are accepted and stringified, nulls dropped.
+            ext = {}
+            for k, v in ext_raw.items():
+                if v is not None:
+                    ext[k] = v if type(v) is str else _flat_string(v, f"extFields value of {k!r:.40}")
     elif ext_raw is not None:
         raise MalformedFrameError("extFields is not an object")
     return RemotingCommand(
