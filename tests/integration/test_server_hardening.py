@@ -89,24 +89,35 @@ def test_heartbeat_flood_does_not_stall_a_producer(
     good = RemotingClient()
     flood.start()
     good.start()
+
+    def timed_sends(n: int) -> list[float]:
+        out = []
+        for i in range(n):
+            t0 = time.perf_counter()
+            response = good.invoke_sync(broker, send_request(topic, b"m%d" % i, queue_id=i % 4), 3000)
+            out.append(time.perf_counter() - t0)
+            assert response.code == ResponseCode.SUCCESS, response.remark
+        return sorted(out)
+
     try:
+        baseline = timed_sends(100)  # what this (possibly loaded) machine does without a flood
         # 1,000 heartbeats naming new groups, oneway and as fast as they go out ...
         for i in range(1000):
             flood.invoke_oneway(broker, _heartbeat(f"{prefix}-c", f"{prefix}_{i}"))
         # ... while the producer sends and times each round trip
-        latencies = []
-        for i in range(300):
-            t0 = time.perf_counter()
-            response = good.invoke_sync(broker, send_request(topic, b"m%d" % i, queue_id=i % 4), 3000)
-            latencies.append(time.perf_counter() - t0)
-            assert response.code == ResponseCode.SUCCESS, response.remark
+        latencies = timed_sends(300)
         # the flood was processed meanwhile: the last heartbeat is answered behind it
         last = flood.invoke_sync(broker, _heartbeat(f"{prefix}-c", f"{prefix}_last"), 10_000)
         assert last.code == ResponseCode.SUCCESS
     finally:
         flood.close()
         good.close()
-    latencies.sort()
     p99 = latencies[int(len(latencies) * 0.99) - 1]
-    assert p99 < 0.050, f"producer p99 {p99 * 1000:.1f} ms during the flood"
+    base_p99 = baseline[int(len(baseline) * 0.99) - 1]
+    # 50 ms, or on a machine too loaded for that even without a flood, twice its own p99
+    # (before issue #21 the flood took seconds and sends timed out after 3 s)
+    limit = max(0.050, 2 * base_p99)
+    assert p99 < limit, (
+        f"producer p99 {p99 * 1000:.1f} ms during the flood (baseline {base_p99 * 1000:.1f} ms)"
+    )
     assert not server_tracebacks(_logs(cluster))

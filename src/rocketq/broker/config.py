@@ -23,6 +23,7 @@ import dataclasses
 import logging
 import os
 import re
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -328,6 +329,10 @@ def read_config_file(path: str) -> str | None:
     return None
 
 
+#: ConfigManager.persist is synchronized in Java; one lock for all managers (writes are rare).
+_PERSIST_LOCK = threading.Lock()
+
+
 class ConfigManager:
     """Base of the broker's JSON-file managers (``org.apache.rocketmq.common.ConfigManager``).
 
@@ -373,10 +378,12 @@ class ConfigManager:
         return True
 
     def persist(self) -> None:
-        """Write the config file now (``ConfigManager.persist``)."""
+        """Write the config file now (``ConfigManager.persist``). Serialised with every
+        other persist (the loop's and ``ConfigPersistService``'s share ``path.tmp``)."""
         path = self.config_file_path()
         try:
-            write_config_file(path, self.encode(pretty=True))
+            with _PERSIST_LOCK:
+                write_config_file(path, self.encode(pretty=True))
         except OSError as exc:  # e.g. a full disk: expected, no traceback
             log.error("cannot persist %s: %s", path, exc)
         except Exception:
