@@ -56,11 +56,13 @@ _NO_FALLOCATE = frozenset({errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL, errno.
 _ZEROS = bytes(1 << 20)
 
 
-def preallocate(fd: int, offset: int, length: int) -> None:
+def preallocate(fd: int, offset: int, length: int, *, keep_content: bool = False) -> None:
     """Back ``length`` bytes from ``offset`` of the open file ``fd`` with allocated blocks
     (the file grows to ``offset + length`` if shorter). ``os.posix_fallocate``; where the
-    filesystem does not support it, zeros are written (``MappedFile.warmMappedFile`` writes
-    zeros for the same purpose). Raises ``OSError`` (ENOSPC on a full disk)."""
+    filesystem does not support it, the range is written: with zeros (``MappedFile.
+    warmMappedFile`` writes zeros for the same purpose), or with ``keep_content`` with the
+    bytes it holds (read back and rewritten, so data there is never lost). Raises
+    ``OSError`` (ENOSPC on a full disk)."""
     if length <= 0:
         return
     try:
@@ -73,7 +75,10 @@ def preallocate(fd: int, offset: int, length: int) -> None:
     pos = offset
     while pos < end:
         n = min(len(_ZEROS), end - pos)
-        pos += os.pwrite(fd, _ZEROS[:n] if n < len(_ZEROS) else _ZEROS, pos)
+        chunk = os.pread(fd, n, pos) if keep_content else b""
+        if len(chunk) < n:  # past the end of the file: zeros
+            chunk += _ZEROS[: n - len(chunk)]
+        pos += os.pwrite(fd, chunk, pos)
 
 
 def file_name_for(offset: int) -> str:
@@ -189,12 +194,12 @@ class MappedFile:
     def ensure_allocated(self, position: int | None = None) -> None:
         """Allocate the blocks from ``position`` (default: ``wrote_position``) to the end of
         the file, so writes there cannot SIGBUS; sets ``allocated``. Cheap when they are
-        allocated already. Never touches bytes below ``position`` (the zero-writing
-        fallback starts there). Raises ``OSError`` (ENOSPC)."""
+        allocated already. Never changes a byte (the fallback rewrites what is there).
+        Raises ``OSError`` (ENOSPC)."""
         start = self.wrote_position if position is None else position
         fd = self._fd if self._fd is not None else os.open(self.path, os.O_RDWR)
         try:
-            preallocate(fd, start, self.file_size - start)
+            preallocate(fd, start, self.file_size - start, keep_content=True)
         finally:
             if fd != self._fd:
                 os.close(fd)
