@@ -10,7 +10,10 @@ Invariants:
 * :meth:`SubscriptionGroupManager.find_subscription_group_config` auto-creates a group
   with Java defaults when ``auto_create_subscription_group`` is on (or the group is a
   system group, ``MixAll.isSysConsumerGroup``: prefix ``CID_RMQ_SYS_``), bumping the data
-  version and persisting ``<root>/config/subscriptionGroup.json``.
+  version and persisting ``<root>/config/subscriptionGroup.json`` (``persist_soon``:
+  coalesced, off the event loop). Auto-creation of non-system groups is bounded like the
+  topics' (``topics.AUTO_CREATE_PER_SECOND``/``AUTO_CREATE_BURST``): over it the group is
+  not created now and the client's next heartbeat asks again.
 * The file is written in ``ConcurrentHashMap(1024)`` iteration order, fastjson pretty
   format (``{"dataVersion":...,"subscriptionGroupTable":...}``), byte-compatible with a
   4.9.7 broker's file.

@@ -15,8 +15,13 @@ Invariants:
   broker creates it lazily (``TransactionalMessageBridge``), and the golden start-up
   registration body does not list it.
 * Every change bumps :attr:`data_version` (counter + 1, timestamp = wall clock) and
-  rewrites ``<root>/config/topics.json``; auto-created topics also trigger a oneway
-  re-registration through ``register_hook`` (``registerBrokerAll(false, true, true)``).
+  rewrites ``<root>/config/topics.json`` (auto-created topics through ``persist_soon``:
+  coalesced, off the event loop, see ``ConfigPersistService``); auto-created topics also
+  trigger a oneway re-registration through ``register_hook`` (``registerBrokerAll(false,
+  true, true)``; the broker folds requests made while one is queued into it).
+* Auto-creation from sends is bounded (rocketq only, Java has no bound):
+  :data:`AUTO_CREATE_PER_SECOND` on average, :data:`AUTO_CREATE_BURST` at once; over it
+  the send is answered as if the topic could not be created (TOPIC_NOT_EXIST).
 * The table keeps Java insertion order; encoders list it in ``ConcurrentHashMap(1024)``
   iteration order (:func:`~rocketq.protocol.java.concurrent_hashmap_order`), like fastjson does.
 * Thread-safe: one lock guards the table and the data version.

@@ -20,7 +20,13 @@ Invariants:
 * ``ext_fields is None`` means "no custom header" (the key is omitted); an empty dict is
   written as ``"extFields":{}``, as Java does for a header object whose fields are null.
 * :class:`FrameDecoder` enforces the 16 MiB frame limit and raises typed
-  :class:`~rocketq.errors.ProtocolError` subclasses; it never blocks.
+  :class:`~rocketq.errors.ProtocolError` subclasses; it never blocks and never raises
+  anything else on hostile input.
+* JSON header fields are type- and range-checked as fastjson's ``RemotingCommand`` reader
+  effectively does: ``code``/``flag``/``opaque``/``version`` within int32 (integers,
+  decimals truncated, numeric strings), ``language`` a name or an ordinal, ``remark`` a
+  scalar, ``extFields`` a flat map of scalars (stringified); NaN, Infinity, 1e999, deeper
+  values and excessive nesting make the frame malformed.
 """
 
 from __future__ import annotations
