@@ -286,8 +286,10 @@ class MessageStore:
     def _set_unallocated(self, pending: list[tuple[MappedFile, int | None]]) -> None:
         self._unallocated = pending
         if pending:
-            self.read_only_reason = f"{len(pending)} store files cannot be allocated (disk full)"
-            _log.error("message store is read-only: %s", self.read_only_reason)
+            reason = f"{len(pending)} store files cannot be allocated (disk full)"
+            if reason != self.read_only_reason:  # logged when it changes, not every check
+                _log.error("message store is read-only: %s", reason)
+            self.read_only_reason = reason
         elif self.read_only_reason is not None:
             self.read_only_reason = None
             _log.info("message store files allocated: accepting puts again")
