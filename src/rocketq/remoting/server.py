@@ -293,35 +293,31 @@ class _ServerProtocol(asyncio.Protocol):
             # hostile header provokes ends here: one WARNING line, no traceback.
             server._refuse(channel, "malformed frame", exc)
             return
+        if commands:
+            dispatch = server._dispatch
+            # Responses produced while this chunk is handled leave together, in one send.
+            channel._batching = True
+            try:
+                for cmd in commands:
+                    if cmd.flag & FLAG_RESPONSE:
+                        channel._on_response(cmd)
+                    else:
+                        dispatch(channel, cmd)
+            finally:
+                channel._batching = False
+                if channel._out:
+                    channel._flush()
         if decoder.buffered:
+            # an unfinished frame: its clock starts, and a large one takes from the budget
             if commands or channel.frame_started < 0:
                 channel.frame_started = now
             length = decoder.pending_length
-            if (
-                length != channel.reserved
-                and (length >= LARGE_FRAME or channel.reserved)
-                and not server._reserve(channel, length if length >= LARGE_FRAME else 0)
-            ):
-                return
+            if length != channel.reserved and (length >= LARGE_FRAME or channel.reserved):
+                server._reserve(channel, length if length >= LARGE_FRAME else 0)
         elif channel.frame_started >= 0:
             channel.frame_started = -1.0
             if channel.reserved:
                 server._reserve(channel, 0)
-        if not commands:
-            return
-        dispatch = server._dispatch
-        # Responses produced while this chunk is handled leave together, in one send.
-        channel._batching = True
-        try:
-            for cmd in commands:
-                if cmd.flag & FLAG_RESPONSE:
-                    channel._on_response(cmd)
-                else:
-                    dispatch(channel, cmd)
-        finally:
-            channel._batching = False
-            if channel._out:
-                channel._flush()
 
     def connection_lost(self, exc: Exception | None) -> None:
         channel = self._channel
