@@ -7,7 +7,7 @@ Contract (the embedded cluster relies on it):
 
 * When ready, each command prints ONE JSON line on stdout (and, with ``--ready-file F``,
   writes the same line to ``F`` atomically): ``namesrv`` -> ``{"namesrv": "host:port"}``;
-  ``broker`` -> ``{"broker": "ip:port", "brokerName": ..., "namesrv": ...}``; ``server`` ->
+  ``broker`` -> ``{"broker": "ip:port", "broker_name": ..., "namesrv": ...}``; ``server`` ->
   ``{"namesrv": "127.0.0.1:P1", "brokers": ["127.0.0.1:P2"]}``. "Ready" means listening
   and, for a broker, registered with its name servers.
 * Port 0 means OS-assigned. All three bind 127.0.0.1 unless told otherwise (``--host``,
@@ -17,12 +17,16 @@ Contract (the embedded cluster relies on it):
   a flood of bad input cannot fill the disk with log lines.
 * SIGINT/SIGTERM trigger a clean shutdown (broker: unregister, persist, close the store),
   after which the process exits with status 0.
+* A server that cannot start prints ONE line ``error: ...`` on stderr and exits 1: a store
+  (``<store>/lock``) or KV config file locked by a running server, a port in use, an
+  unknown ``--set`` key (the message names the known ``broker.conf`` keys) or a bad value.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import json
 import logging
 import logging.handlers
@@ -32,7 +36,10 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-__all__ = ["register"]
+from rocketq.common.file_lock import FileLockedError
+from rocketq.errors import IllegalArgumentError
+
+__all__ = ["LOG_FORMAT", "LOG_LEVELS", "register"]
 
 log = logging.getLogger("rocketq.cli.servers")
 
@@ -80,8 +87,20 @@ def register(subparsers: Any) -> None:
 
 
 # ---------------------------------------------------------------------- helpers
+#: The levels ``--log-level`` accepts (stdlib :mod:`logging` names).
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+#: The servers' log line: time, level, logger name (``rocketq.broker...``), message.
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
 def _add_log_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--log-level", default="INFO")
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        help="threshold of the log (default INFO)",
+    )
     parser.add_argument(
         "--log-file", default=None, help="log to this file, rotated by size (default: stderr)"
     )
@@ -103,11 +122,15 @@ def _setup_logging(args: argparse.Namespace) -> None:
     else:
         handler = logging.StreamHandler(sys.stderr)
     logging.basicConfig(
-        force=True,
-        handlers=[handler],
-        level=getattr(logging, args.log_level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        force=True, handlers=[handler], level=getattr(logging, args.log_level), format=LOG_FORMAT
     )
+
+
+def _fail(text: str) -> int:
+    """One ``error: ...`` line on stderr; the exit status of a server that cannot start."""
+    sys.stderr.write(f"error: {' '.join(text.split())}\n")
+    sys.stderr.flush()
+    return 1
 
 
 def _announce(line: dict[str, object], ready_file: str | None) -> None:
@@ -125,13 +148,18 @@ def _parse_sets(items: list[str]) -> dict[str, str]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise SystemExit(f"--set expects KEY=VALUE, got {item!r}")
+            raise IllegalArgumentError(f"--set expects KEY=VALUE, got {item!r}")
         out[key.strip()] = value.strip()
     return out
 
 
 def _run(body: Callable[[asyncio.Event], Awaitable[None]]) -> int:
-    """Run ``body(stop_event)`` with SIGINT/SIGTERM setting the event; 0 on a clean exit."""
+    """Run ``body(stop_event)`` with SIGINT/SIGTERM setting the event; 0 on a clean exit.
+
+    A server that cannot start says why in one ``error:`` line and exits 1: its store or KV
+    file is locked by a running server, its port is taken, or its configuration is wrong.
+    Anything else is logged with its traceback (exit 1 too).
+    """
 
     async def runner() -> None:
         loop = asyncio.get_running_loop()
@@ -142,6 +170,17 @@ def _run(body: Callable[[asyncio.Event], Awaitable[None]]) -> int:
 
     try:
         asyncio.run(runner())
+    except (FileLockedError, IllegalArgumentError) as exc:
+        return _fail(str(exc))
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            # asyncio's text names the address: "error while attempting to bind on address ..."
+            return _fail(
+                f"port already in use: {exc.strerror or exc}; is another server running? "
+                "Pick another port (0 = any free port)"
+            )
+        log.exception("server failed")
+        return 1
     except Exception:
         log.exception("server failed")
         return 1
@@ -179,7 +218,10 @@ def _cmd_namesrv(args: argparse.Namespace) -> int:
     from rocketq.namesrv.config import NamesrvConfig
     from rocketq.namesrv.namesrv import NamesrvController
 
-    config = NamesrvConfig(host=args.host, listen_port=args.port, kv_config_path=args.kv_config)
+    try:
+        config = NamesrvConfig(host=args.host, listen_port=args.port, kv_config_path=args.kv_config)
+    except IllegalArgumentError as exc:
+        return _fail(str(exc))
 
     async def body(stop: asyncio.Event) -> None:
         namesrv = NamesrvController(config)
@@ -198,7 +240,10 @@ def _cmd_broker(args: argparse.Namespace) -> int:
     _setup_logging(args)
     from rocketq.broker.broker import BrokerController
 
-    config = _broker_config(args, namesrv_addr=args.namesrv_addr, host=args.host)
+    try:
+        config = _broker_config(args, namesrv_addr=args.namesrv_addr, host=args.host)
+    except (IllegalArgumentError, OSError) as exc:
+        return _fail(str(exc))
 
     async def body(stop: asyncio.Event) -> None:
         broker = BrokerController(config)
@@ -207,7 +252,7 @@ def _cmd_broker(args: argparse.Namespace) -> int:
             _announce(
                 {
                     "broker": broker.broker_addr,
-                    "brokerName": config.broker_name,
+                    "broker_name": config.broker_name,
                     "namesrv": config.namesrv_addr,
                 },
                 args.ready_file,
@@ -226,11 +271,17 @@ def _cmd_server(args: argparse.Namespace) -> int:
     from rocketq.namesrv.config import NamesrvConfig
     from rocketq.namesrv.namesrv import NamesrvController
 
-    namesrv_config = NamesrvConfig(
-        host=args.host,
-        listen_port=args.namesrv_port,
-        kv_config_path=os.path.join(args.store, "namesrv", "kvConfig.json"),
-    )
+    try:
+        # the broker's settings are checked before anything starts; the name server's
+        # address, known once it listens, is filled in below
+        _broker_config(args, namesrv_addr=None, host=args.host)
+        namesrv_config = NamesrvConfig(
+            host=args.host,
+            listen_port=args.namesrv_port,
+            kv_config_path=os.path.join(args.store, "namesrv", "kvConfig.json"),
+        )
+    except (IllegalArgumentError, OSError) as exc:
+        return _fail(str(exc))
 
     async def body(stop: asyncio.Event) -> None:
         namesrv = NamesrvController(namesrv_config)

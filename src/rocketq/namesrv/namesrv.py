@@ -14,6 +14,8 @@ Invariants:
   (``BrokerHousekeepingService.onChannelClose`` -> ``RouteInfoManager.onChannelDestroy``);
   an expired broker's connection is closed by the scan.
 * :meth:`NamesrvController.shutdown` stops the scan and the server and waits for both.
+* From start to shutdown the controller holds ``<kvConfig.json>.lock`` (rocketq only): a
+  second name server process on the same KV file fails to start with ``FileLockedError``.
 
 :class:`NamesrvThread` hosts a controller on its own loop in a named thread, for tests
 and for embedding in synchronous programs.
@@ -26,6 +28,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Mapping
 
+from rocketq.common.file_lock import FileLock
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.kv_config import KVConfigManager
 from rocketq.namesrv.processor import DefaultRequestProcessor
@@ -50,6 +53,11 @@ class NamesrvController:
             clock_ms=clock_ms, broker_channel_expired_time_ms=config.broker_channel_expired_time_ms
         )
         self.kv_config_manager = KVConfigManager(config.resolved_kv_config_path)
+        #: rocketq only (Java has no such lock): two name servers of one machine must not
+        #: rewrite one kvConfig.json, so the first holds ``<kvConfig.json>.lock``.
+        self._kv_lock: FileLock | None = FileLock(
+            config.resolved_kv_config_path + ".lock", f"the KV config {config.resolved_kv_config_path}"
+        )
         self.processor = DefaultRequestProcessor(self)
         self._server: RemotingServer | None = None
         self._scan_task: asyncio.Task[None] | None = None
@@ -97,6 +105,14 @@ class NamesrvController:
         """Load the KV table, listen, and start the expiry scan (``initialize`` + ``start``)."""
         if self._server is not None:
             return
+        if self._kv_lock is not None:
+            try:
+                self._kv_lock.acquire()  # before reading: a refused name server touches nothing
+            except OSError as exc:  # an unwritable home: the table still works until a put
+                log.warning(
+                    "cannot lock %s (%s); running without the KV config lock", self._kv_lock.path, exc
+                )
+                self._kv_lock = None
         self.kv_config_manager.load()
         cfg = self._config
         server = RemotingServer(
@@ -123,6 +139,8 @@ class NamesrvController:
         server, self._server = self._server, None
         if server is not None:
             await server.stop()
+        if self._kv_lock is not None:
+            self._kv_lock.release()
 
     # ------------------------------------------------------------------ housekeeping
     def _on_channel_close(self, channel: Channel) -> None:
