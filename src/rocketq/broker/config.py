@@ -69,8 +69,9 @@ class BrokerConfig:
     broker_ip2: str | None = None
     #: NettyServerConfig.listenPort (0 = OS-assigned, rocketq only).
     listen_port: int = 10911
-    #: rocketq only: the interface the server binds (Java binds every interface).
-    listen_host: str = "0.0.0.0"
+    #: rocketq only: the interface the server binds; loopback unless set (Java binds every
+    #: interface; ``0.0.0.0`` does that here).
+    listen_host: str = "127.0.0.1"
     #: namesrvAddr: ``;``-separated ``host:port`` list (None = no name server).
     namesrv_addr: str | None = None
     #: autoCreateTopicEnable: TBW102 exists and producers may create topics on send.
