@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 
 from rocketq.broker.config import ConfigManager
-from rocketq.remoting.service_thread import ServiceThread
+from rocketq.common.service_thread import ServiceThread
 
 __all__ = ["ConfigPersistService"]
 
@@ -47,7 +47,7 @@ class ConfigPersistService(ServiceThread):
         for manager in dirty.values():
             manager.persist()
 
-    def shutdown(self, timeout_s: float = 5.0) -> None:
+    def shutdown(self, timeout_s: float | None = None) -> None:
         """Stop the thread, then write what is still dirty."""
         super().shutdown(timeout_s)
         self.flush()

@@ -34,12 +34,15 @@ from rocketq.client.consumer.push import PushConsumer, PushConsumerConfig
 from rocketq.client.consumer.schedule import MQPullConsumerScheduleService, PullTaskCallback, PullTaskContext
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
 from rocketq.client.producer import Producer, SendCallback
+from rocketq.client.producer_transaction import TransactionProducer
+from rocketq.client.request_response import RequestCallback, create_reply_message
 from rocketq.client.selectors import (
     MessageQueueSelector,
     SelectMessageQueueByHash,
     SelectMessageQueueByRandom,
     SelectMessageQueueByRoundRobin,
 )
+from rocketq.client.transaction import LocalTransactionState, TransactionListener, TransactionSendResult
 from rocketq.protocol.heartbeat import ConsumeFromWhere, MessageModel
 from rocketq.protocol.message import Message, MessageExt
 from rocketq.protocol.message_queue import MessageQueue
@@ -59,6 +62,7 @@ __all__ = [
     "ConsumeOrderlyStatus",
     "LitePullConsumer",
     "LitePullConsumerConfig",
+    "LocalTransactionState",
     "MQClientInstance",
     "MQClientManager",
     "MQPullConsumerScheduleService",
@@ -77,10 +81,15 @@ __all__ = [
     "PullTaskContext",
     "PushConsumer",
     "PushConsumerConfig",
+    "RequestCallback",
     "SelectMessageQueueByHash",
     "SelectMessageQueueByRandom",
     "SelectMessageQueueByRoundRobin",
     "SendCallback",
     "SendResult",
     "SendStatus",
+    "TransactionListener",
+    "TransactionProducer",
+    "TransactionSendResult",
+    "create_reply_message",
 ]

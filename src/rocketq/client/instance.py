@@ -8,11 +8,13 @@ Threading model (STYLE habit 6), per instance:
 
 * ONE remoting I/O thread (``<client id>-io``) owned by the :class:`RemotingClient`, plus
   its small handler pool for broker->client requests;
-* four :class:`ServiceThread` loops: route refresh (every ``poll_name_server_interval_ms``,
-  first after 10 ms), heartbeat + offline-broker cleanup (every
-  ``heartbeat_broker_interval_ms``, first after 1 s), consumer-offset persist (every
-  ``persist_consumer_offset_interval_ms``, first after 10 s) and rebalance (every
-  ``rebalance_interval_ms`` or at once after :meth:`MQClientInstance.rebalance_immediately`);
+* :class:`~rocketq.common.service_thread.PeriodicService` loops: route refresh (every
+  ``poll_name_server_interval_ms``, first after 10 ms) and heartbeat + offline-broker cleanup
+  (every ``heartbeat_broker_interval_ms``, first after 1 s) from :meth:`MQClientInstance.start`;
+  consumer-offset persist (every ``persist_consumer_offset_interval_ms``, first after 10 s) and
+  rebalance (every ``rebalance_interval_ms`` or at once after
+  :meth:`MQClientInstance.rebalance_immediately`) only once a consumer is registered, so a
+  producer-only instance runs two loops, not four;
 * a lazily created callback pool (``<client id>-callback``) where user callbacks and
   async-send retries run, never on the I/O thread.
 
@@ -26,9 +28,8 @@ Invariants:
 * The route table maps each topic to its last :class:`TopicRouteData`; the broker address
   table (broker name -> broker id -> ``ip:port``) is the union over all routes and is
   pruned of brokers no route mentions (``cleanOfflineBroker``).
-* Publish queue lists follow Java: QueueData sorted by broker name, writable ones whose
-  broker has a master, ids ``0..writeQueueNums-1`` (or the ``orderTopicConf`` layout);
-  subscribe sets hold every readable queue.
+* Route -> queue lists and the broker-address choice are those of
+  :mod:`rocketq.client.impl.topic_route`, shared with the thread-free core.
 """
 
 from __future__ import annotations
@@ -40,12 +41,21 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Protocol, runtime_checkable
 
-from rocketq.client.api import MQClientAPI
 from rocketq.client.api_results import FindBrokerResult
 from rocketq.client.config import ClientConfig
+from rocketq.client.impl.mq_admin_impl import MQAdminImpl
+from rocketq.client.impl.mq_client_api import MQClientAPI
+from rocketq.client.impl.topic_route import (
+    select_subscribe_addr,
+    topic_route_to_publish_info,
+    topic_route_to_subscribe_info,
+)
 from rocketq.client.latency import TopicPublishInfo
+from rocketq.client.request_response import RequestFutureHolder, receive_reply_message
+from rocketq.client.transaction import check_transaction_state
+from rocketq.common.service_thread import PeriodicService, ServiceThread
 from rocketq.errors import ClientError, RocketqError
-from rocketq.protocol.codes import PermName, RequestCode, ResponseCode
+from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.heartbeat import (
     ConsumeFromWhere,
@@ -57,25 +67,21 @@ from rocketq.protocol.heartbeat import (
     SubscriptionData,
 )
 from rocketq.protocol.message_queue import MessageQueue
+from rocketq.protocol.mixall import MASTER_ID
 from rocketq.protocol.route import BrokerData, QueueData, TopicRouteData
 from rocketq.remoting.client import RemotingClient
-from rocketq.remoting.service_thread import PeriodicService, ServiceThread
 
 __all__ = [
     "DEFAULT_MANAGER",
-    "MASTER_ID",
     "MQClientInstance",
     "MQClientManager",
     "MQConsumerInner",
     "MQProducerInner",
-    "topic_route_to_publish_info",
-    "topic_route_to_subscribe_info",
+    "request_not_supported",
 ]
 
 log = logging.getLogger(__name__)
 
-#: ``MixAll.MASTER_ID``
-MASTER_ID = 0
 #: ``MQClientInstance.LOCK_TIMEOUT_MILLIS``
 _LOCK_TIMEOUT_S = 3.0
 _CALLBACK_THREADS = 4
@@ -114,6 +120,12 @@ class MQConsumerInner(Protocol):
 
     def is_subscribe_topic_need_update(self, topic: str) -> bool: ...
 
+    def process_broker_request(self, request: RemotingCommand, addr: str) -> RemotingCommand | None:
+        """A broker's request for this group (``ClientRemotingProcessor``: running info,
+        consume directly, reset offset): the response, or ``None`` when none is sent;
+        :func:`request_not_supported` for codes the consumer does not serve."""
+        ...
+
 
 def _sorted_route(route: TopicRouteData) -> tuple[object, ...]:
     qds = sorted(
@@ -127,36 +139,11 @@ def _sorted_route(route: TopicRouteData) -> tuple[object, ...]:
     return (route.order_topic_conf, tuple(qds), tuple(bds))
 
 
-def topic_route_to_publish_info(topic: str, route: TopicRouteData) -> TopicPublishInfo:
-    """``MQClientInstance.topicRouteData2TopicPublishInfo``."""
-    mqs: list[MessageQueue] = []
-    order = False
-    if route.order_topic_conf:
-        # "brokerName:queueNums;brokerName:queueNums" from the name server's KV config
-        for part in route.order_topic_conf.split(";"):
-            name, _, nums = part.partition(":")
-            if name and nums.isdigit():
-                mqs.extend(MessageQueue(topic, name, i) for i in range(int(nums)))
-        order = True
-    else:
-        masters = {b.broker_name: b for b in route.broker_datas}
-        for qd in sorted(route.queue_datas, key=lambda q: q.broker_name or ""):
-            if not qd.perm & PermName.PERM_WRITE:
-                continue
-            bd = masters.get(qd.broker_name)
-            if bd is None or MASTER_ID not in bd.broker_addrs:
-                continue
-            mqs.extend(MessageQueue(topic, qd.broker_name or "", i) for i in range(qd.write_queue_nums))
-    return TopicPublishInfo(mqs, order_topic=order, have_topic_router_info=True)
-
-
-def topic_route_to_subscribe_info(topic: str, route: TopicRouteData) -> set[MessageQueue]:
-    """``MQClientInstance.topicRouteData2TopicSubscribeInfo``: every readable queue."""
-    out: set[MessageQueue] = set()
-    for qd in route.queue_datas:
-        if qd.perm & PermName.PERM_READ:
-            out.update(MessageQueue(topic, qd.broker_name or "", i) for i in range(qd.read_queue_nums))
-    return out
+def request_not_supported(request: RemotingCommand) -> RemotingCommand:
+    """REQUEST_CODE_NOT_SUPPORTED for a broker request nobody here serves (Java's remark)."""
+    return request.make_response(
+        ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
+    )
 
 
 def _periodic(name: str, fn: Callable[[], None], initial_ms: int, period_ms: int) -> PeriodicService:
@@ -185,6 +172,8 @@ class MQClientInstance:
             language=config.language,
             serialize_type=config.serialize_type,
         )
+        #: ``MQClientInstance.getMQAdminImpl()``: queue-level lookups over this instance's routes.
+        self.mq_admin_impl = MQAdminImpl(self.api, timeout_ms=config.mq_client_api_timeout_ms, routes=self)
         self._lock = threading.RLock()
         self._namesrv_lock = threading.Lock()
         self._heartbeat_lock = threading.Lock()
@@ -196,6 +185,8 @@ class MQClientInstance:
         self._threads: list[ServiceThread] = []
         self._rebalance: PeriodicService | None = None
         self._callback_pool: concurrent.futures.ThreadPoolExecutor | None = None
+        #: pending Producer.request calls by correlation id (RequestFutureHolder)
+        self.request_future_holder = RequestFutureHolder(f"{client_id}-request-housekeeping")
         self._started = False
         self._shutdown = False
 
@@ -211,10 +202,6 @@ class MQClientInstance:
             self.remoting.start()
             cfg = self.config
             cid = self.client_id
-            # RebalanceService waits first: consumers call rebalance_immediately() on start.
-            self._rebalance = _periodic(
-                f"{cid}-rebalance", self.do_rebalance, cfg.rebalance_interval_ms, cfg.rebalance_interval_ms
-            )
             self._threads = [
                 _periodic(
                     f"{cid}-route",
@@ -223,16 +210,35 @@ class MQClientInstance:
                     cfg.poll_name_server_interval_ms,
                 ),
                 _periodic(f"{cid}-heartbeat", self._heartbeat_round, 1000, cfg.heartbeat_broker_interval_ms),
-                _periodic(
-                    f"{cid}-persist",
-                    self.persist_all_consumer_offset,
-                    10_000,
-                    cfg.persist_consumer_offset_interval_ms,
-                ),
-                self._rebalance,
             ]
             for thread in self._threads:
                 thread.start()
+            if self._consumers:
+                self._start_consumer_loops()
+
+    def _start_consumer_loops(self) -> None:
+        """The offset-persist and rebalance loops, once the instance has a consumer (under
+        ``_lock``): a producer-only instance runs neither."""
+        if self._rebalance is not None or not self._started or self._shutdown:
+            return
+        cfg = self.config
+        cid = self.client_id
+        # RebalanceService waits first: consumers call rebalance_immediately() on start.
+        self._rebalance = _periodic(
+            f"{cid}-rebalance", self.do_rebalance, cfg.rebalance_interval_ms, cfg.rebalance_interval_ms
+        )
+        loops = [
+            _periodic(
+                f"{cid}-persist",
+                self.persist_all_consumer_offset,
+                10_000,
+                cfg.persist_consumer_offset_interval_ms,
+            ),
+            self._rebalance,
+        ]
+        self._threads.extend(loops)
+        for thread in loops:
+            thread.start()
 
     def shutdown(self) -> None:
         """Stop every loop and the remoting client (joined); unregistered from the manager.
@@ -247,6 +253,7 @@ class MQClientInstance:
             pool, self._callback_pool = self._callback_pool, None
         for thread in threads:
             thread.shutdown()
+        self.request_future_holder.shutdown()
         self.remoting.close()
         if pool is not None:
             current = threading.current_thread().name
@@ -299,12 +306,17 @@ class MQClientInstance:
             if group in self._consumers:
                 return False
             self._consumers[group] = consumer
+            self._start_consumer_loops()
             return True
 
     def unregister_consumer(self, group: str) -> None:
         with self._lock:
             self._consumers.pop(group, None)
         self._unregister_client(consumer_group=group)
+
+    def select_producer(self, group: str) -> MQProducerInner | None:
+        with self._lock:
+            return self._producers.get(group)
 
     def select_consumer(self, group: str) -> MQConsumerInner | None:
         with self._lock:
@@ -415,18 +427,12 @@ class MQClientInstance:
     ) -> FindBrokerResult | None:
         """``findBrokerAddressInSubscribe``: exact id, else (slaves) id+1, else any address."""
         with self._lock:
-            addrs = self._broker_addrs.get(broker_name)
-            if not addrs:
+            found = select_subscribe_addr(
+                self._broker_addrs.get(broker_name, {}), broker_id, only_this_broker
+            )
+            if found is None:
                 return None
-            addr = addrs.get(broker_id)
-            slave = broker_id != MASTER_ID
-            if addr is None and slave:
-                addr = addrs.get(broker_id + 1)
-            if addr is None and not only_this_broker:
-                bid, addr = next(iter(sorted(addrs.items())))
-                slave = bid != MASTER_ID
-            if addr is None:
-                return None
+            addr, slave = found
             version = self._broker_versions.get(broker_name, {}).get(addr, 0)
             return FindBrokerResult(addr, slave, version)
 
@@ -604,23 +610,20 @@ class MQClientInstance:
             )
             self.rebalance_immediately()
             return None
+        if request.code == RequestCode.CHECK_TRANSACTION_STATE:
+            check_transaction_state(self, request, addr)
+            return None
+        if request.code == RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT:
+            return receive_reply_message(self.request_future_holder, request)
         group = request.ext("consumerGroup") or request.ext("group")
         consumer = self.select_consumer(group) if group else None
-        handler = getattr(consumer, "process_broker_request", None)
-        if handler is not None:
-            result: RemotingCommand | None = handler(request, addr)
-            return result
         if consumer is not None:
-            return request.make_response(
-                ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
-            )
+            return consumer.process_broker_request(request, addr)
         if group is not None:
             return request.make_response(
                 ResponseCode.SYSTEM_ERROR, f"The Consumer Group <{group}> not exist in this consumer"
             )
-        return request.make_response(
-            ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
-        )
+        return request_not_supported(request)
 
 
 class MQClientManager:

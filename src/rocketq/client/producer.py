@@ -48,16 +48,23 @@ from rocketq.client.config import (
     CLIENT_INNER_PRODUCER_GROUP,
     ClientConfig,
     ProducerConfig,
-    ServiceLifecycle,
-    ServiceState,
     change_instance_name_to_pid,
     validate_topic,
 )
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
 from rocketq.client.produce_accumulator import ProduceAccumulator
+from rocketq.client.request_response import (
+    RequestCallback,
+    RequestFutureHolder,
+    RequestResponseFuture,
+    begin_request,
+    send_request,
+    wait_response,
+)
 from rocketq.client.selectors import SelectorLike, as_selector
 from rocketq.common.log_limiter import LogLimiter
+from rocketq.common.service_state import ServiceLifecycle, ServiceState
 from rocketq.errors import (
     BrokerError,
     ClientError,
@@ -81,7 +88,7 @@ from rocketq.protocol.message_id import decode_offset_msg_id, new_unique_id
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX
 from rocketq.protocol.route import TopicConfig
-from rocketq.remoting.client import host_addr_to_string
+from rocketq.remoting.helper import host_addr_to_string
 
 __all__ = ["Producer", "SendCallback", "SendResult", "SendStatus"]
 
@@ -700,6 +707,72 @@ class Producer(ServiceLifecycle):
             self._running_instance().callback_executor().submit(retry)
         except (RuntimeError, ClientError):
             finish(None, exc)
+
+    # ================================================================== request/reply
+    def request(
+        self,
+        msg: Message,
+        timeout_ms: int,
+        *,
+        queue: MessageQueue | None = None,
+        selector: SelectorLike | None = None,
+        arg: object = None,
+    ) -> Message:
+        """Send ``msg`` and wait for its reply (``DefaultMQProducer.request``).
+
+        See :mod:`rocketq.client.request_response`. Raises :class:`RequestTimeoutError` when
+        no reply came within ``timeout_ms`` (the request may still be answered later; that
+        answer is dropped) and :class:`ClientError` when the request could not be sent.
+        """
+        rf, holder, remaining = self._start_request(msg, timeout_ms, None, queue, selector, arg)
+        try:
+            return wait_response(rf, msg.topic, timeout_ms, remaining)
+        finally:
+            holder.remove(rf.correlation_id)
+
+    def request_async(
+        self,
+        msg: Message,
+        timeout_ms: int,
+        callback: RequestCallback | None = None,
+        *,
+        queue: MessageQueue | None = None,
+        selector: SelectorLike | None = None,
+        arg: object = None,
+    ) -> concurrent.futures.Future[Message]:
+        """Send ``msg``; the future gets its reply, or RequestTimeoutError after ``timeout_ms``
+        (found by the instance's request housekeeping, so up to a second late), or the send
+        error. ``callback(future)`` runs on the client's callback pool. Unlike Java 4.9.7,
+        the callback is not also called with no reply as soon as the request was sent.
+        """
+        out: concurrent.futures.Future[Message] = concurrent.futures.Future()
+        if callback is not None:
+            instance = self._running_instance()
+            out.add_done_callback(lambda f: instance.run_on_callback_pool(lambda: callback(f)))
+        self._start_request(msg, timeout_ms, out, queue, selector, arg)
+        return out
+
+    def _start_request(
+        self,
+        msg: Message,
+        timeout_ms: int,
+        future: concurrent.futures.Future[Message] | None,
+        queue: MessageQueue | None,
+        selector: SelectorLike | None,
+        arg: object,
+    ) -> tuple[RequestResponseFuture, RequestFutureHolder, int]:
+        """Register the request, then send it asynchronously (rocketq.client.request_response)."""
+        self._check_message(msg)
+        instance = self._running_instance()
+        rf, holder, left = begin_request(
+            instance, msg, timeout_ms, future, self._find_publish_info, self._clock_ms
+        )
+        send_request(
+            holder,
+            rf,
+            lambda: self._send_async_now(msg, queue=queue, selector=selector, arg=arg, timeout_ms=left),
+        )
+        return rf, holder, left
 
     # ================================================================== admin helpers
     def view_message(self, offset_msg_id: str) -> MessageExt:

@@ -13,6 +13,9 @@ Mirrors ``org.apache.rocketmq.broker.processor.SendMessageProcessor`` and
   ``WAIT`` removed (single messages), so records are byte-identical to Java's.
 * Under SYNC_FLUSH the response is written only once the bytes are durable (or with
   FLUSH_DISK_TIMEOUT); a message sent with ``WAIT=false`` does not wait.
+* A message with ``TRAN_MSG=true`` is stored as a half message in
+  ``RMQ_SYS_TRANS_HALF_TOPIC`` (:mod:`rocketq.broker.transaction`), or refused with
+  NO_PERMISSION under ``rejectTransactionMessage``; the answer names the half's offsets.
 * Send responses always carry the ``MSG_REGION`` and ``TRACE_ON`` extFields: the Java
   client reads them without a null check (``MQClientAPIImpl.processSendResponse``).
 """
@@ -51,7 +54,7 @@ from rocketq.protocol.message import (
 )
 from rocketq.protocol.message_id import create_offset_msg_id
 from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX, dlq_topic, retry_topic
-from rocketq.remoting.client import parse_addr
+from rocketq.remoting.helper import parse_addr
 from rocketq.remoting.server import Channel
 
 if TYPE_CHECKING:
@@ -123,19 +126,10 @@ class SendMessageProcessor:
     async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
         if request.code == RequestCode.CONSUMER_SEND_MSG_BACK:
             return await self._consumer_send_msg_back(channel, request)
-        header: _SendHeader | RemotingCommand
-        if request.code == RequestCode.SEND_MESSAGE:
-            header = decode_request_header(request, SendMessageRequestHeader)
-        else:
-            # V2 one-letter fields; a missing one is reported by its wire name, as in Java.
-            # Java maps V2 to V1 (createSendMessageRequestHeaderV1); both carry the same
-            # attributes here, so the V2 header is used as it is.
-            header = decode_request_header(request, SendMessageRequestHeaderV2)
-        if isinstance(header, RemotingCommand):
-            return header
-        error, queue_id = self._msg_check(channel, request, header)
-        if error is not None:
-            return error
+        checked = self._decode_and_check(channel, request, request.code == RequestCode.SEND_MESSAGE)
+        if isinstance(checked, RemotingCommand):
+            return checked
+        header, queue_id = checked
         try:
             if header.batch:
                 return await self._send_batch(channel, request, header, queue_id)
@@ -147,6 +141,26 @@ class SendMessageProcessor:
             return self._response(request, ResponseCode.MESSAGE_ILLEGAL, f"the message is illegal: {exc}")
 
     # ------------------------------------------------------------------ checks
+    def _decode_and_check(
+        self, channel: Channel, request: RemotingCommand, v1: bool
+    ) -> RemotingCommand | tuple[_SendHeader, int]:
+        """The send header (V1 names, or V2 one-letter ones) and ``msgCheck``: an error
+        response, or the header and the queue id to use."""
+        header: _SendHeader | RemotingCommand
+        if v1:
+            header = decode_request_header(request, SendMessageRequestHeader)
+        else:
+            # V2 one-letter fields; a missing one is reported by its wire name, as in Java.
+            # Java maps V2 to V1 (createSendMessageRequestHeaderV1); both carry the same
+            # attributes here, so the V2 header is used as it is.
+            header = decode_request_header(request, SendMessageRequestHeaderV2)
+        if isinstance(header, RemotingCommand):
+            return header
+        error, queue_id = self._msg_check(channel, request, header)
+        if error is not None:
+            return error
+        return header, queue_id
+
     def _response(self, request: RemotingCommand, code: int, remark: str | None) -> RemotingCommand:
         cfg = self.broker.config
         resp = request.make_response(code, remark)
@@ -250,13 +264,17 @@ class SendMessageProcessor:
             store_host=broker.store_host,
             reconsume_times=reconsume_times,
         )
-        if props.get(MessageConst.TRAN_MSG) == "true":
-            return self._response(
-                request,
-                ResponseCode.NO_PERMISSION,
-                f"the broker[{broker.broker_addr}] sending transaction message is forbidden",
-            )
-        result = broker.store.put_message(inner)
+        if (props.get(MessageConst.TRAN_MSG) or "").lower() == "true":  # Boolean.parseBoolean
+            if broker.config.reject_transaction_message:
+                return self._response(
+                    request,
+                    ResponseCode.NO_PERMISSION,
+                    f"the broker[{broker.broker_addr}] sending transaction message is forbidden",
+                )
+            # TransactionalMessageService.prepareMessage: stored as a half message
+            result = broker.transactional_message_bridge.put_half_message(inner)
+        else:
+            result = broker.store.put_message(inner)
         wait_flush = wait != "false"
         return await self._handle_put_result(
             request, result, topic, queue_id, 1, len(request.body), wait_flush

@@ -76,8 +76,15 @@ from rocketq.protocol.headers import (
     ViewMessageRequestHeader,
 )
 from rocketq.protocol.heartbeat import HeartbeatData
-from rocketq.protocol.message import MessageExt, decode_record, decode_records
+from rocketq.protocol.message import (
+    MessageConst,
+    MessageExt,
+    decode_properties,
+    decode_record,
+    decode_records,
+)
 from rocketq.protocol.message_queue import MessageQueue
+from rocketq.protocol.mixall import REPLY_MESSAGE_FLAG
 from rocketq.protocol.route import ClusterInfo, TopicConfig, TopicList, TopicRouteData
 from rocketq.remoting.client import RemotingClient
 
@@ -133,6 +140,32 @@ class MQClientAPI:
         self._chosen_namesrv: str | None = None
 
     # ================================================================== plumbing
+    @classmethod
+    def standalone(
+        cls,
+        namesrv_addrs: Sequence[str],
+        *,
+        name: str,
+        connect_timeout_ms: int = 3000,
+        language: int = LanguageCode.PYTHON,
+        serialize_type: int = SerializeType.JSON,
+    ) -> MQClientAPI:
+        """An API over a remoting client of its own (not started: :meth:`start`, :meth:`close`).
+
+        For users without an :class:`~rocketq.client.instance.MQClientInstance` (the admin
+        API, the Spark connector): one I/O thread, no background loop.
+        """
+        remoting = RemotingClient(name=name, connect_timeout_ms=connect_timeout_ms)
+        return cls(remoting, namesrv_addrs, language=language, serialize_type=serialize_type)
+
+    def start(self) -> None:
+        """Start the remoting client's I/O thread (idempotent)."""
+        self.remoting.start()
+
+    def close(self) -> None:
+        """Close the remoting client: every connection, its I/O thread joined (idempotent)."""
+        self.remoting.close()
+
     def update_name_server_address_list(self, addrs: Sequence[str]) -> None:
         """``updateNameServerAddressList``: replace the name-server list."""
         with self._ns_lock:
@@ -231,7 +264,8 @@ class MQClientAPI:
     def build_send_request(
         self, header: SendMessageRequestHeader, body: bytes, *, batch: bool = False
     ) -> RemotingCommand:
-        """SEND_MESSAGE_V2 (310) or SEND_BATCH_MESSAGE (320) with the V2 one-letter header.
+        """SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) or, for a reply message,
+        SEND_REPLY_MESSAGE_V2 (325), with the V2 one-letter header.
 
         ``MQClientAPIImpl.sendMessage``: the Java producer always uses V2 names; the broker
         picks its batch path from header ``m`` (batch), so it must be set for code 320.
@@ -239,6 +273,15 @@ class MQClientAPI:
         header.batch = batch
         v2 = SendMessageRequestHeaderV2.from_v1(header)
         code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        props = header.properties
+        if (
+            not batch
+            and props
+            and MessageConst.MSG_TYPE in props
+            and decode_properties(props).get(MessageConst.MSG_TYPE) == REPLY_MESSAGE_FLAG
+        ):
+            # MQClientAPIImpl.sendMessage: a reply (MSG_TYPE=reply) goes as SEND_REPLY_MESSAGE_V2
+            code = RequestCode.SEND_REPLY_MESSAGE_V2
         return self.request(code, v2, body)
 
     @staticmethod
