@@ -81,6 +81,10 @@ class SubscriptionGroupManager(ConfigManager):
         #: Bounds auto-creation by anonymous clients (system groups are exempt).
         self.auto_create_limit = TokenBucket(AUTO_CREATE_PER_SECOND, AUTO_CREATE_BURST)
 
+    def update_config(self, config: BrokerConfig) -> None:
+        """Read ``config`` from now on (updateBrokerConfig of ``autoCreateSubscriptionGroup``)."""
+        self._config = config
+
     def find_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
         """The group's config; auto-created with Java defaults if allowed, else None."""
         found = self.subscription_group_table.get(group)

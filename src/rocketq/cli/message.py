@@ -22,6 +22,7 @@ from rocketq.cli._output import (
     format_ms,
     parse_timestamp,
 )
+from rocketq.cli.message_trace import register_trace
 from rocketq.protocol.message import Message, MessageExt
 
 __all__ = ["register"]
@@ -37,6 +38,7 @@ def register(subparsers: Any) -> None:
         description="Messages (mqadmin queryMsgById/ByKey/ByUniqueKey/ByOffset, sendMessage, consumeMessage; dashboard resend and DLQ resend).",
     )
     sub = message.add_subparsers(dest="message_command", metavar="SUBCOMMAND", required=True)
+    register_trace(sub)
 
     p = sub.add_parser(
         "query",

@@ -33,6 +33,7 @@ from rocketq.client.consumer.pull import PullConsumer
 from rocketq.client.consumer.push import PushConsumer, PushConsumerConfig
 from rocketq.client.consumer.schedule import MQPullConsumerScheduleService, PullTaskCallback, PullTaskContext
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
+from rocketq.client.message_selector import MessageSelector
 from rocketq.client.producer import Producer, SendCallback
 from rocketq.client.producer_transaction import TransactionProducer
 from rocketq.client.request_response import RequestCallback, create_reply_message
@@ -71,6 +72,7 @@ __all__ = [
     "MessageModel",
     "MessageQueue",
     "MessageQueueSelector",
+    "MessageSelector",
     "Producer",
     "ProducerConfig",
     "PullConsumer",

@@ -63,6 +63,9 @@ from rocketq.client.request_response import (
     wait_response,
 )
 from rocketq.client.selectors import SelectorLike, as_selector
+from rocketq.client.send_message_hook import SendMessageContext, SendMessageHook, run_send_hooks
+from rocketq.client.trace.async_trace_dispatcher import AsyncTraceDispatcher
+from rocketq.client.trace.hooks import SendMessageTraceHookImpl
 from rocketq.common.log_limiter import LogLimiter
 from rocketq.common.service_state import ServiceLifecycle, ServiceState
 from rocketq.errors import (
@@ -81,6 +84,7 @@ from rocketq.protocol.message import (
     MessageConst,
     MessageExt,
     compress_body,
+    decode_properties,
     encode_batch,
     encode_properties,
 )
@@ -151,6 +155,8 @@ class Producer(ServiceLifecycle):
         client_config: ClientConfig | None = None,
         manager: MQClientManager | None = None,
         clock_ms: Callable[[], int] = _now_ms,
+        enable_msg_trace: bool = False,
+        custom_trace_topic: str | None = None,
     ) -> None:
         cfg = config or ProducerConfig()
         if producer_group is not None:
@@ -168,6 +174,13 @@ class Producer(ServiceLifecycle):
         self._state = ServiceState.CREATE_JUST
         self._state_lock = threading.Lock()
         self._instance: MQClientInstance | None = None
+        #: SendMessageHooks, called around every send attempt (``registerSendMessageHook``)
+        self.send_hooks: list[SendMessageHook] = []
+        #: message trace (``enableMsgTrace``/``customizedTraceTopic``): None when off
+        self.trace_dispatcher: AsyncTraceDispatcher | None = None
+        if enable_msg_trace:
+            self.trace_dispatcher = AsyncTraceDispatcher(cfg.producer_group, "PRODUCE", custom_trace_topic)
+            self.send_hooks.append(SendMessageTraceHookImpl(self.trace_dispatcher))
         self._accumulator: ProduceAccumulator | None = None
         if cfg.auto_batch:
             self._accumulator = ProduceAccumulator(
@@ -219,6 +232,15 @@ class Producer(ServiceLifecycle):
                 raise
             self._instance = instance
             self._state = ServiceState.RUNNING
+        if self.trace_dispatcher is not None:
+            try:
+                self.trace_dispatcher.start(self.client_config)
+            except Exception:
+                log.exception("message trace of %s could not start", self.config.producer_group)
+
+    def register_send_message_hook(self, hook: SendMessageHook) -> None:
+        """Add a hook called around every send attempt (``registerSendMessageHook``)."""
+        self.send_hooks.append(hook)
 
     def shutdown(self) -> None:
         """UNREGISTER_CLIENT everywhere, then stop the instance if this was its last user."""
@@ -231,6 +253,8 @@ class Producer(ServiceLifecycle):
         if instance is not None:
             instance.unregister_producer(self.config.producer_group)
             instance.shutdown()
+        if self.trace_dispatcher is not None:
+            self.trace_dispatcher.shutdown()
 
     def _running_instance(self) -> MQClientInstance:
         instance = self._instance
@@ -538,12 +562,45 @@ class Producer(ServiceLifecycle):
         addr = self._broker_addr(mq)
         instance = self._running_instance()
         header = self._header(prep, mq)
-        if mode == "oneway":
-            instance.api.send_message_oneway(addr, header, prep.body, batch=prep.batch)
+        hook_ctx = self._hooks_before(prep, mq, addr)
+        try:
+            if mode == "oneway":
+                instance.api.send_message_oneway(addr, header, prep.body, batch=prep.batch)
+                result = None
+            else:
+                result = instance.api.send_message_sync(
+                    addr, mq.broker_name, header, prep.body, prep.uniq_id, timeout_ms, batch=prep.batch
+                )
+        except RocketqError as exc:
+            self._hooks_after(hook_ctx, None, exc)
+            raise
+        self._hooks_after(hook_ctx, result, None)
+        return result
+
+    def _hooks_before(self, prep: _Prepared, mq: MessageQueue, addr: str) -> SendMessageContext | None:
+        """``executeSendMessageHookBefore``; None (nothing to do after) without hooks."""
+        if not self.send_hooks:
             return None
-        return instance.api.send_message_sync(
-            addr, mq.broker_name, header, prep.body, prep.uniq_id, timeout_ms, batch=prep.batch
+        ctx = SendMessageContext(
+            producer_group=self.config.producer_group,
+            topic=prep.topic,
+            properties=decode_properties(prep.properties),
+            body_length=len(prep.body),
+            broker_addr=addr,
+            broker_name=mq.broker_name,
         )
+        run_send_hooks(self.send_hooks, ctx, before=True)
+        return ctx
+
+    def _hooks_after(
+        self, ctx: SendMessageContext | None, result: SendResult | None, exc: BaseException | None
+    ) -> None:
+        """``executeSendMessageHookAfter`` with the attempt's outcome."""
+        if ctx is None:
+            return
+        ctx.send_result = result
+        ctx.exception = exc
+        run_send_hooks(self.send_hooks, ctx, before=False)
 
     # ================================================================== async
     def send_async(
@@ -649,18 +706,23 @@ class Producer(ServiceLifecycle):
             finish(None, RequestTimeoutError(f"sendDefaultImpl call timeout after {timeout}ms"))
             return
         start = self._clock_ms()
+        hook_ctx: SendMessageContext | None = None
         try:
             addr = self._broker_addr(mq)
             header = self._header(prep, mq)
+            hook_ctx = self._hooks_before(prep, mq, addr)
             fut = self._running_instance().api.send_message_async(
                 addr, mq.broker_name, header, prep.body, prep.uniq_id, remaining, batch=prep.batch
             )
         except RocketqError as exc:
+            self._hooks_after(hook_ctx, None, exc)
             self._on_async_error(prep, mq, begin, timeout, retries, finish, explicit, info, exc, start)
             return
 
         def done(f: concurrent.futures.Future[SendResult]) -> None:
             exc = f.exception()
+            if hook_ctx is not None:
+                self._hooks_after(hook_ctx, None if exc is not None else f.result(), exc)
             if exc is None:
                 self._fault.update_fault_item(mq.broker_name, self._clock_ms() - start, False)
                 finish(f.result(), None)

@@ -58,10 +58,13 @@ class SourceClient:
         group: str | None = None,
         timeout_ms: int = 30_000,
         sub_expression: str = "*",
+        expression_type: str = "TAG",
     ) -> None:
         self.group = group or DEFAULT_READER_GROUP
         self.timeout_ms = timeout_ms
         self.sub_expression = sub_expression
+        #: ``TAG`` or ``SQL92`` (then ``sub_expression`` is the SQL text, filtered on the broker)
+        self.expression_type = expression_type
         self.api = MQClientAPI.standalone(
             parse_namesrv_addr(nameserver), name=f"rocketq-spark-{next(_names)}"
         )
@@ -187,6 +190,7 @@ class SourceClient:
             max_nums,
             self.timeout_ms,
             sub_expression=self.sub_expression if sub_expression is None else sub_expression,
+            expression_type=self.expression_type if sub_expression is None else "TAG",
         )
 
     def pull_async(
@@ -200,4 +204,5 @@ class SourceClient:
             max_nums,
             self.timeout_ms,
             sub_expression=self.sub_expression if sub_expression is None else sub_expression,
+            expression_type=self.expression_type if sub_expression is None else "TAG",
         )

@@ -61,6 +61,7 @@ from rocketq.broker.store.status import (
     PutMessageResult,
     PutMessageStatus,
     QueryMessageResult,
+    RecordFilter,
     StoreStats,
 )
 from rocketq.common.service_thread import PeriodicService, ServiceThread
@@ -140,6 +141,14 @@ class MessageStore:
         self._unallocated: list[tuple[MappedFile, int | None]] = []
         self.commit_log.reserve_dispatch = self._reserve_dispatch
         self.commit_log.may_create_segment = self._may_create_segment
+
+    def update_config(self, config: MessageStoreConfig) -> None:
+        """Use ``config`` from now on (updateBrokerConfig). Only the settings read per call or
+        per pass take effect (``maxMessageSize``, the transfer limits, ``defaultQueryMaxNum``,
+        retention and the disk ratios: ``rocketq.broker.config.LIVE_UPDATE_KEYS``); the
+        rest was fixed at construction and the broker refuses to change it."""
+        self.config = config
+        self._clean_commit_log.update_config(config)
 
     # ================================================================== lifecycle
 
@@ -657,6 +666,7 @@ class MessageStore:
         offset: int,
         max_msg_nums: int,
         message_filter: MessageFilter | None = None,
+        record_filter: RecordFilter | None = None,
     ) -> GetMessageResult:
         """``DefaultMessageStore.getMessage``: raw records of one queue from ``offset``.
 
@@ -667,6 +677,12 @@ class MessageStore:
         NO_MATCHED_MESSAGE / MESSAGE_WAS_REMOVING with next = offset + units scanned
         (filtered units count). NO_MATCHED_LOGIC_QUEUE only for a negative queue id: Java
         creates a missing consume queue on lookup and so answers NO_MESSAGE_IN_QUEUE.
+
+        ``message_filter`` sees each unit's tags code (``isMatchedByConsumeQueue``);
+        ``record_filter`` each stored record that passed it (``isMatchedByCommitLog``, the
+        SQL92 filter). A record either refuses is skipped but counted as scanned, so
+        ``next_begin_offset`` moves past it, and NO_MATCHED_MESSAGE is answered when
+        nothing matched.
         """
         memory = self._memory_bytes
         max_offset_py = self.commit_log.max_offset()
@@ -712,7 +728,7 @@ class MessageStore:
                     disk_bytes = cfg.max_transfer_bytes_on_message_in_disk
                     disk_count = cfg.max_transfer_count_on_message_in_disk
                     fast = None
-                    if message_filter is None:
+                    if message_filter is None and record_filter is None:
                         fast = contiguous_run(
                             self.commit_log, self.config, buf, units, max_msg_nums, max_offset_py, memory
                         )
@@ -764,6 +780,12 @@ class MessageStore:
                                     status = GetMessageStatus.MESSAGE_WAS_REMOVING
                                 next_phy_file_start = commit_log.roll_next_file(offset_py)
                                 continue
+                        if (
+                            record_filter is not None
+                            and mf is not None
+                            and not record_filter(mf.view[offset_py - file_lo : end_py - file_lo])
+                        ):
+                            continue
                         if offset_py != run_hi:
                             if run_hi > run_lo and mf is not None:
                                 buffers.append(mf.view[run_lo - file_lo : run_hi - file_lo])

@@ -23,7 +23,8 @@ Invariants:
 * The committed offset is never past an unconsumed message (ProcessQueue rule), so a crash
   re-delivers and never loses.
 * A subscribed topic with no route yet is looked up again on a short backoff (1 s doubling
-  to 8 s, ``ROUTE_RETRY_*_MS``) until it exists, then rebalanced at once (rocketq only).
+  to 8 s, :class:`~rocketq.client.consumer.route_backoff.RouteBackoff`) until it exists,
+  then rebalanced at once (rocketq only).
 * ``shutdown()`` stops pulling, waits (bounded) for running listeners, persists offsets,
   unlocks orderly queues, sends UNREGISTER_CLIENT and leaves no thread behind.
 """
@@ -57,10 +58,14 @@ from rocketq.client.consumer.offset_store import (
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.pull_message_service import PullMessageService, PullRequest
 from rocketq.client.consumer.rebalance_push import RebalancePushImpl
+from rocketq.client.consumer.route_backoff import RouteBackoff
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.client.impl.pull_api_wrapper import PullAPIWrapper, build_pull_sys_flag
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager, request_not_supported
+from rocketq.client.message_selector import MessageSelector, build_subscription, check_client_in_broker
 from rocketq.client.producer import Producer
+from rocketq.client.trace.async_trace_dispatcher import AsyncTraceDispatcher
+from rocketq.client.trace.hooks import ConsumeMessageTraceHookImpl
 from rocketq.common.log_limiter import LogLimiter
 from rocketq.common.scheduler import ScheduledExecutor
 from rocketq.common.service_state import ServiceLifecycle, ServiceState
@@ -85,7 +90,6 @@ from rocketq.protocol.heartbeat import (
     MessageModel,
     SubscriptionData,
     build_subscription_data,
-    check_tag_expression,
 )
 from rocketq.protocol.message import Message, MessageConst, MessageExt, decode_record
 from rocketq.protocol.message_queue import MessageQueue
@@ -103,11 +107,6 @@ log = logging.getLogger(__name__)
 #: Repeated pull failures (a broker restarting fails every queue's pull every second): one
 #: line per broker per 10 s, with the count of the lines left out.
 _log_limiter = LogLimiter(log)
-
-#: A topic subscribed before it exists: first route retry after this long (then doubling) ...
-ROUTE_RETRY_FIRST_MS = 1000
-#: ... up to this interval, until the route appears (issue #20; Java waits for the 30 s poll).
-ROUTE_RETRY_MAX_MS = 8000
 
 #: DefaultMQPushConsumerImpl constants
 PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL = 50
@@ -140,6 +139,8 @@ class PushConsumer(ServiceLifecycle):
         client_config: ClientConfig | None = None,
         allocate_strategy: AllocateMessageQueueStrategy | None = None,
         manager: MQClientManager | None = None,
+        enable_msg_trace: bool = False,
+        custom_trace_topic: str | None = None,
     ) -> None:
         cfg = config or PushConsumerConfig(consumer_group=consumer_group or DEFAULT_CONSUMER_GROUP)
         if consumer_group is not None and cfg.consumer_group != consumer_group:
@@ -155,6 +156,11 @@ class PushConsumer(ServiceLifecycle):
         self._listener: MessageListenerConcurrently | None = None
         self._orderly_listener: MessageListenerOrderly | None = None
         self.hooks: list[ConsumeMessageHook] = []
+        #: message trace (``enableMsgTrace``/``customizedTraceTopic``): None when off
+        self.trace_dispatcher: AsyncTraceDispatcher | None = None
+        if enable_msg_trace:
+            self.trace_dispatcher = AsyncTraceDispatcher(cfg.consumer_group, "CONSUME", custom_trace_topic)
+            self.hooks.append(ConsumeMessageTraceHookImpl(self.trace_dispatcher))
         self.stats = ConsumerStatsManager()
         self._state = ServiceState.CREATE_JUST
         self._state_lock = threading.Lock()
@@ -165,6 +171,15 @@ class PushConsumer(ServiceLifecycle):
         self._offset_store: OffsetStore | None = None
         self._pull_service: PullMessageService | None = None
         self._scheduler: ScheduledExecutor | None = None
+        #: a topic subscribed before it exists: its route is looked up again on a backoff
+        self._route_backoff = RouteBackoff(
+            schedule=self.schedule,
+            is_missing=self._subscribe_info_missing,
+            refresh=self._refresh_subscribe_info,
+            instance=lambda: self._instance,
+            running=lambda: self._state is ServiceState.RUNNING,
+            group=self.config.consumer_group,
+        )
         self._consume_service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None
         self._inner_producer: Producer | None = None
         self._inner_producer_lock = threading.Lock()
@@ -224,24 +239,23 @@ class PushConsumer(ServiceLifecycle):
         reb = self._rebalance
         return reb.owned_queues(topic) if reb is not None else set()
 
-    def subscribe(self, topic: str, expression: str | None = "*") -> None:
-        """Subscribe ``topic`` with a tag expression (``"*"``, ``"TagA || TagB"``).
+    def subscribe(self, topic: str, expression: str | MessageSelector | None = "*") -> None:
+        """Subscribe ``topic`` with a tag expression (``"*"``, ``"TagA || TagB"``) or a
+        :class:`MessageSelector` (``MessageSelector.by_sql("a > 1")``: filtered on the
+        broker, which needs ``enablePropertyFilter``).
 
         ``"TagA | TagB"`` or ``"TagA && TagB"`` raise ``IllegalArgumentError`` (``||`` is the
         only operator); a tag with a space or ``,`` is logged as a likely mistake
         (:func:`~rocketq.protocol.heartbeat.check_tag_expression`).
         """
         validate_topic(topic)
-        warning = check_tag_expression(expression)
-        if warning:
-            log.warning("%s", warning)
-        sd = build_subscription_data(topic, expression)
+        sd = build_subscription(topic, expression)
         self._subscriptions[topic] = sd
         reb = self._rebalance
         if reb is not None:
             reb.add_subscription(sd)
             self._refresh_subscribe_info(topic)
-            self._await_route_later(topic)
+            self._route_backoff.watch(topic)
             instance = self._instance
             if instance is not None:
                 instance.send_heartbeat_to_all_broker_with_lock()
@@ -329,8 +343,18 @@ class PushConsumer(ServiceLifecycle):
             self._state = ServiceState.RUNNING
         for topic in [*self._subscriptions, retry_topic(cfg.consumer_group)]:
             self._refresh_subscribe_info(topic)
+        try:
+            check_client_in_broker(instance, cfg.consumer_group, self._subscriptions.values())
+        except ClientError:
+            self.shutdown()
+            raise
+        if self.trace_dispatcher is not None:
+            try:
+                self.trace_dispatcher.start(self.client_config)
+            except Exception:
+                log.exception("message trace of %s could not start", cfg.consumer_group)
         for topic in self._subscriptions:
-            self._await_route_later(topic)
+            self._route_backoff.watch(topic)
         instance.send_heartbeat_to_all_broker_with_lock()
         instance.rebalance_immediately()
         if cfg.message_model is MessageModel.CLUSTERING:
@@ -339,28 +363,9 @@ class PushConsumer(ServiceLifecycle):
             for delay_ms in (500, 2000, 5000):
                 self.schedule(self._pick_up_retry_topic, delay_ms)
 
-    def _await_route_later(self, topic: str, delay_ms: int = ROUTE_RETRY_FIRST_MS) -> None:
-        """rocketq only: a subscribed topic without a route is looked up again after 1 s, 2 s,
-        4 s and then every 8 s until it exists, so a consumer started before its topic gets
-        the first messages within seconds instead of at the next 30 s route poll (Java waits
-        for that poll). One name server request per missing topic per interval; it stops once
-        the route is known, by this or by the route loop."""
+    def _subscribe_info_missing(self, topic: str) -> bool:
         reb = self._rebalance
-        if reb is not None and reb.is_subscribe_info_missing(topic):
-            self.schedule(lambda: self._await_route(topic, delay_ms), delay_ms)
-
-    def _await_route(self, topic: str, delay_ms: int) -> None:
-        reb, instance = self._rebalance, self._instance
-        if reb is None or instance is None or self._state is not ServiceState.RUNNING:
-            return
-        if reb.is_subscribe_info_missing(topic):
-            self._refresh_subscribe_info(topic)
-        if reb.is_subscribe_info_missing(topic):
-            self._await_route_later(topic, min(delay_ms * 2, ROUTE_RETRY_MAX_MS))
-        else:
-            log.info("topic %s of %s now has a route: rebalancing", topic, self.config.consumer_group)
-            instance.send_heartbeat_to_all_broker_with_lock()  # its broker may be new to us
-            instance.rebalance_immediately()
+        return reb is not None and reb.is_subscribe_info_missing(topic)
 
     def _pick_up_retry_topic(self) -> None:
         reb, instance = self._rebalance, self._instance
@@ -404,6 +409,8 @@ class PushConsumer(ServiceLifecycle):
             if instance is not None:
                 instance.unregister_consumer(self.config.consumer_group)
                 instance.shutdown()
+            if self.trace_dispatcher is not None:
+                self.trace_dispatcher.shutdown()
 
     def suspend(self) -> None:
         """Pause pulling (``suspend``): pulls are re-tried every second until :meth:`resume`."""

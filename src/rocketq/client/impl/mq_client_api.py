@@ -41,6 +41,7 @@ from rocketq.client.api_results import (
 )
 from rocketq.errors import BrokerError, ClientError, ConnectError, MalformedFrameError, RemotingError
 from rocketq.protocol.bodies import (
+    CheckClientRequestBody,
     GetConsumerListByGroupResponseBody,
     LockBatchRequestBody,
     LockBatchResponseBody,
@@ -75,7 +76,7 @@ from rocketq.protocol.headers import (
     UpdateConsumerOffsetRequestHeader,
     ViewMessageRequestHeader,
 )
-from rocketq.protocol.heartbeat import HeartbeatData
+from rocketq.protocol.heartbeat import HeartbeatData, SubscriptionData
 from rocketq.protocol.message import (
     MessageConst,
     MessageExt,
@@ -463,6 +464,14 @@ class MQClientAPI:
             client_id=client_id, producer_group=producer_group, consumer_group=consumer_group
         )
         self.invoke_checked(addr, RequestCode.UNREGISTER_CLIENT, header, timeout_ms)
+
+    def check_client_in_broker(
+        self, addr: str, group: str, client_id: str, subscription: SubscriptionData, timeout_ms: int
+    ) -> None:
+        """CHECK_CLIENT_CONFIG (46): does the broker accept this subscription's filter?
+        A refusal raises BrokerError (``MQClientAPIImpl.checkClientInBroker``)."""
+        body = CheckClientRequestBody(client_id=client_id, group=group, subscription_data=subscription)
+        self.invoke_checked(addr, RequestCode.CHECK_CLIENT_CONFIG, None, timeout_ms, body.to_json())
 
     def get_consumer_id_list_by_group(self, addr: str, group: str, timeout_ms: int) -> list[str]:
         """GET_CONSUMER_LIST_BY_GROUP (38): the client ids of the group's live consumers."""
