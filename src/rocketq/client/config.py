@@ -23,7 +23,8 @@ import os
 import re
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rocketq.errors import ClientError, IllegalArgumentError
 from rocketq.protocol.codes import LanguageCode, SerializeType
@@ -36,6 +37,9 @@ from rocketq.protocol.mixall import (
     NOT_ALLOWED_SEND_TOPICS,
     TOPIC_MAX_LENGTH,
 )
+
+if TYPE_CHECKING:
+    from rocketq.client.metrics import ClientMetrics
 
 __all__ = [
     "CLIENT_INNER_PRODUCER_GROUP",
@@ -192,6 +196,8 @@ class ClientConfig:
     serialize_type: SerializeType = SerializeType.JSON
     #: ``unitMode``
     unit_mode: bool = False
+    #: opt-in client metrics (:mod:`rocketq.client.metrics`); None = none recorded.
+    metrics: ClientMetrics | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         for name in (
