@@ -41,8 +41,8 @@ class NamesrvConfig:
     ``orderMessageEnable`` is off and the KV table lives in ``~/namesrv/kvConfig.json``.
     """
 
-    #: Address to bind. ``0.0.0.0`` listens on every interface.
-    host: str = "0.0.0.0"
+    #: Address to bind: loopback unless set; ``0.0.0.0`` listens on every interface.
+    host: str = "127.0.0.1"
     #: ``NettyServerConfig.listenPort`` (``NamesrvStartup`` forces 9876); 0 = OS-assigned.
     listen_port: int = 9876
     #: Period of ``RouteInfoManager.scanNotActiveBroker`` (4.9.7: fixed 10 s; 5.x
