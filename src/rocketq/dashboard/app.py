@@ -7,10 +7,10 @@ redirected back with a flash message (``?ok=`` / ``?err=``), so every action wor
 JS. ``static/app.js`` only draws the live charts, polling ``/api/overview`` and
 ``/api/group/<group>`` every two seconds. JS and CSS ship inside the package: no CDN, no
 build step. Mirrors the pages of rocketmq-dashboard (cluster, topic, consumer, producer,
-message, DLQ).
+message, DLQ, message trace).
 
 Extension points: ``extra_nav`` adds navigation entries and ``extra_routes`` the routes
-behind them (the message-trace view of the trace issue plugs in here); the admin is built
+behind them; the admin is built
 by the caller, so ACL credentials (the ACL issue) reach every call through its
 ``client_config`` without touching this module.
 
@@ -40,6 +40,7 @@ from rocketq.dashboard.auth import COOKIE, SessionSigner, login_required, passwo
 from rocketq.dashboard.service import TOPIC_CATEGORIES, DashboardService
 from rocketq.errors import IllegalArgumentError, RocketqError
 from rocketq.protocol.codes import PermName
+from rocketq.protocol.mixall import RMQ_SYS_TRACE_TOPIC
 
 __all__ = ["NavItem", "create_app"]
 
@@ -62,6 +63,7 @@ NAV: tuple[NavItem, ...] = (
     NavItem("Producers", "/producers"),
     NavItem("Messages", "/messages"),
     NavItem("DLQ", "/dlq"),
+    NavItem("Trace", "/trace"),
 )
 
 
@@ -368,6 +370,20 @@ def create_app(
 
         return await action(request, f"/dlq?group={quote(group, safe='')}", run)
 
+    # ------------------------------------------------------------------ trace
+    async def trace(request: Request) -> Response:
+        qp = request.query_params
+        msg_id = qp.get("id", "").strip()
+        trace_topic = qp.get("trace_topic", "").strip() or RMQ_SYS_TRACE_TOPIC
+        found: dict[str, Any] = {}
+        error = None
+        if msg_id:
+            try:
+                found = await call(service.trace, msg_id, trace_topic)
+            except RocketqError as exc:
+                error = f"{type(exc).__name__}: {exc}"
+        return page(request, "trace.html", msg_id=msg_id, trace_topic=trace_topic, error=error, **found)
+
     # ------------------------------------------------------------------ live data
     async def api_overview(request: Request) -> Response:
         return JSONResponse(await call(service.overview))
@@ -422,6 +438,7 @@ def create_app(
         Route("/message/resend", message_resend, methods=["POST"]),
         Route("/dlq", dlq),
         Route("/dlq/resend", dlq_resend, methods=["POST"]),
+        Route("/trace", trace),
         Route("/api/overview", api_overview),
         Route("/api/group/{group}", api_group),
         Route("/login", login, methods=["GET", "POST"]),
