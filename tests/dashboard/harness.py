@@ -85,9 +85,11 @@ def launch_browser(viewport: tuple[int, int] = (1400, 900)) -> Iterator[Any]:
 
 
 class DashboardProcess:
-    """``rocketq dashboard -n NAMESRV --port 0`` as a child; ``url`` once it is listening."""
+    """``rocketq dashboard -n NAMESRV --port 0`` as a child; ``url`` once it is listening.
 
-    def __init__(self, namesrv: str, work_dir: Path, *extra: str) -> None:
+    ``extra`` are more command-line options, ``env`` more environment variables of the child."""
+
+    def __init__(self, namesrv: str, work_dir: Path, *extra: str, env: dict[str, str] | None = None) -> None:
         ready = work_dir / "dashboard.ready"
         ready.unlink(missing_ok=True)
         self.log_file = work_dir / "dashboard.log"
@@ -112,6 +114,7 @@ class DashboardProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=log,
+                env={**os.environ, **env} if env else None,
             )
         finally:
             log.close()
