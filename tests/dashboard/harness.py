@@ -61,6 +61,18 @@ def browser_missing_reason() -> str | None:
     return None
 
 
+def browser_test_marks() -> list[Any]:
+    """The ``pytestmark`` of a browser test module: integration, slow, and a LOUD skip without a browser."""
+    import pytest
+
+    marks: list[Any] = [pytest.mark.integration, pytest.mark.slow]
+    missing = browser_missing_reason()
+    if missing is not None:
+        print(f"\n{missing}\n", file=sys.stderr)
+        marks.append(pytest.mark.skip(reason=missing))
+    return marks
+
+
 @contextlib.contextmanager
 def launch_browser(viewport: tuple[int, int] = (1400, 900)) -> Iterator[Any]:
     """A Playwright browser context on Debian's Chromium with a fresh profile."""

@@ -12,7 +12,6 @@ the trace page.
 from __future__ import annotations
 
 import re
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -27,16 +26,11 @@ from rocketq.protocol.heartbeat import ConsumeFromWhere
 from rocketq.protocol.message import Message, MessageExt
 from rocketq.testing.cluster import EmbeddedCluster
 from rocketq.testing.waits import wait_until
-from tests.dashboard.harness import FAST, DashboardProcess, Traffic, browser_missing_reason, launch_browser
+from tests.dashboard.harness import FAST, DashboardProcess, Traffic, browser_test_marks, launch_browser
 
 pytest.importorskip("starlette", reason="rocketq[dashboard] (in dev) is not installed")
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-_MISSING = browser_missing_reason()
-if _MISSING is not None:
-    print(f"\n{_MISSING}\n", file=sys.stderr)
-    pytestmark.append(pytest.mark.skip(reason=_MISSING))
+pytestmark = browser_test_marks()
 
 TRAFFIC_TOPIC = "dash_traffic"
 
@@ -89,6 +83,8 @@ def _consumer(
     group: str,
     topic: str,
     listener: Callable[[list[MessageExt], Any], ConsumeConcurrentlyStatus],
+    *,
+    enable_msg_trace: bool = False,
     **cfg: Any,
 ) -> PushConsumer:
     consumer = PushConsumer(
@@ -97,6 +93,7 @@ def _consumer(
         ),
         namesrv_addr=cluster.namesrv_addr,
         client_config=FAST,
+        enable_msg_trace=enable_msg_trace,
     )
     consumer.subscribe(topic, "*")
     consumer.register_message_listener(listener)
@@ -363,17 +360,7 @@ def test_trace_page_shows_the_send_and_the_consuming_group(
             consumed.update(m.msg_id for m in msgs)
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
-    consumer = PushConsumer(
-        config=PushConsumerConfig(
-            consumer_group=cgroup, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
-        ),
-        namesrv_addr=cluster.namesrv_addr,
-        client_config=FAST,
-        enable_msg_trace=True,
-    )
-    consumer.subscribe(topic, "*")
-    consumer.register_message_listener(listener)
-    consumer.start()
+    consumer = _consumer(cluster, cgroup, topic, listener, enable_msg_trace=True)
     producer = Producer(pgroup, namesrv_addr=cluster.namesrv_addr, client_config=FAST, enable_msg_trace=True)
     producer.start()
     try:
