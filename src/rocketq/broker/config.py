@@ -31,6 +31,7 @@ from typing import Any
 from rocketq.broker.store.config import MessageStoreConfig
 from rocketq.errors import IllegalArgumentError
 from rocketq.protocol.java_properties import parse_properties
+from rocketq.remoting.tls import TlsConfig
 
 __all__ = [
     "BrokerConfig",
@@ -66,8 +67,9 @@ class BrokerConfig:
     broker_ip2: str | None = None
     #: NettyServerConfig.listenPort (0 = OS-assigned, rocketq only).
     listen_port: int = 10911
-    #: rocketq only: the interface the server binds (Java binds every interface).
-    listen_host: str = "0.0.0.0"
+    #: rocketq only: the interface the server binds (Java binds every interface; rocketq
+    #: stays on loopback unless told otherwise, and warns when exposed with ACL off).
+    listen_host: str = "127.0.0.1"
     #: namesrvAddr: ``;``-separated ``host:port`` list (None = no name server).
     namesrv_addr: str | None = None
     #: autoCreateTopicEnable: TBW102 exists and producers may create topics on send.
@@ -131,6 +133,19 @@ class BrokerConfig:
     #: RebalanceLockManager lease of an orderly consumer's queue lock
     #: (``rocketmq.broker.rebalance.lockMaxLiveTime``); key ``rebalanceLockMaxLiveTime``.
     rebalance_lock_max_live_time_ms: int = 60_000
+    #: aclEnable: check every request against plain_acl.yml (``PlainAccessValidator``).
+    acl_enable: bool = False
+    #: aclPlainFile: Java's ``-Drocketmq.acl.plain.file`` (relative to ROCKETMQ_HOME, or
+    #: absolute); None = ``$ROCKETMQ_HOME/conf/plain_acl.yml``.
+    acl_plain_file: str | None = None
+    #: accessKey: rocketq only, the account this broker signs its name-server requests with
+    #: (needed when the name servers run with aclEnable=true).
+    access_key: str | None = None
+    #: secretKey: its secret (never reported by GET_BROKER_CONFIG nor logged).
+    secret_key: str | None = field(default=None, repr=False)
+    #: The ``tls.*`` settings (TlsSystemConfig): ``tls.server.mode`` etc. for the listener,
+    #: ``tls.enable`` + ``tls.client.*`` for the connections to the name servers.
+    tls: TlsConfig = field(default_factory=TlsConfig)
     #: The message store settings (MessageStoreConfig).
     message_store: MessageStoreConfig = field(default_factory=_default_store)
 
@@ -189,7 +204,8 @@ class BrokerConfig:
         merged = dict(props)
         if overrides:
             merged.update(overrides)
-        broker_kwargs = _apply(cls, merged, skip={"message_store"})
+        broker_kwargs = _apply(cls, merged, skip={"message_store", "tls"})
+        broker_kwargs["tls"] = TlsConfig.from_properties(merged)
         store_fields = _java_fields(MessageStoreConfig)
         store_kwargs: dict[str, Any] = {}
         for key, value in merged.items():
@@ -198,7 +214,7 @@ class BrokerConfig:
                 store_kwargs[f.name] = _convert(f, key, value)
         if "store_path_root_dir" not in store_kwargs:
             store_kwargs["store_path_root_dir"] = _default_store().store_path_root_dir
-        known = set(_java_fields(cls)) | set(store_fields)
+        known = set(_java_fields(cls)) | set(store_fields) | TlsConfig.property_names()
         for key in merged:
             if key not in known:
                 log.debug("broker.conf: ignoring unknown key %s", key)
@@ -209,13 +225,17 @@ class BrokerConfig:
         out: dict[str, str] = {}
         for obj in (self, self.message_store):
             for f in dataclasses.fields(obj):
-                if not f.init or f.name == "message_store":
+                if not f.init or f.name in _NOT_REPORTED:
                     continue
                 value = getattr(obj, f.name)
                 if value is None:
                     continue
                 out[java_key(f.name)] = _java_text(value)
         return out
+
+
+#: Fields to_properties leaves out: nested settings, and secrets.
+_NOT_REPORTED = frozenset({"message_store", "tls", "secret_key"})
 
 
 # ---------------------------------------------------------------------- key mapping

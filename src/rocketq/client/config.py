@@ -23,13 +23,14 @@ import os
 import re
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Protocol, TypeVar
 
 from rocketq.errors import ClientError, IllegalArgumentError
 from rocketq.protocol.codes import LanguageCode, SerializeType
 from rocketq.protocol.heartbeat import ConsumeFromWhere, MessageModel
+from rocketq.remoting.tls import TlsConfig
 
 __all__ = [
     "CLIENT_INNER_PRODUCER_GROUP",
@@ -206,6 +207,18 @@ class ClientConfig:
     serialize_type: SerializeType = SerializeType.JSON
     #: ``unitMode``
     unit_mode: bool = False
+    #: ``SessionCredentials.accessKey``: with ``secret_key``, every request is signed
+    #: (``AclClientRPCHook``), for brokers and name servers that run with ACL.
+    access_key: str | None = None
+    #: ``SessionCredentials.secretKey`` (never in ``repr``).
+    secret_key: str | None = field(default=None, repr=False)
+    #: ``SessionCredentials.securityToken``: optional, sent and signed when set.
+    security_token: str | None = field(default=None, repr=False)
+    #: ``ClientConfig.useTLS``: every connection speaks TLS.
+    use_tls: bool = False
+    #: ``tls.client.*`` settings (trust store, client certificate); None = Java's defaults
+    #: (any server certificate is accepted, as with ``tls.client.authServer=false``).
+    tls: TlsConfig | None = None
 
     def __post_init__(self) -> None:
         for name in (
@@ -222,6 +235,8 @@ class ClientConfig:
             raise IllegalArgumentError(f"instance_name {self.instance_name!r} must be non-empty without '@'")
         if self.namesrv_addr is not None:
             parse_namesrv_addr(self.namesrv_addr)
+        if bool(self.access_key) != bool(self.secret_key):
+            raise IllegalArgumentError("access_key and secret_key must be given together")
 
     def namesrv_addr_list(self) -> list[str]:
         """The name servers to use; :class:`ClientError` when none is configured."""

@@ -26,6 +26,9 @@ import contextlib
 import logging
 from collections.abc import Callable, Mapping
 
+from rocketq.acl.plain_access_validator import namesrv_rule
+from rocketq.acl.plain_permission_manager import PlainPermissionManager
+from rocketq.acl.security import install_server_security
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.kv_config import KVConfigManager
 from rocketq.namesrv.processor import DefaultRequestProcessor
@@ -54,6 +57,8 @@ class NamesrvController:
         self._server: RemotingServer | None = None
         self._scan_task: asyncio.Task[None] | None = None
         self._scan_wakeup: asyncio.Event | None = None
+        #: plain_acl.yml and its watch, with aclEnable (rocketq only).
+        self.acl: PlainPermissionManager | None = None
 
     # ------------------------------------------------------------------ configuration
     @property
@@ -107,6 +112,14 @@ class NamesrvController:
         )
         server.register_default_processor(self.processor)
         server.add_channel_listener(self._on_channel_close)
+        self.acl = install_server_security(
+            server,
+            role="name server",
+            acl_enable=cfg.acl_enable,
+            acl_plain_file=cfg.acl_plain_file,
+            tls=cfg.tls,
+            rule=namesrv_rule,
+        )
         await server.start()
         self._server = server
         self._scan_wakeup = asyncio.Event()
@@ -123,6 +136,9 @@ class NamesrvController:
         server, self._server = self._server, None
         if server is not None:
             await server.stop()
+        acl, self.acl = self.acl, None
+        if acl is not None:
+            acl.shutdown()
 
     # ------------------------------------------------------------------ housekeeping
     def _on_channel_close(self, channel: Channel) -> None:
