@@ -34,6 +34,7 @@ from __future__ import annotations
 import enum
 import hmac
 import logging
+import types
 from collections.abc import Callable, Mapping
 from typing import Final
 
@@ -188,58 +189,62 @@ def _lock_body(request: RemotingCommand, out: dict[str, int]) -> None:
 _ResourceParser = Callable[[RemotingCommand, dict[str, int]], None]
 
 #: Java's PlainAccessValidator.parse cases, then rocketq's additions (marked).
-_RESOURCE_PARSERS: Final[Mapping[int, _ResourceParser]] = {
-    # Java reads "group", a field SendMessageRequestHeader does not have: no group check.
-    RequestCode.SEND_MESSAGE: _send("topic", "group"),
-    RequestCode.SEND_MESSAGE_V2: _send("b", "a"),
-    RequestCode.CONSUMER_SEND_MSG_BACK: _group_field("group"),
-    RequestCode.PULL_MESSAGE: _pull,
-    RequestCode.QUERY_MESSAGE: _query,
-    RequestCode.HEART_BEAT: _heartbeat,
-    RequestCode.UNREGISTER_CLIENT: _group_field("consumerGroup"),
-    RequestCode.GET_CONSUMER_LIST_BY_GROUP: _group_field("consumerGroup"),
-    RequestCode.UPDATE_CONSUMER_OFFSET: _group_and_topic,
-    # rocketq: Java 4.9.7 checks no resource for these.
-    RequestCode.SEND_BATCH_MESSAGE: _send("b", "a"),
-    RequestCode.QUERY_CONSUMER_OFFSET: _group_and_topic,
-    RequestCode.LOCK_BATCH_MQ: _lock_body,
-    RequestCode.UNLOCK_BATCH_MQ: _lock_body,
-}
+_RESOURCE_PARSERS: Final[Mapping[int, _ResourceParser]] = types.MappingProxyType(
+    {
+        # Java reads "group", a field SendMessageRequestHeader does not have: no group check.
+        RequestCode.SEND_MESSAGE: _send("topic", "group"),
+        RequestCode.SEND_MESSAGE_V2: _send("b", "a"),
+        RequestCode.CONSUMER_SEND_MSG_BACK: _group_field("group"),
+        RequestCode.PULL_MESSAGE: _pull,
+        RequestCode.QUERY_MESSAGE: _query,
+        RequestCode.HEART_BEAT: _heartbeat,
+        RequestCode.UNREGISTER_CLIENT: _group_field("consumerGroup"),
+        RequestCode.GET_CONSUMER_LIST_BY_GROUP: _group_field("consumerGroup"),
+        RequestCode.UPDATE_CONSUMER_OFFSET: _group_and_topic,
+        # rocketq: Java 4.9.7 checks no resource for these.
+        RequestCode.SEND_BATCH_MESSAGE: _send("b", "a"),
+        RequestCode.QUERY_CONSUMER_OFFSET: _group_and_topic,
+        RequestCode.LOCK_BATCH_MQ: _lock_body,
+        RequestCode.UNLOCK_BATCH_MQ: _lock_body,
+    }
+)
 
 #: Every request code rocketq's broker serves, and what it needs (see the module docstring).
-BROKER_CODE_RULES: Final[Mapping[int, CodeRule]] = {
-    **dict.fromkeys(_RESOURCE_PARSERS, CodeRule.RESOURCES),
-    **dict.fromkeys(ADMIN_CODES, CodeRule.ADMIN),
-    **dict.fromkeys(
-        (
-            RequestCode.CHECK_CLIENT_CONFIG,
-            RequestCode.VIEW_MESSAGE_BY_ID,
-            RequestCode.GET_ALL_TOPIC_CONFIG,
-            RequestCode.GET_BROKER_CONFIG,
-            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
-            RequestCode.GET_MAX_OFFSET,
-            RequestCode.GET_MIN_OFFSET,
-            RequestCode.GET_EARLIEST_MSG_STORETIME,
-            RequestCode.GET_BROKER_RUNTIME_INFO,
-            RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
-            RequestCode.GET_TOPIC_STATS_INFO,
-            RequestCode.GET_CONSUMER_CONNECTION_LIST,
-            RequestCode.GET_PRODUCER_CONNECTION_LIST,
-            RequestCode.GET_CONSUME_STATS,
-            RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
-            RequestCode.GET_CONSUMER_RUNNING_INFO,
-            RequestCode.CONSUME_MESSAGE_DIRECTLY,
-            RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
-            RequestCode.VIEW_BROKER_STATS_DATA,
-            RequestCode.GET_ALL_CONSUMER_OFFSET,
-            RequestCode.GET_ALL_DELAY_OFFSET,
-            RequestCode.GET_TOPIC_CONFIG,
-            RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG,
-            RequestCode.QUERY_DATA_VERSION,
+BROKER_CODE_RULES: Final[Mapping[int, CodeRule]] = types.MappingProxyType(
+    {
+        **dict.fromkeys(_RESOURCE_PARSERS, CodeRule.RESOURCES),
+        **dict.fromkeys(ADMIN_CODES, CodeRule.ADMIN),
+        **dict.fromkeys(
+            (
+                RequestCode.CHECK_CLIENT_CONFIG,
+                RequestCode.VIEW_MESSAGE_BY_ID,
+                RequestCode.GET_ALL_TOPIC_CONFIG,
+                RequestCode.GET_BROKER_CONFIG,
+                RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+                RequestCode.GET_MAX_OFFSET,
+                RequestCode.GET_MIN_OFFSET,
+                RequestCode.GET_EARLIEST_MSG_STORETIME,
+                RequestCode.GET_BROKER_RUNTIME_INFO,
+                RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+                RequestCode.GET_TOPIC_STATS_INFO,
+                RequestCode.GET_CONSUMER_CONNECTION_LIST,
+                RequestCode.GET_PRODUCER_CONNECTION_LIST,
+                RequestCode.GET_CONSUME_STATS,
+                RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
+                RequestCode.GET_CONSUMER_RUNNING_INFO,
+                RequestCode.CONSUME_MESSAGE_DIRECTLY,
+                RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
+                RequestCode.VIEW_BROKER_STATS_DATA,
+                RequestCode.GET_ALL_CONSUMER_OFFSET,
+                RequestCode.GET_ALL_DELAY_OFFSET,
+                RequestCode.GET_TOPIC_CONFIG,
+                RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG,
+                RequestCode.QUERY_DATA_VERSION,
+            ),
+            CodeRule.AUTHENTICATED,
         ),
-        CodeRule.AUTHENTICATED,
-    ),
-}
+    }
+)
 
 #: Name-server reads: open to everyone even with ACL on (rocketq; Java's name server has no ACL).
 NAMESRV_OPEN_CODES: Final = frozenset(

@@ -36,8 +36,17 @@ def register(subparsers: Any) -> None:
     """Add the ``namesrv``, ``broker`` and ``server`` subcommands to ``subparsers``."""
     p = subparsers.add_parser("namesrv", help="run a name server")
     p.add_argument("-p", "--port", type=int, default=9876, help="listen port (0 = OS-assigned; default 9876)")
-    p.add_argument("--host", default="0.0.0.0", help="bind address (default 0.0.0.0)")
+    p.add_argument(
+        "--host", default="127.0.0.1", help="bind address (default 127.0.0.1; 0.0.0.0 = every interface)"
+    )
     p.add_argument("--kv-config", default=None, help="kvConfig.json path (default ~/namesrv/kvConfig.json)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="name server key, e.g. aclEnable=true, aclPlainFile=..., tls.server.mode=permissive",
+    )
     p.add_argument("--ready-file", default=None, help="also write the ready line to this file")
     p.add_argument("--log-level", default="INFO")
     p.set_defaults(func=_cmd_namesrv)
@@ -61,7 +70,13 @@ def register(subparsers: Any) -> None:
     s.add_argument("--store", default=os.path.join(os.path.expanduser("~"), "store"), help="storePathRootDir")
     s.add_argument("-c", "--config", default=None, help="broker.conf (Java properties)")
     s.add_argument("--broker-name", default=None)
-    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra broker.conf key")
+    s.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra broker.conf key (aclEnable, aclPlainFile and tls.server.* apply to the name server too)",
+    )
     s.add_argument("--ready-file", default=None)
     s.add_argument("--log-level", default="INFO")
     s.set_defaults(func=_cmd_server)
@@ -137,13 +152,22 @@ def _broker_config(args: argparse.Namespace, *, namesrv_addr: str | None, host: 
     return BrokerConfig.from_properties(props, overrides)
 
 
+def _namesrv_keys(sets: dict[str, str]) -> dict[str, str]:
+    """The ``--set`` keys of ``rocketq server`` that its name server shares with the broker."""
+    return {
+        k: v for k, v in sets.items() if k in ("aclEnable", "aclPlainFile") or k.startswith("tls.server.")
+    }
+
+
 # ---------------------------------------------------------------------- commands
 def _cmd_namesrv(args: argparse.Namespace) -> int:
     _setup_logging(args.log_level)
     from rocketq.namesrv.config import NamesrvConfig
     from rocketq.namesrv.namesrv import NamesrvController
 
-    config = NamesrvConfig(host=args.host, listen_port=args.port, kv_config_path=args.kv_config)
+    config = NamesrvConfig(
+        host=args.host, listen_port=args.port, kv_config_path=args.kv_config
+    ).with_properties(_parse_sets(args.set))
 
     async def body(stop: asyncio.Event) -> None:
         namesrv = NamesrvController(config)
@@ -194,7 +218,7 @@ def _cmd_server(args: argparse.Namespace) -> int:
         host=args.host,
         listen_port=args.namesrv_port,
         kv_config_path=os.path.join(args.store, "namesrv", "kvConfig.json"),
-    )
+    ).with_properties(_namesrv_keys(_parse_sets(args.set)))
 
     async def body(stop: asyncio.Event) -> None:
         namesrv = NamesrvController(namesrv_config)

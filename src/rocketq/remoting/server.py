@@ -528,6 +528,11 @@ class RemotingServer:
 
     # ------------------------------------------------------------------ state
     @property
+    def registered_codes(self) -> frozenset[int]:
+        """The request codes with a processor of their own (the default one not counted)."""
+        return frozenset(self._processors)
+
+    @property
     def port(self) -> int:
         """The bound port (the requested one before :meth:`start`)."""
         return self._port
