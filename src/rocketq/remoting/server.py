@@ -257,21 +257,30 @@ def _format_addr(sockaddr: object) -> str:
 
 
 class _ServerProtocol(asyncio.Protocol):
-    __slots__ = ("_channel", "_decoder", "_server")
+    __slots__ = ("_channel", "_decoder", "_early", "_server")
 
     def __init__(self, server: RemotingServer) -> None:
         self._server = server
         self._decoder = FrameDecoder(server.max_frame_length)
         self._channel: Channel | None = None
+        # Bytes the TLS layer delivered before connection_made (start_tls hands over the
+        # connection only after the handshake, and a request may already be decrypted).
+        self._early: list[bytes] = []
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         channel = self._channel = Channel(self._server, transport)
         self._server._on_connect(channel)
+        early, self._early = self._early, []
+        for data in early:
+            self.data_received(data)
 
     def data_received(self, data: bytes) -> None:
         channel = self._channel
-        if channel is None or channel.closed:
+        if channel is None:
+            self._early.append(bytes(data))
+            return
+        if channel.closed:
             return
         channel.last_active = channel._loop.time()
         try:
