@@ -252,3 +252,36 @@ def test_plain_acl_yml_changes_apply_without_restart(cluster: EmbeddedCluster, h
         timeout_s=10,
         what="the broker to reload plain_acl.yml",
     )
+
+
+def test_cli_signs_with_options_or_environment(
+    cluster: EmbeddedCluster, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rocketq.cli.main import main
+
+    ns = ["-n", cluster.namesrv_addr]
+    # an ordinary account: the admin-only create is refused with Java's text, in one line
+    assert (
+        main(
+            [
+                "topic",
+                "create",
+                "-t",
+                "CliTopic",
+                *ns,
+                "--access-key",
+                APP.access_key,
+                "--secret-key",
+                APP.secret_key,
+            ]
+        )
+        == 1
+    )
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Need admin permission for request code=17" in err
+    # the admin account from the environment
+    monkeypatch.setenv("ROCKETMQ_ACCESS_KEY", ADMIN.access_key)
+    monkeypatch.setenv("ROCKETMQ_SECRET_KEY", ADMIN.secret_key)
+    assert main(["topic", "create", "-t", "CliTopic", *ns]) == 0, capsys.readouterr().err
+    assert ADMIN.secret_key not in capsys.readouterr().out
+    wait_until(lambda: cluster.route("CliTopic") is not None, timeout_s=10, what="CliTopic's route")
