@@ -25,6 +25,7 @@ import logging
 from types import TracebackType
 from typing import Final
 
+from rocketq.acl.client_security import client_security
 from rocketq.client.api import MQClientAPI
 from rocketq.client.api_results import PullResult, PullStatus
 from rocketq.client.config import parse_namesrv_addr
@@ -36,6 +37,7 @@ from rocketq.protocol.message import decode_records
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.route import TopicRouteData
 from rocketq.remoting.client import RemotingClient
+from rocketq.spark.options import SecurityOptions
 
 __all__ = ["DEFAULT_READER_GROUP", "SourceClient"]
 
@@ -57,11 +59,22 @@ class SourceClient:
         group: str | None = None,
         timeout_ms: int = 30_000,
         sub_expression: str = "*",
+        security: SecurityOptions | None = None,
     ) -> None:
         self.group = group or DEFAULT_READER_GROUP
         self.timeout_ms = timeout_ms
         self.sub_expression = sub_expression
-        self._remoting = RemotingClient(name=f"rocketq-spark-{next(_names)}")
+        sec = security or SecurityOptions()
+        rpc_hook, ssl_context = client_security(
+            access_key=sec.access_key,
+            secret_key=sec.secret_key,
+            security_token=sec.security_token,
+            use_tls=sec.use_tls,
+            tls=sec.tls,
+        )
+        self._remoting = RemotingClient(
+            name=f"rocketq-spark-{next(_names)}", rpc_hook=rpc_hook, ssl_context=ssl_context
+        )
         self._remoting.start()
         try:
             self.api = MQClientAPI(self._remoting, parse_namesrv_addr(nameserver))

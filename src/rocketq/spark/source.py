@@ -211,6 +211,7 @@ def read_range(part: QueueRange, *, batch_bytes: int = BATCH_BYTES) -> Iterator[
         group=options.consumer_group,
         timeout_ms=options.pull_timeout_ms,
         sub_expression=options.sub_expression,
+        security=options.security,
     ) as client:
         offset = part.start
         if offset == EARLIEST:
