@@ -65,6 +65,7 @@ log = logging.getLogger(__name__)
 ACL_EXCEPTION_CLASS: Final = "org.apache.rocketmq.acl.common.AclException"
 #: ``MixAll.UNIQUE_MSG_QUERY_FLAG``: the validator leaves it out of the signed content.
 _UNIQUE_MSG_QUERY_FLAG: Final = "_UNIQUE_KEY_QUERY"
+_NOT_SIGNED: Final = frozenset({_UNIQUE_MSG_QUERY_FLAG})
 #: ``TopicValidator.RMQ_SYS_TRACE_TOPIC``
 _TRACE_TOPIC: Final = "RMQ_SYS_TRACE_TOPIC"
 
@@ -296,7 +297,7 @@ def parse_request(request: RemotingCommand, remote_addr: str) -> AccessRequest:
             parser(request, access.resources)
         except Exception as exc:
             raise AclDenied(str(exc), "parse") from exc
-    access.content = combine_request_content(ext, request.body, skip=frozenset({_UNIQUE_MSG_QUERY_FLAG}))
+    access.content = combine_request_content(ext, request.body, skip=_NOT_SIGNED)
     return access
 
 

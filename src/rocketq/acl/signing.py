@@ -17,7 +17,6 @@ retried send) gives the same signature for the same content.
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -77,18 +76,22 @@ def combine_request_content(
     The values of ``ext_fields`` except ``Signature`` (and the keys in ``skip``) in Java's
     sorted key order, as UTF-8, then ``body``.
     """
-    parts: list[str] = []
-    if ext_fields:
-        for key in sorted(ext_fields, key=_java_string_order):
-            if key != SIGNATURE and key not in skip:
-                parts.append(ext_fields[key])
-    head = "".join(parts).encode("utf-8")
+    if not ext_fields:
+        head = b""
+    else:
+        # ASCII keys (all of RocketMQ's) sort the same in both orders; skip the key function.
+        keys = (
+            sorted(ext_fields)
+            if all(map(str.isascii, ext_fields))
+            else sorted(ext_fields, key=_java_string_order)
+        )
+        head = "".join([ext_fields[k] for k in keys if k != SIGNATURE and k not in skip]).encode("utf-8")
     return head + bytes(body) if body else head
 
 
 def cal_signature(data: bytes, secret_key: str) -> str:
     """``AclSigner.calSignature``: base64(HMAC-SHA1(secret key as UTF-8, data))."""
-    digest = hmac.new(secret_key.encode("utf-8"), data, hashlib.sha1).digest()
+    digest = hmac.digest(secret_key.encode("utf-8"), data, "sha1")
     return base64.b64encode(digest).decode("ascii")
 
 

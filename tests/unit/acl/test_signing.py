@@ -98,3 +98,8 @@ def test_credentials_hide_secrets() -> None:
     assert "mySecretKey" not in repr(AclClientRPCHook(creds))
     with pytest.raises(IllegalArgumentError):
         SessionCredentials("", "x")
+
+
+def test_keys_sort_in_java_utf16_order() -> None:
+    # TreeMap<String, ...> compares UTF-16 code units: U+10000 (D800 DC00) < U+FFFF.
+    assert combine_request_content({"\uffff": "a", "\U00010000": "b", "A": "c"}, b"") == b"cba"
