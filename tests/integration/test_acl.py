@@ -58,21 +58,26 @@ ACL = textwrap.dedent(
 _instances = itertools.count()
 
 
+def acl_cluster(home: Path) -> EmbeddedCluster:
+    """A (not yet started) server with aclEnable and :data:`ACL` in ``home``/conf/plain_acl.yml,
+    whose own client and broker registrations use the admin account."""
+    (home / "conf").mkdir(exist_ok=True)
+    (home / "conf" / "plain_acl.yml").write_text(ACL)
+    return EmbeddedCluster(
+        broker_conf={"aclEnable": "true", "accessKey": ADMIN.access_key, "secretKey": ADMIN.secret_key},
+        env={"ROCKETMQ_HOME": str(home)},
+        rpc_hook=AclClientRPCHook(ADMIN),
+    )
+
+
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("rocketmq-home")
-    (root / "conf").mkdir()
-    (root / "conf" / "plain_acl.yml").write_text(ACL)
-    return root
+    return tmp_path_factory.mktemp("rocketmq-home")
 
 
 @pytest.fixture(scope="module")
 def cluster(home: Path) -> Iterator[EmbeddedCluster]:
-    with EmbeddedCluster(
-        broker_conf={"aclEnable": "true", "accessKey": ADMIN.access_key, "secretKey": ADMIN.secret_key},
-        env={"ROCKETMQ_HOME": str(home)},
-        rpc_hook=AclClientRPCHook(ADMIN),
-    ) as c:
+    with acl_cluster(home) as c:
         c.create_topic("TopicOk", 1)
         c.create_topic("TopicSubOnly", 1)
         yield c

@@ -5,28 +5,20 @@ query plan's string forms."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
-from rocketq.acl import AclClientRPCHook
 from rocketq.testing.cluster import EmbeddedCluster
-from tests.integration.test_acl import ACL, ADMIN, APP
+from tests.integration.test_acl import APP
+from tests.integration.test_acl import acl_cluster as start_acl_cluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
 
 @pytest.fixture(scope="module")
 def acl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedCluster]:
-    home: Path = tmp_path_factory.mktemp("rocketmq-home")
-    (home / "conf").mkdir()
-    (home / "conf" / "plain_acl.yml").write_text(ACL)
-    with EmbeddedCluster(
-        broker_conf={"aclEnable": "true", "accessKey": ADMIN.access_key, "secretKey": ADMIN.secret_key},
-        env={"ROCKETMQ_HOME": str(home)},
-        rpc_hook=AclClientRPCHook(ADMIN),
-    ) as cluster:
+    with start_acl_cluster(tmp_path_factory.mktemp("rocketmq-home")) as cluster:
         cluster.create_topic("TopicOk", 2)
         yield cluster
 

@@ -11,13 +11,14 @@ the unsecured one. Mirrors how ``AclClientRPCHook`` and ``ClientConfig.useTLS`` 
 from __future__ import annotations
 
 import ssl
+from typing import Protocol
 
 from rocketq.acl.signing import AclClientRPCHook, SessionCredentials
 from rocketq.errors import IllegalArgumentError
 from rocketq.remoting.client import RpcHook
 from rocketq.remoting.tls import TlsConfig, client_ssl_context
 
-__all__ = ["client_security"]
+__all__ = ["ClientSecuritySettings", "client_security", "client_security_of"]
 
 
 def client_security(
@@ -39,3 +40,29 @@ def client_security(
     if use_tls or (tls is not None and tls.enable):
         context = client_ssl_context(tls or TlsConfig())
     return hook, context
+
+
+class ClientSecuritySettings(Protocol):
+    """What :func:`client_security_of` reads (``ClientConfig``, the Spark options, ...)."""
+
+    @property
+    def access_key(self) -> str | None: ...
+    @property
+    def secret_key(self) -> str | None: ...
+    @property
+    def security_token(self) -> str | None: ...
+    @property
+    def use_tls(self) -> bool: ...
+    @property
+    def tls(self) -> TlsConfig | None: ...
+
+
+def client_security_of(settings: ClientSecuritySettings) -> tuple[RpcHook | None, ssl.SSLContext | None]:
+    """:func:`client_security` of a settings object."""
+    return client_security(
+        access_key=settings.access_key,
+        secret_key=settings.secret_key,
+        security_token=settings.security_token,
+        use_tls=settings.use_tls,
+        tls=settings.tls,
+    )

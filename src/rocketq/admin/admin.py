@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 
-from rocketq.acl.client_security import client_security
+from rocketq.acl.client_security import client_security_of
 from rocketq.admin import messages as _messages
 from rocketq.admin.api import AdminAPI
 from rocketq.admin.models import (
@@ -152,13 +152,7 @@ class Admin:
         self.timeout_ms = timeout_ms
         self.producer_group = producer_group
         cfg = self.client_config
-        rpc_hook, ssl_context = client_security(
-            access_key=cfg.access_key,
-            secret_key=cfg.secret_key,
-            security_token=cfg.security_token,
-            use_tls=cfg.use_tls,
-            tls=cfg.tls,
-        )
+        rpc_hook, ssl_context = client_security_of(cfg)
         self._remoting = RemotingClient(
             name=f"rocketq-admin-{self._serial}",
             connect_timeout_ms=cfg.connect_timeout_ms,

@@ -40,7 +40,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Protocol, runtime_checkable
 
-from rocketq.acl.client_security import client_security
+from rocketq.acl.client_security import client_security_of
 from rocketq.client.api import MQClientAPI
 from rocketq.client.api_results import FindBrokerResult
 from rocketq.client.config import ClientConfig
@@ -175,13 +175,7 @@ class MQClientInstance:
         self.client_id = client_id
         self._manager = manager
         namesrv_addrs = config.namesrv_addr_list()  # fails (ClientError) before any resource exists
-        rpc_hook, ssl_context = client_security(
-            access_key=config.access_key,
-            secret_key=config.secret_key,
-            security_token=config.security_token,
-            use_tls=config.use_tls,
-            tls=config.tls,
-        )
+        rpc_hook, ssl_context = client_security_of(config)
         self.remoting = RemotingClient(
             name=f"rocketq[{client_id}]",
             connect_timeout_ms=config.connect_timeout_ms,

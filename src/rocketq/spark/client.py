@@ -25,7 +25,7 @@ import logging
 from types import TracebackType
 from typing import Final
 
-from rocketq.acl.client_security import client_security
+from rocketq.acl.client_security import client_security_of
 from rocketq.client.api import MQClientAPI
 from rocketq.client.api_results import PullResult, PullStatus
 from rocketq.client.config import parse_namesrv_addr
@@ -64,14 +64,7 @@ class SourceClient:
         self.group = group or DEFAULT_READER_GROUP
         self.timeout_ms = timeout_ms
         self.sub_expression = sub_expression
-        sec = security or SecurityOptions()
-        rpc_hook, ssl_context = client_security(
-            access_key=sec.access_key,
-            secret_key=sec.secret_key,
-            security_token=sec.security_token,
-            use_tls=sec.use_tls,
-            tls=sec.tls,
-        )
+        rpc_hook, ssl_context = client_security_of(security or SecurityOptions())
         self._remoting = RemotingClient(
             name=f"rocketq-spark-{next(_names)}", rpc_hook=rpc_hook, ssl_context=ssl_context
         )

@@ -82,22 +82,15 @@ def test_client_side_arguments() -> None:
 def test_exposed_server_without_acl_warns(caplog: pytest.LogCaptureFixture) -> None:
     assert is_loopback_host("127.0.0.1") and is_loopback_host("::1") and not is_loopback_host("0.0.0.0")
     with caplog.at_level(logging.WARNING, logger="rocketq.acl.security"):
-        install_server_security(
-            RemotingServer("0.0.0.0", 0),
-            role="broker x",
-            acl_enable=False,
-            acl_plain_file=None,
-            tls=TlsConfig(),
-            rule=broker_rule,
-        )
-        install_server_security(
-            RemotingServer("127.0.0.1", 0),
-            role="broker y",
-            acl_enable=False,
-            acl_plain_file=None,
-            tls=TlsConfig(),
-            rule=broker_rule,
-        )
+        for host, role in (("0.0.0.0", "broker x"), ("127.0.0.1", "broker y")):
+            install_server_security(
+                RemotingServer(host, 0),
+                role=role,
+                acl_enable=False,
+                acl_plain_file=None,
+                tls=TlsConfig(),
+                rule=broker_rule,
+            )
     warned = [r.getMessage() for r in caplog.records]
     assert len(warned) == 1 and "broker x listens on 0.0.0.0 with aclEnable=false" in warned[0]
 
