@@ -55,7 +55,18 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
              "-out", "server.csr", cwd=d)  # fmt: skip
     _openssl("x509", "-req", "-in", "server.csr", "-CA", ca.name, "-CAkey", ca_key.name, "-CAcreateserial",
              "-days", "1", "-extfile", "san.cnf", "-out", "server.pem", cwd=d)  # fmt: skip
-    return {"ca": ca, "other_ca": other_ca, "cert": d / "server.pem", "key": d / "server.key"}
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=client", "-keyout", "client.key",
+             "-out", "client.csr", cwd=d)  # fmt: skip
+    _openssl("x509", "-req", "-in", "client.csr", "-CA", ca.name, "-CAkey", ca_key.name, "-CAcreateserial",
+             "-days", "1", "-out", "client.pem", cwd=d)  # fmt: skip
+    return {
+        "ca": ca,
+        "other_ca": other_ca,
+        "cert": d / "server.pem",
+        "key": d / "server.key",
+        "client_cert": d / "client.pem",
+        "client_key": d / "client.key",
+    }
 
 
 def _server_keys(pki: dict[str, Path], mode: str) -> dict[str, str]:
@@ -136,3 +147,33 @@ def test_permissive_serves_plain_and_tls_at_once(pki: dict[str, Path]) -> None:
                     answer = client.invoke_sync(addr, RemotingCommand.request(code), 5000)
                     assert answer.code == ResponseCode.SUCCESS
                 assert plain.is_connected(addr) and tls.is_connected(addr)
+
+
+def test_a_disabled_server_closes_a_tls_client(
+    embedded_cluster: EmbeddedCluster, pki: dict[str, Path]
+) -> None:
+    # tls.server.mode=disabled (the default): a TLS hello is no frame, the connection is closed
+    with (
+        RemotingClient(name="tls", ssl_context=client_ssl_context(TlsConfig())) as client,
+        pytest.raises(ConnectError),
+    ):
+        _cluster_info(embedded_cluster.namesrv_addr, client)
+
+
+def test_server_requiring_client_certificates(pki: dict[str, Path]) -> None:
+    keys = {
+        **_server_keys(pki, "enforcing"),
+        "tls.server.need.client.auth": "require",
+        "tls.server.trustCertPath": str(pki["ca"]),
+        # the broker reaches its (same-process) name server with a certificate too
+        "tls.enable": "true",
+        "tls.client.certPath": str(pki["client_cert"]),
+        "tls.client.keyPath": str(pki["client_key"]),
+    }
+    with_cert = TlsConfig(client_cert_path=str(pki["client_cert"]), client_key_path=str(pki["client_key"]))
+    with EmbeddedCluster(broker_conf=keys, ssl_context=client_ssl_context(with_cert)) as cluster:
+        with RemotingClient(name="mtls", ssl_context=client_ssl_context(with_cert)) as client:
+            assert _cluster_info(cluster.namesrv_addr, client).code == ResponseCode.SUCCESS
+        anonymous = client_ssl_context(TlsConfig())
+        with RemotingClient(name="anonymous", ssl_context=anonymous) as client, pytest.raises(ConnectError):
+            _cluster_info(cluster.namesrv_addr, client)
