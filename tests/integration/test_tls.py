@@ -37,7 +37,7 @@ def _openssl(*args: str, cwd: Path) -> None:
 
 def _make_ca(directory: Path, name: str) -> tuple[Path, Path]:
     _openssl(
-        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", f"/CN={name}",
+        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", f"/CN={name}",
         "-keyout", f"{name}.key", "-out", f"{name}.pem", cwd=directory,
     )  # fmt: skip
     return directory / f"{name}.pem", directory / f"{name}.key"
@@ -51,11 +51,11 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     ca, ca_key = _make_ca(d, "test-ca")
     other_ca, _ = _make_ca(d, "other-ca")
     (d / "san.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "server.key",
+    _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "server.key",
              "-out", "server.csr", cwd=d)  # fmt: skip
     _openssl("x509", "-req", "-in", "server.csr", "-CA", ca.name, "-CAkey", ca_key.name, "-CAcreateserial",
              "-days", "1", "-extfile", "san.cnf", "-out", "server.pem", cwd=d)  # fmt: skip
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=client", "-keyout", "client.key",
+    _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=client", "-keyout", "client.key",
              "-out", "client.csr", cwd=d)  # fmt: skip
     _openssl("x509", "-req", "-in", "client.csr", "-CA", ca.name, "-CAkey", ca_key.name, "-CAcreateserial",
              "-days", "1", "-out", "client.pem", cwd=d)  # fmt: skip
