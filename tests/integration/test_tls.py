@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import shutil
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +24,8 @@ from rocketq.errors import ConnectError
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.remoting.client import RemotingClient
-from rocketq.remoting.tls import TlsConfig, client_ssl_context
+from rocketq.remoting.server import Channel, RemotingServer, ServerThread
+from rocketq.remoting.tls import TlsConfig, TlsMode, client_ssl_context, server_ssl_context
 from rocketq.testing.cluster import EmbeddedCluster
 
 pytestmark = pytest.mark.integration
@@ -177,3 +179,40 @@ def test_server_requiring_client_certificates(pki: dict[str, Path]) -> None:
         anonymous = client_ssl_context(TlsConfig())
         with RemotingClient(name="anonymous", ssl_context=anonymous) as client, pytest.raises(ConnectError):
             _cluster_info(cluster.namesrv_addr, client)
+
+
+class _Echo:
+    async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        return request.make_response(ResponseCode.SUCCESS, body=request.body)
+
+
+@pytest.mark.parametrize("mode", [TlsMode.ENFORCING, TlsMode.PERMISSIVE])
+def test_many_concurrent_calls_over_tls(pki: dict[str, Path], mode: TlsMode) -> None:
+    """Reads and writes share one SSL object: 8 threads of sync calls and a burst of async
+    calls (small and 200 KiB bodies) must all be answered, in any interleaving."""
+    server = RemotingServer(name="tls-echo")
+    server.register_default_processor(_Echo())
+    server.enable_tls(mode, server_ssl_context(TlsConfig.from_properties(_server_keys(pki, mode.value))))
+    with (
+        ServerThread(server),
+        RemotingClient(name="tls", ssl_context=client_ssl_context(_verifying(pki))) as client,
+    ):
+        addr = f"127.0.0.1:{server.port}"
+        big = b"b" * 200_000
+
+        def worker(n: int) -> None:
+            for i in range(60):
+                body = big if i % 10 == 0 else f"{n}-{i}".encode()
+                assert client.invoke_sync(addr, RemotingCommand.request(30, None, body), 10_000).body == body
+
+        threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+        for t in threads:
+            t.start()
+        futures = [
+            client.invoke_async(addr, RemotingCommand.request(30, None, str(i).encode()), 10_000)
+            for i in range(500)
+        ]
+        for t in threads:
+            t.join(60)
+        assert [f.result(10).body for f in futures] == [str(i).encode() for i in range(500)]
+        assert not any(t.is_alive() for t in threads)

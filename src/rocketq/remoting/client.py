@@ -701,6 +701,10 @@ class RemotingClient:
                 pass
             except OSError as exc:
                 failure = f"read failed: {exc}"
+        # A writer that found the lock held by this read left its frame queued: the
+        # selector's write interest makes _on_writable send it (as after any held lock).
+        if conn.out_queue:
+            self._update_interest(conn)
         if chunks:
             try:
                 commands = conn.decoder.feed(b"".join(chunks))
