@@ -6,7 +6,11 @@ of Apache RocketMQ 4.9.7.
 
 Where: ``$ROCKETMQ_HOME/conf/plain_acl.yml`` by default; Java's ``-Drocketmq.acl.plain.file``
 (a path *relative to* ROCKETMQ_HOME) is the broker/name-server option ``aclPlainFile``
-(``--set aclPlainFile=...``), which rocketq also accepts as an absolute path.
+(``--set aclPlainFile=...``), which rocketq also accepts as an absolute path. As in Java
+4.9.7, every ``*.yml``/``*.yaml`` below ``$ROCKETMQ_HOME/conf/acl`` is read too
+(:func:`acl_files`, :func:`merge_plain_acl`): the directory's files first (in name order;
+Java's is the file system's), then the main file; an access key keeps its first definition
+and the global white lists add up.
 
 Format (the sample ``distribution/conf/plain_acl.yml``): ``globalWhiteRemoteAddresses``
 (a list of address patterns) and ``accounts`` (a list of maps with ``accessKey``,
@@ -33,16 +37,22 @@ from rocketq.acl.remote_address import AclConfigError, AddressMatcher, address_m
 from rocketq.protocol.mixall import retry_topic
 
 __all__ = [
+    "DEFAULT_ACL_DIR",
     "DEFAULT_ACL_FILE",
     "PlainAccessConfig",
     "PlainAclData",
+    "acl_files",
     "load_plain_acl",
+    "merge_plain_acl",
     "parse_plain_acl",
+    "resolve_acl_dir",
     "resolve_acl_file",
 ]
 
 #: ``PlainPermissionManager.defaultAclFile`` below ROCKETMQ_HOME.
 DEFAULT_ACL_FILE: Final = "conf/plain_acl.yml"
+#: ``PlainPermissionManager.defaultAclDir`` below ROCKETMQ_HOME.
+DEFAULT_ACL_DIR: Final = "conf/acl"
 #: ``AclConstants.ACCESS_KEY_MIN_LENGTH`` / ``SECRET_KEY_MIN_LENGTH``: keys must be longer.
 _KEY_MIN_LENGTH: Final = 6
 
@@ -83,6 +93,37 @@ def resolve_acl_file(option: str | None, rocketmq_home: str | None = None) -> Pa
             f"$ROCKETMQ_HOME/{DEFAULT_ACL_FILE}) or aclPlainFile=/absolute/path/plain_acl.yml"
         )
     return Path(home) / (option or DEFAULT_ACL_FILE)
+
+
+def resolve_acl_dir(rocketmq_home: str | None = None) -> Path | None:
+    """``$ROCKETMQ_HOME/conf/acl`` (more ACL files), or None without ROCKETMQ_HOME."""
+    home = rocketmq_home if rocketmq_home is not None else os.environ.get("ROCKETMQ_HOME")
+    return Path(home) / DEFAULT_ACL_DIR if home else None
+
+
+def acl_files(main: Path, acl_dir: Path | None) -> list[Path]:
+    """``PlainPermissionManager.getAllAclFiles`` + the main file: what is loaded, in order."""
+    files: list[Path] = []
+    if acl_dir is not None and acl_dir.is_dir():
+        files = sorted(p for p in acl_dir.rglob("*") if p.is_file() and p.suffix in (".yml", ".yaml"))
+    if main.exists() and main not in files:
+        files.append(main)
+    return files
+
+
+def merge_plain_acl(parts: list[PlainAclData]) -> PlainAclData:
+    """Several files as one: first definition of an access key wins, white lists add up."""
+    if len(parts) == 1:
+        return parts[0]
+    accounts: dict[str, PlainAccessConfig] = {}
+    for part in parts:
+        for key, account in part.accounts.items():
+            accounts.setdefault(key, account)
+    return PlainAclData(
+        global_white=tuple(m for part in parts for m in part.global_white),
+        global_white_patterns=tuple(p for part in parts for p in part.global_white_patterns),
+        accounts=accounts,
+    )
 
 
 def _text(value: object) -> str | None:

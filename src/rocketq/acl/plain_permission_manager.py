@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Final
 
 from rocketq.acl.plain_access_validator import CodeRule, PlainAccessValidator, broker_rule
-from rocketq.acl.plain_acl_config import load_plain_acl
+from rocketq.acl.plain_acl_config import PlainAclData, acl_files, load_plain_acl, merge_plain_acl
 from rocketq.acl.remote_address import AclConfigError
 from rocketq.remoting.service_thread import ServiceThread
 
@@ -31,11 +31,16 @@ log = logging.getLogger(__name__)
 WATCH_INTERVAL_S: Final = 0.5
 
 
-def _digest(path: Path) -> bytes | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).digest()
-    except FileNotFoundError:
-        return None
+def _digest(files: list[Path]) -> bytes:
+    h = hashlib.sha256()
+    for path in files:
+        h.update(str(path).encode() + b"\0")
+        try:
+            h.update(path.read_bytes())
+        except FileNotFoundError:
+            h.update(b"\1missing")
+        h.update(b"\0")
+    return h.digest()
 
 
 class _AclFileWatchService(ServiceThread):
@@ -48,25 +53,37 @@ class _AclFileWatchService(ServiceThread):
 
 
 class PlainPermissionManager:
-    """Loads ``path``, serves :attr:`validator`, reloads on change (``PlainPermissionManager``)."""
+    """Loads ``path`` (and the files of ``acl_dir``), serves :attr:`validator`, reloads on
+    change (``PlainPermissionManager``)."""
 
     def __init__(
         self,
         path: str | Path,
         *,
+        acl_dir: str | Path | None = None,
         rule: Callable[[int], CodeRule] = broker_rule,
         watch_interval_s: float = WATCH_INTERVAL_S,
     ) -> None:
         self.path = Path(path)
-        self._digest = _digest(self.path)
+        self.acl_dir = None if acl_dir is None else Path(acl_dir)
+        files = acl_files(self.path, self.acl_dir)
+        self._digest = _digest(files)
         # First load: errors propagate (the server must not start with a broken ACL).
-        self.validator = PlainAccessValidator(load_plain_acl(self.path), rule=rule)
+        self.validator = PlainAccessValidator(self._load(files), rule=rule)
         self._watch = _AclFileWatchService(self, watch_interval_s)
         self.reloads = 0
-        if self._digest is None:
+        if not files:
             log.warning("ACL enabled but %s does not exist: only globally white addresses get in", self.path)
         else:
-            log.info("ACL: loaded %d accounts from %s", len(self.validator.data.accounts), self.path)
+            log.info(
+                "ACL: loaded %d accounts from %s",
+                len(self.validator.data.accounts),
+                ", ".join(map(str, files)),
+            )
+
+    @staticmethod
+    def _load(files: list[Path]) -> PlainAclData:
+        return merge_plain_acl([load_plain_acl(f) for f in files]) if files else PlainAclData()
 
     def start(self) -> None:
         """Start watching the file."""
@@ -77,13 +94,14 @@ class PlainPermissionManager:
         self._watch.shutdown()
 
     def reload_if_changed(self) -> bool:
-        """Reload when the file's content changed; True if new data is in use."""
-        digest = _digest(self.path)
+        """Reload when a file changed, appeared or went away; True if new data is in use."""
+        files = acl_files(self.path, self.acl_dir)
+        digest = _digest(files)
         if digest == self._digest:
             return False
         self._digest = digest
         try:
-            data = load_plain_acl(self.path)
+            data = self._load(files)
         except AclConfigError as exc:
             log.error("ACL: %s changed but does not load, keeping the previous accounts: %s", self.path, exc)
             return False

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 
 from rocketq.acl.plain_access_validator import CodeRule
-from rocketq.acl.plain_acl_config import resolve_acl_file
+from rocketq.acl.plain_acl_config import resolve_acl_dir, resolve_acl_file
 from rocketq.acl.plain_permission_manager import PlainPermissionManager
 from rocketq.remoting.server import RemotingServer
 from rocketq.remoting.tls import TlsConfig, TlsMode, server_ssl_context
@@ -48,7 +48,9 @@ def install_server_security(
     (the caller shuts it down) or None with ACL off. Raises AclConfigError for a bad file."""
     manager: PlainPermissionManager | None = None
     if acl_enable:
-        manager = PlainPermissionManager(resolve_acl_file(acl_plain_file), rule=rule)
+        manager = PlainPermissionManager(
+            resolve_acl_file(acl_plain_file), acl_dir=resolve_acl_dir(), rule=rule
+        )
         server.set_request_validator(manager.validator.check)
         manager.start()
     elif not is_loopback_host(server.host):

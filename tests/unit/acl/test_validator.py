@@ -267,3 +267,28 @@ def test_manager_reloads_on_change_and_keeps_old_data_on_a_bad_file(tmp_path: Pa
     path.write_text("accounts: [\n")  # broken: the previous accounts stay
     assert not manager.reload_if_changed()
     assert manager.validator.check("127.0.0.1:1", request) is None
+
+
+def test_manager_also_reads_conf_acl_and_watches_it(tmp_path: Path) -> None:
+    main = tmp_path / "conf" / "plain_acl.yml"
+    acl_dir = tmp_path / "conf" / "acl"
+    (acl_dir / "team").mkdir(parents=True)
+    main.write_text(SAMPLE)
+    (acl_dir / "team" / "more.yaml").write_text(
+        "globalWhiteRemoteAddresses: [10.1.1.1]\naccounts:\n  - accessKey: RocketMQ\n    secretKey: otherSecret\n"
+        "  - accessKey: teamUser1\n    secretKey: teamSecret1\n"
+    )
+    manager = PlainPermissionManager(main, acl_dir=acl_dir)
+    accounts = manager.validator.data.accounts
+    # the directory's files come first: its RocketMQ wins over the main file's (Java: first wins)
+    assert (
+        accounts["RocketMQ"].secret_key == "otherSecret"
+        and "teamUser1" in accounts
+        and "rocketmq2" in accounts
+    )
+    unsigned = RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": "t"})
+    assert manager.validator.check("10.1.1.1:1", unsigned) is None  # white lists add up
+    (acl_dir / "late.yml").write_text("accounts:\n  - accessKey: lateUser1\n    secretKey: lateSecret1\n")
+    assert manager.reload_if_changed() and "lateUser1" in manager.validator.data.accounts
+    (acl_dir / "late.yml").unlink()
+    assert manager.reload_if_changed() and "lateUser1" not in manager.validator.data.accounts
