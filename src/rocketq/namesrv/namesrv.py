@@ -15,6 +15,10 @@ Invariants:
   an expired broker's connection is closed by the scan.
 * :meth:`NamesrvController.shutdown` stops the scan and the server and waits for both.
 
+* With ``aclEnable`` (rocketq only; Java's name server has no ACL) every request but the
+  reads passes :class:`~rocketq.acl.plain_access_validator.PlainAccessValidator` with the
+  name-server rule (admin accounts only); ``tls.server.mode`` secures the listener.
+
 :class:`NamesrvThread` hosts a controller on its own loop in a named thread, for tests
 and for embedding in synchronous programs.
 """

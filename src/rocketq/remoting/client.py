@@ -33,6 +33,12 @@ Invariants:
 * A lost connection fails all its pending calls with :class:`~rocketq.errors.ConnectError`
   at once; a response whose opaque is unknown is dropped (``processResponseCommand``).
 
+Security (optional, both off by default at the cost of one attribute test per call): an
+``rpc_hook`` sees every outgoing request before it is encoded (``RPCHook``; the ACL signer),
+and an ``ssl_context`` makes every connection TLS. A TLS connection reads under its write
+lock (an SSL object must not be used by two threads at once) and does not read straight
+into large frames' buffers.
+
 Timeout contract: a call that raised :class:`~rocketq.errors.RequestTimeoutError` may still
 have been executed by the server.
 """
