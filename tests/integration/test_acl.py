@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
+import subprocess
+import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -290,3 +293,31 @@ def test_cli_signs_with_options_or_environment(
     assert main(["topic", "create", "-t", "CliTopic", *ns]) == 0, capsys.readouterr().err
     assert ADMIN.secret_key not in capsys.readouterr().out
     wait_until(lambda: cluster.route("CliTopic") is not None, timeout_s=10, what="CliTopic's route")
+
+
+def test_server_with_acl_needs_broker_credentials(tmp_path: Path) -> None:
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "plain_acl.yml").write_text(ACL)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rocketq.cli.main",
+            "server",
+            "--namesrv-port",
+            "0",
+            "--broker-port",
+            "0",
+            "--store",
+            str(tmp_path / "store"),
+            "--set",
+            "aclEnable=true",
+        ],
+        env={**os.environ, "ROCKETMQ_HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert "give the broker one with --set accessKey=... --set secretKey=..." in proc.stderr

@@ -226,6 +226,11 @@ def _cmd_server(args: argparse.Namespace) -> int:
         broker: BrokerController | None = None
         try:
             config = _broker_config(args, namesrv_addr=namesrv.addr, host=args.host)
+            if namesrv_config.acl_enable and not (config.access_key and config.secret_key):
+                raise SystemExit(
+                    "aclEnable=true: the name server only takes registrations signed by an admin "
+                    "account; give the broker one with --set accessKey=... --set secretKey=..."
+                )
             broker = BrokerController(config)
             await broker.start()
             _announce({"namesrv": namesrv.addr, "brokers": [broker.broker_addr]}, args.ready_file)
