@@ -17,8 +17,7 @@ import os
 from typing import Final
 
 from rocketq.client.config import ClientConfig
-from rocketq.protocol.java_properties import parse_properties
-from rocketq.remoting.tls import TlsConfig
+from rocketq.remoting.tls import TLS_CONFIG_FILE, TlsConfig
 
 __all__ = [
     "ACCESS_KEY_ENV",
@@ -58,10 +57,7 @@ def client_config_from_args(args: argparse.Namespace) -> ClientConfig:
     secret_key = getattr(args, "secret_key", None) or os.environ.get(SECRET_KEY_ENV) or None
     token = getattr(args, "security_token", None) or os.environ.get(SECURITY_TOKEN_ENV) or None
     tls_file = getattr(args, "tls_config", None)
-    tls: TlsConfig | None = None
-    if tls_file:
-        with open(tls_file, encoding="utf-8") as fh:
-            tls = TlsConfig.from_properties(parse_properties(fh.read()))
+    tls = TlsConfig.from_properties({TLS_CONFIG_FILE: tls_file}) if tls_file else None
     return ClientConfig(
         access_key=access_key,
         secret_key=secret_key,

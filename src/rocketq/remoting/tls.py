@@ -29,6 +29,8 @@ from rocketq.errors import IllegalArgumentError
 
 __all__ = ["TLS_HANDSHAKE_BYTE", "TlsConfig", "TlsMode", "client_ssl_context", "server_ssl_context"]
 
+#: ``TlsSystemConfig.TLS_CONFIG_FILE``: a properties file with the other tls.* keys.
+TLS_CONFIG_FILE = "tls.config.file"
 #: ``HandshakeHandler.HANDSHAKE_MAGIC_CODE``: the content type of a TLS handshake record.
 TLS_HANDSHAKE_BYTE = 0x16
 
@@ -112,7 +114,22 @@ class TlsConfig:
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str], base: TlsConfig | None = None) -> TlsConfig:
-        """Read the ``tls.*`` keys of ``props`` (others are ignored) over ``base``."""
+        """Read the ``tls.*`` keys of ``props`` (others are ignored) over ``base``.
+
+        ``tls.config.file`` names a Java properties file whose ``tls.*`` keys are read first
+        (``TlsHelper``'s ``tls.config.file``; rocketq has no default file); keys given
+        directly win over the file's.
+        """
+        file = props.get(TLS_CONFIG_FILE)
+        if file:
+            from rocketq.protocol.java_properties import parse_properties
+
+            try:
+                with open(file, encoding="utf-8") as fh:
+                    merged = {**parse_properties(fh.read()), **props}
+            except OSError as exc:
+                raise IllegalArgumentError(f"{TLS_CONFIG_FILE}={file}: {exc}") from exc
+            props = merged
         kwargs: dict[str, object] = {}
         for key, value in props.items():
             attr = _PROPERTIES.get(key)
@@ -133,7 +150,7 @@ class TlsConfig:
     @staticmethod
     def property_names() -> frozenset[str]:
         """The Java property names this class reads."""
-        return frozenset(_PROPERTIES)
+        return frozenset(_PROPERTIES) | {TLS_CONFIG_FILE}
 
 
 def server_ssl_context(config: TlsConfig) -> ssl.SSLContext:

@@ -106,3 +106,13 @@ def test_acl_on_without_a_file_location_fails_clearly(monkeypatch: pytest.Monkey
             tls=TlsConfig(),
             rule=broker_rule,
         )
+
+
+def test_tls_config_file(tmp_path: Path) -> None:
+    path = tmp_path / "tls.properties"
+    path.write_text("tls.client.authServer=true\ntls.client.trustCertPath=/from-file.pem\n")
+    cfg = TlsConfig.from_properties({"tls.config.file": str(path), "tls.client.trustCertPath": "/direct.pem"})
+    assert cfg.client_auth_server and cfg.client_trust_cert_path == "/direct.pem"
+    assert BrokerConfig.from_properties({"tls.config.file": str(path)}).tls.client_auth_server
+    with pytest.raises(IllegalArgumentError, match=r"tls\.config\.file"):
+        TlsConfig.from_properties({"tls.config.file": str(tmp_path / "missing")})
