@@ -80,6 +80,8 @@ ADMIN_CODES: Final = JAVA_ADMIN_CODES | frozenset(
         RequestCode.GET_BROKER_CLUSTER_ACL_INFO,
         RequestCode.WIPE_WRITE_PERM_OF_BROKER,
         RequestCode.ADD_WRITE_PERM_OF_BROKER,
+        # makes a consumer consume a stored message again (a side effect in the consumer)
+        RequestCode.CONSUME_MESSAGE_DIRECTLY,
     }
 )
 
