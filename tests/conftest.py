@@ -4,6 +4,7 @@ the send request the tests that talk to a broker directly build."""
 from __future__ import annotations
 
 import base64
+import importlib.metadata
 import json
 import os
 import time
@@ -15,7 +16,13 @@ import pytest
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
-from rocketq.testing.fixtures import embedded_cluster, unique_name  # noqa: F401
+
+# embedded_cluster and unique_name come from the rocketq pytest plugin (the ``pytest11`` entry
+# point of pyproject.toml, rocketq.testing.fixtures), as in any project that installs rocketq;
+# importing them here too would register them twice. Only a checkout run without installing
+# (PYTHONPATH=src) loads the module here. pytester runs the plugin's own test.
+_PLUGIN_INSTALLED = any(ep.name == "rocketq" for ep in importlib.metadata.entry_points(group="pytest11"))
+pytest_plugins = ["pytester"] if _PLUGIN_INSTALLED else ["pytester", "rocketq.testing.fixtures"]
 
 _REPO = Path(__file__).resolve().parent.parent
 

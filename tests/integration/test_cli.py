@@ -35,9 +35,20 @@ FAST = ClientConfig(
 )
 COMMANDS = {
     "topic": ["list", "route", "status", "create", "update", "delete", "stats", "consumers"],
-    "group": ["progress", "connections", "status", "producers", "reset-offset", "client-offsets"],
+    "group": [
+        "progress",
+        "connections",
+        "status",
+        "producers",
+        "reset-offset",
+        "client-offsets",
+        "create",
+        "update",
+        "delete",
+        "clone-offset",
+    ],
     "message": ["query", "send", "consume", "resend", "resend-dlq"],
-    "cluster": ["list", "runtime"],
+    "cluster": ["list", "runtime", "config", "ping"],
 }
 
 
@@ -142,9 +153,7 @@ def test_topic_commands(cli: Cli, embedded_cluster: EmbeddedCluster, unique_name
     embedded_cluster.wait_route(topic, 3)
     assert topic in cli.json("topic", "list")
     route = cli.json("topic", "route", "-t", topic)
-    assert (
-        route["queueDatas"][0]["writeQueueNums"] == 3 and route["brokerDatas"][0]["brokerName"] == "broker-a"
-    )
+    assert route["queues"][0]["write_queue_nums"] == 3 and route["brokers"][0]["broker_name"] == "broker-a"
     sent = cli.json("message", "send", "-t", topic, "-p", "hello", "--tags", "TagA", "-k", "k1 k2")
     assert sent[0]["status"] == "SEND_OK"
     status = cli.json("topic", "status", "-t", topic)

@@ -525,3 +525,13 @@ def test_put_properties_lazily_wins_over_stored_values_without_parsing_first() -
     assert msg.properties == {"TAGS": "a", "MAX_OFFSET": "9", "MIN_OFFSET": "0"}
     msg.put_properties_lazily({"MIN_OFFSET": "1"})  # already parsed: a plain update
     assert msg.properties["MIN_OFFSET"] == "1"
+
+
+def test_message_refuses_a_str_body_at_once() -> None:
+    # issue #20: a str body used to fail inside send() with "can't concat str to bytes"
+    with pytest.raises(TypeError, match=r"body.encode\('utf-8'\)"):
+        Message("T", "a str body")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not int"):
+        Message("T", 42)  # type: ignore[arg-type]
+    assert Message("T", bytearray(b"ab")).body == b"ab"
+    assert type(Message("T", memoryview(b"cd")).body) is bytes

@@ -233,7 +233,7 @@ BROKER_CODE_RULES: Final[Mapping[int, CodeRule]] = types.MappingProxyType(
                 RequestCode.GET_CONSUME_STATS,
                 RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
                 RequestCode.GET_CONSUMER_RUNNING_INFO,
-                    RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
+                RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
                 RequestCode.VIEW_BROKER_STATS_DATA,
                 RequestCode.GET_ALL_CONSUMER_OFFSET,
                 RequestCode.GET_ALL_DELAY_OFFSET,

@@ -90,26 +90,30 @@ def _known_broker_hosts(admin: Admin) -> set[tuple[str, int]]:
 # --------------------------------------------------------------------------- find
 def view_message(admin: Admin, msg_id: str, topic: str | None = None) -> MessageExt:
     """``MQAdminImpl.viewMessage``: by offsetMsgId (VIEW_MESSAGE_BY_ID on its store host),
-    else by UNIQ_KEY within ``topic``."""
+    else by UNIQ_KEY within ``topic``.
+
+    The store host decoded from an id is asked only when it is a broker the name server
+    knows: a client message id (UNIQ_KEY) decodes to a nonsense host, which is never dialled.
+    Without ``topic`` such an id is refused with an error that says to give the topic.
+    """
     msg_id = msg_id.strip()
     try:
         host, offset = decode_offset_msg_id(msg_id)
     except (IllegalArgumentError, ValueError):
         host, offset = None, -1
-    if host is not None:
+    if host is not None and host in _known_broker_hosts(admin):
         addr = host_addr_to_string(host)
-        if topic is None or host in _known_broker_hosts(admin):
-            try:
-                msg = admin.client.view_message(addr, offset, admin.timeout_ms)
-                if topic is None or msg.topic == topic or msg.msg_id == msg_id:
-                    return msg
-            except RocketqError:
-                if topic is None:
-                    raise
+        try:
+            msg = admin.client.view_message(addr, offset, admin.timeout_ms)
+            if topic is None or msg.topic == topic or msg.msg_id == msg_id:
+                return msg
+        except RocketqError:
+            if topic is None:
+                raise
     if topic is None:
         raise IllegalArgumentError(
-            f"{msg_id!r} is not an offset message id of a known broker: give the topic to look it up "
-            "as a unique key"
+            f"{msg_id!r} is not the offset message id of a known broker; a client message id "
+            "(the msg id a send returns, UNIQ_KEY) is looked up within its topic: add -t TOPIC"
         )
     return query_by_unique_key(admin, topic, msg_id)
 

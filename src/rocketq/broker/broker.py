@@ -7,9 +7,11 @@ Lifecycle and threading:
 
 * ``__init__`` builds everything without I/O (unit tests drive processors directly).
 * :meth:`BrokerController.start` (a coroutine, on the loop that will serve requests):
-  with ``aclEnable`` load plain_acl.yml and check every request against it (``initialAcl``;
-  the file is watched and reloaded), set the TLS mode (``tls.server.mode``);
-  ``store.load()`` (recovery after an unclean stop) and ``store.start()``, load
+  the exclusive lock on ``<store>/lock`` first (``FileLockedError`` when another process
+  runs a broker there: nothing of that store is read or written); with ``aclEnable`` load
+  plain_acl.yml and check every request against it (``initialAcl``; the file is watched and
+  reloaded), set the TLS mode (``tls.server.mode``); ``store.load()`` (recovery after an
+  unclean stop) and ``store.start()``, load
   topics.json / subscriptionGroup.json / consumerOffset.json, register every processor
   (client/consumer management, admin as the default, and the lead's send, pull and query
   processors), start the delay-level service (masters), start the server, start the pull
@@ -35,6 +37,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable
 
@@ -60,6 +63,7 @@ from rocketq.broker.stats import BrokerStats
 from rocketq.broker.store.message_store import MessageStore
 from rocketq.broker.subscriptions import SubscriptionGroupManager
 from rocketq.broker.topics import TopicConfigManager
+from rocketq.common.file_lock import FileLock
 from rocketq.protocol.codes import PermName, RequestCode
 from rocketq.protocol.message import HostAddr
 from rocketq.protocol.route import DataVersion, TopicConfig, TopicConfigSerializeWrapper
@@ -97,6 +101,9 @@ class BrokerController:
         self._wall_ms = wall_ms
         self.boot_timestamp_ms = wall_ms()
         self.store = MessageStore(config.message_store)
+        root = config.store_path_root_dir
+        #: StorePathConfigHelper.getLockFile: <storePathRootDir>/lock, held from start to shutdown
+        self._store_lock = FileLock(os.path.join(root, "lock"), f"store {root}")
         self.stats = BrokerStats(clock_ms=clock_ms)
         self.topic_config_manager = TopicConfigManager(
             config, wall_ms=wall_ms, register_hook=lambda: self.register_broker_all_async(oneway=True)
@@ -139,6 +146,7 @@ class BrokerController:
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._outer_started = False
         self._started = False
         self._shut_down = False
 
@@ -179,6 +187,9 @@ class BrokerController:
         """Load, listen, register and schedule; see the module docstring."""
         if self._started:
             return
+        # DefaultMessageStore.start: "Lock failed, MQ already started" before touching a file,
+        # so a refused second broker neither reads nor rewrites the live one's store
+        self._store_lock.acquire()
         self._started = True
         loop = asyncio.get_running_loop()
         self._loop = loop
@@ -211,6 +222,7 @@ class BrokerController:
         self.server.add_channel_listener(self._on_channel_close)
         await self.server.start()
         self.outer_api.start()
+        self._outer_started = True
         if self.pull_processor is not None:
             await self.pull_processor.start()
         await loop.run_in_executor(self._executor, self._register_broker_all, False)
@@ -278,7 +290,7 @@ class BrokerController:
                 log.exception("pull processor did not stop cleanly")
         loop = asyncio.get_running_loop()
         executor = self._executor
-        if executor is not None:
+        if executor is not None and self._outer_started:  # a start that failed earlier registered nothing
             try:
                 await loop.run_in_executor(executor, self._unregister_broker_all)
             except Exception:
@@ -293,6 +305,7 @@ class BrokerController:
         if executor is not None:
             executor.shutdown(wait=True)
         self.outer_api.shutdown()
+        self._store_lock.release()
         if self.acl is not None:
             self.acl.shutdown()
         log.info("broker %s shut down", self.config.broker_name)

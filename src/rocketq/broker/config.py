@@ -20,6 +20,7 @@ non-empty, ``broker_id >= 0``, ports in ``0..65535`` (0 = OS-assigned), positive
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import logging
 import os
 import re
@@ -40,6 +41,7 @@ __all__ = [
     "java_key",
     "load_properties",
     "read_config_file",
+    "unknown_key_message",
     "write_config_file",
 ]
 
@@ -157,6 +159,10 @@ class BrokerConfig:
             raise IllegalArgumentError(f"broker_id must be >= 0, got {self.broker_id}")
         if not 0 <= self.listen_port <= 65535:
             raise IllegalArgumentError(f"listen_port out of range: {self.listen_port}")
+        if self.broker_role not in ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE"):
+            raise IllegalArgumentError(
+                f"broker_role must be ASYNC_MASTER, SYNC_MASTER or SLAVE: {self.broker_role!r}"
+            )
         if not 0 <= self.broker_permission <= 0xF:
             raise IllegalArgumentError(f"broker_permission must be PermName bits: {self.broker_permission}")
         for name in (
@@ -192,21 +198,35 @@ class BrokerConfig:
     # ------------------------------------------------------------------ broker.conf
     @classmethod
     def from_properties(
-        cls, props: Mapping[str, str], overrides: Mapping[str, str] | None = None
+        cls,
+        props: Mapping[str, str],
+        overrides: Mapping[str, str] | None = None,
+        *,
+        strict: bool = False,
     ) -> BrokerConfig:
         """Build from Java ``broker.conf`` keys (``brokerName``, ``listenPort``, ``storePathRootDir``,
         ``mappedFileSizeCommitLog``, ``flushDiskType``, ``autoCreateTopicEnable``, ...).
 
-        ``overrides`` win over ``props`` (command-line options). Unknown keys are ignored with
-        a debug log, as ``MixAll.properties2Object`` does; a value that does not parse for its
-        field's type raises ``IllegalArgumentError``.
+        ``overrides`` win over ``props`` (command-line options). A key of ``overrides`` that
+        no field knows raises ``IllegalArgumentError`` naming the closest and all known keys;
+        so does an unknown key of ``props`` with ``strict=True``, while without it the key is
+        ignored with a warning (``MixAll.properties2Object`` ignores it silently; a Java
+        ``broker.conf`` may hold keys of features rocketq does not have). A value that does
+        not parse for its field's type (a number, ``true``/``false``) raises too, naming the key.
         """
         merged = dict(props)
         if overrides:
             merged.update(overrides)
+        store_fields = _java_fields(MessageStoreConfig)
+        known = set(_java_fields(cls)) | set(store_fields) | TlsConfig.property_names()
+        for key in merged:
+            if key in known:
+                continue
+            if strict or (overrides is not None and key in overrides):
+                raise IllegalArgumentError(unknown_key_message(key))
+            log.warning("broker.conf: ignoring key %s, which rocketq does not know", key)
         broker_kwargs = _apply(cls, merged, skip={"message_store", "tls"})
         broker_kwargs["tls"] = TlsConfig.from_properties(merged)
-        store_fields = _java_fields(MessageStoreConfig)
         store_kwargs: dict[str, Any] = {}
         for key, value in merged.items():
             f = store_fields.get(key)
@@ -214,11 +234,20 @@ class BrokerConfig:
                 store_kwargs[f.name] = _convert(f, key, value)
         if "store_path_root_dir" not in store_kwargs:
             store_kwargs["store_path_root_dir"] = _default_store().store_path_root_dir
-        known = set(_java_fields(cls)) | set(store_fields) | TlsConfig.property_names()
-        for key in merged:
-            if key not in known:
-                log.debug("broker.conf: ignoring unknown key %s", key)
         return cls(message_store=MessageStoreConfig(**store_kwargs), **broker_kwargs)
+
+    @classmethod
+    def known_keys(cls) -> list[str]:
+        """Every ``broker.conf`` key rocketq reads (Java spelling), sorted."""
+        return sorted(
+            [
+                java_key(f.name)
+                for c in (cls, MessageStoreConfig)
+                for f in dataclasses.fields(c)
+                if f.init and not f.name.startswith("_") and f.name not in ("message_store", "tls")
+            ]
+            + sorted(TlsConfig.property_names())
+        )
 
     def to_properties(self) -> dict[str, str]:
         """All settings as Java keys -> text (``Configuration.getAllConfigsFormatString``)."""
@@ -278,17 +307,28 @@ def _apply(cls: type, props: Mapping[str, str], *, skip: set[str]) -> dict[str, 
     return out
 
 
+def unknown_key_message(key: str) -> str:
+    """The error for a ``broker.conf`` key rocketq does not know: close matches, then every key."""
+    keys = BrokerConfig.known_keys()
+    close = difflib.get_close_matches(key, keys, n=3, cutoff=0.75)
+    hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+    return f"unknown broker config key {key!r}{hint}; known keys (docs/configuration.md): {', '.join(keys)}"
+
+
 def _convert(f: dataclasses.Field[Any], key: str, value: str) -> Any:
     kind = str(f.type)
     text = value.strip()
+    if kind.startswith("bool"):
+        # MixAll.properties2Object reads Boolean.parseBoolean (anything but "true" is false);
+        # rocketq refuses a value that is neither, so "ture" is not silently false
+        if text.lower() not in ("true", "false"):
+            raise IllegalArgumentError(f"broker config: {key}={value!r} is not true or false")
+        return text.lower() == "true"
     try:
-        if kind.startswith("bool"):
-            # MixAll.properties2Object: Boolean.parseBoolean
-            return text.lower() == "true"
         if kind.startswith("int"):
             return int(text)
     except ValueError as exc:
-        raise IllegalArgumentError(f"broker.conf: {key}={value!r} is not a number") from exc
+        raise IllegalArgumentError(f"broker config: {key}={value!r} is not a whole number") from exc
     if "None" in kind and text == "":
         return None
     return text

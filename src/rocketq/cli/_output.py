@@ -35,12 +35,15 @@ from rich.table import Table
 from rocketq.admin import DEFAULT_TIMEOUT_MS, Admin
 from rocketq.cli._security import add_security_options, client_config_from_args
 from rocketq.errors import BrokerError, RocketqError
+from rocketq.protocol.codes import ResponseCode
 
 __all__ = [
+    "NO_BROKER",
     "AdminCommand",
     "Output",
     "add_admin_command",
     "add_common_options",
+    "add_target_options",
     "format_ms",
     "parse_timestamp",
     "run_admin_command",
@@ -76,6 +79,13 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
         help=f"timeout of each request in milliseconds (default {DEFAULT_TIMEOUT_MS})",
     )
     add_security_options(parser)
+
+
+def add_target_options(parser: argparse.ArgumentParser) -> None:
+    """mqadmin's ``-c CLUSTER`` / ``-b BROKER_ADDR`` choice of brokers (default: every master)."""
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("-c", "--cluster", default=None, help="every master of this cluster")
+    target.add_argument("-b", "--broker-addr", default=None, help="only this broker (ip:port)")
 
 
 def add_admin_command(parser: argparse.ArgumentParser, body: AdminCommand) -> None:
@@ -197,6 +207,38 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(text.split())
 
 
+def _explain(exc: BaseException, admin: Admin) -> str:
+    """The one error line, with what a newcomer needs to know added to two baffling answers.
+
+    * ``request type 105 not supported`` from the ``-n`` address: it is a broker's port;
+    * ``No route info`` while the name server knows no broker at all: say so.
+    """
+    text = _one_line(exc)
+    namesrv = ", ".join(admin.namesrv_addrs)
+    if (
+        isinstance(exc, BrokerError)
+        and exc.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+        and (exc.addr is None or exc.addr in admin.namesrv_addrs)
+    ):
+        return (
+            f"{text}: {namesrv} is a broker, not a name server; "
+            "give the name server's address with -n (default port 9876)"
+        )
+    no_route = isinstance(exc, BrokerError) and exc.code == ResponseCode.TOPIC_NOT_EXIST
+    if no_route or "route info" in text.lower():
+        try:
+            registered = admin.cluster_info().broker_addr_table
+        except (RocketqError, OSError):
+            return text
+        if not registered:
+            return f"{text}; {NO_BROKER.format(namesrv=namesrv)}"
+    return text
+
+
+#: The error when a name server answers but knows no broker.
+NO_BROKER = "no broker is registered with the name server {namesrv} (start one: rocketq broker -n {namesrv})"
+
+
 def run_admin_command(args: argparse.Namespace, body: AdminCommand) -> int:
     """Open an Admin from the common options, run ``body``, map errors to one stderr line."""
     if os.environ.get("ROCKETQ_DEBUG") == "1":
@@ -210,7 +252,13 @@ def run_admin_command(args: argparse.Namespace, body: AdminCommand) -> int:
         with Admin(
             args.namesrv, timeout_ms=args.timeout_ms, client_config=client_config_from_args(args)
         ) as admin:
-            return body(args, admin, Output(args.json))
+            try:
+                return body(args, admin, Output(args.json))
+            except (RocketqError, OSError, ValueError) as exc:
+                if os.environ.get("ROCKETQ_DEBUG") == "1":
+                    raise
+                sys.stderr.write(f"error: {_explain(exc, admin)}\n")
+                return 1
     except KeyboardInterrupt:
         sys.stderr.write("error: interrupted\n")
         return 130

@@ -1,6 +1,8 @@
-"""``rocketq cluster ...``: list (mqadmin clusterList) and runtime (mqadmin brokerStatus).
+"""``rocketq cluster ...``: list (mqadmin clusterList), runtime (mqadmin brokerStatus), config
+(mqadmin getBrokerConfig) and ping (a health check).
 
-Output rules are those of :mod:`rocketq.cli._output`.
+Output rules are those of :mod:`rocketq.cli._output`. ``cluster list`` exits 1 when the name
+server knows no broker; ``cluster ping`` exits 1 unless every registered broker answers.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ import time
 from typing import Any
 
 from rocketq.admin import Admin
-from rocketq.cli._output import Output, add_admin_command
+from rocketq.admin import groups as group_ops
+from rocketq.cli._output import NO_BROKER, Output, add_admin_command
+from rocketq.errors import ClientError
 
 __all__ = ["register"]
 
@@ -33,6 +37,17 @@ def register(subparsers: Any) -> None:
     p.add_argument("-b", "--broker-addr", required=True, help="broker address ip:port")
     add_admin_command(p, _runtime)
 
+    p = sub.add_parser("config", help="every setting of one broker (mqadmin getBrokerConfig)")
+    p.add_argument("-b", "--broker-addr", required=True, help="broker address ip:port")
+    add_admin_command(p, _config)
+
+    p = sub.add_parser(
+        "ping",
+        help="health check: ask every registered broker for its runtime info, with round-trip times; "
+        "exit 1 unless all answer",
+    )
+    add_admin_command(p, _ping)
+
 
 def _hours_ago(ms: int) -> str:
     if ms <= 0:
@@ -42,6 +57,9 @@ def _hours_ago(ms: int) -> str:
 
 def _list(args: argparse.Namespace, admin: Admin, out: Output) -> int:
     view = admin.cluster_list()
+    if not view.brokers:
+        # an empty table with status 0 reads as "all is well"
+        raise ClientError(NO_BROKER.format(namesrv=", ".join(admin.namesrv_addrs)))
     if out.json_mode:
         out.json(view.to_json_obj())
         return 0
@@ -71,12 +89,52 @@ def _list(args: argparse.Namespace, admin: Admin, out: Output) -> int:
                 b.in_today,
                 b.out_today,
                 _hours_ago(b.earliest_message_timestamp),
-                b.commit_log_disk_ratio,
+                _disk(b.commit_log_disk_ratio),
             ]
             for b in view.brokers
         ],
-        caption="Hours: age of the oldest stored message",
+        caption="Hours: age of the oldest stored message; Disk: share of the commit log's disk in use",
     )
+    return 0
+
+
+def _disk(ratio: str) -> str:
+    """``commitLogDiskRatio`` (a fraction, as text) as a percentage: ``0.4213`` -> ``42.1%``."""
+    try:
+        value = float(ratio)
+    except ValueError:
+        return ratio or "-"
+    return f"{value * 100:.1f}%" if value >= 0 else "-"
+
+
+def _config(args: argparse.Namespace, admin: Admin, out: Output) -> int:
+    config = group_ops.broker_config(admin, args.broker_addr)
+    if out.json_mode:
+        out.json(config)
+    else:
+        out.kv(config, title=f"Config of broker {args.broker_addr}")
+    return 0
+
+
+def _ping(args: argparse.Namespace, admin: Admin, out: Output) -> int:
+    pings = group_ops.ping(admin)
+    if not pings:
+        raise ClientError(NO_BROKER.format(namesrv=", ".join(admin.namesrv_addrs)))
+    failed = [p for p in pings if p.error is not None]
+    if out.json_mode:
+        out.json({"ok": not failed, "brokers": [p.to_json_obj() for p in pings]})
+    else:
+        out.table(
+            ["Broker", "Address", "Round trip (ms)", "Error"],
+            [
+                [p.broker_name, p.addr, p.rtt_ms if p.rtt_ms is not None else "-", p.error or ""]
+                for p in pings
+            ],
+            caption=f"{len(pings) - len(failed)}/{len(pings)} broker(s) answered",
+        )
+    if failed:
+        out.note(f"error: {len(failed)} of {len(pings)} broker(s) did not answer")
+        return 1
     return 0
 
 

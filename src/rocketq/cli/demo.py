@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rocketq.cli.servers import LOG_FORMAT
+
 __all__ = ["register", "spark_session"]
 
 
@@ -77,7 +79,7 @@ def _run(args: argparse.Namespace) -> int:
     from rocketq.demo.pipeline import DemoConfig, run_demo
     from rocketq.demo.report import render_report
 
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
     config = DemoConfig(
         users=args.users,
         events_per_user=args.events,

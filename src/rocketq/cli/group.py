@@ -1,26 +1,38 @@
-"""``rocketq group ...``: progress, connections, status, producers, reset-offset, client-offsets.
+"""``rocketq group ...``: progress, connections, status, producers, reset-offset, client-offsets,
+create/update, delete, clone-offset.
 
-The mqadmin commands ``consumerProgress``, ``consumerConnection``, ``consumerStatus``,
-``producerConnection``, ``resetOffsetByTime`` and ``getConsumerStatus`` over
-:class:`~rocketq.admin.Admin`. Output rules are those of :mod:`rocketq.cli._output`.
+The mqadmin commands ``consumerProgress`` (every group without ``-g``), ``consumerConnection``,
+``consumerStatus``, ``producerConnection``, ``resetOffsetByTime``, ``getConsumerStatus``,
+``updateSubGroup``, ``deleteSubGroup`` and ``cloneGroupOffset`` over
+:class:`~rocketq.admin.Admin` and :mod:`rocketq.admin.groups`. Output rules are those of
+:mod:`rocketq.cli._output`.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
 from rocketq.admin import Admin, ResetMode
+from rocketq.admin import groups as group_ops
 from rocketq.admin.models import mq_to_json
 from rocketq.cli._output import (
     Output,
     add_admin_command,
+    add_target_options,
     format_ms,
     parse_timestamp,
 )
-from rocketq.protocol.bodies import ConsumerRunningInfo
+from rocketq.errors import BrokerError
+from rocketq.protocol.bodies import ConsumerRunningInfo, SubscriptionGroupConfig
+from rocketq.protocol.codes import ResponseCode
 
 __all__ = ["register"]
+
+#: The settings of ``group create/update`` (updateSubGroup): every SubscriptionGroupConfig field.
+_GROUP_DEFAULTS = SubscriptionGroupConfig()
+_GROUP_FIELDS = [f for f in dataclasses.fields(SubscriptionGroupConfig) if f.name != "group_name"]
 
 
 def register(subparsers: Any) -> None:
@@ -34,9 +46,10 @@ def register(subparsers: Any) -> None:
 
     p = sub.add_parser(
         "progress",
-        help="per-queue broker/consumer offset, lag and holder; total lag and TPS (mqadmin consumerProgress)",
+        help="per-queue broker/consumer offset, lag and holder; total lag and TPS; without -g one row "
+        "per group (mqadmin consumerProgress)",
     )
-    p.add_argument("-g", "--group", required=True)
+    p.add_argument("-g", "--group", default=None, help="the group (default: a summary of every group)")
     p.add_argument("-t", "--topic", default=None, help="only this topic")
     p.add_argument("--no-clients", action="store_true", help="do not ask live clients which queue they hold")
     add_admin_command(p, _progress)
@@ -88,8 +101,124 @@ def register(subparsers: Any) -> None:
     p.add_argument("-i", "--client-addr", default=None, help="only the client with this client id")
     add_admin_command(p, _client_offsets)
 
+    for name in ("create", "update"):
+        p = sub.add_parser(
+            name,
+            help=f"{name} a consumer group's settings on brokers (mqadmin updateSubGroup)",
+            description="Targets one broker (-b), every master of a cluster (-c), or every master. "
+            "Each option is a SubscriptionGroupConfig field, with Java's default.",
+        )
+        p.add_argument("-g", "--group", required=True)
+        add_target_options(p)
+        for f in _GROUP_FIELDS:
+            default = getattr(_GROUP_DEFAULTS, f.name)
+            p.add_argument(
+                "--" + f.name.replace("_", "-"),
+                type=_bool if isinstance(default, bool) else int,
+                default=default,
+                metavar="BOOL" if isinstance(default, bool) else "N",
+                help=f"default {str(default).lower()}",
+            )
+        add_admin_command(p, _update)
+
+    p = sub.add_parser(
+        "delete",
+        help="delete a consumer group's settings from brokers (mqadmin deleteSubGroup)",
+        description="Without -b, the group's %%RETRY%% and %%DLQ%% topics are deleted too, as mqadmin -c does.",
+    )
+    p.add_argument("-g", "--group", required=True)
+    add_target_options(p)
+    p.add_argument("--remove-offset", action="store_true", help="also drop the group's offsets")
+    add_admin_command(p, _delete)
+
+    p = sub.add_parser(
+        "clone-offset", help="copy one group's offsets to another group (mqadmin cloneGroupOffset)"
+    )
+    p.add_argument("-s", "--src-group", required=True)
+    p.add_argument("-d", "--dest-group", required=True)
+    p.add_argument("-t", "--topic", default=None, help="only this topic (default: every topic of the source)")
+    p.add_argument(
+        "-o", "--offline", action="store_true", help="also topics the live source group does not subscribe"
+    )
+    add_admin_command(p, _clone_offset)
+
+
+def _bool(text: str) -> bool:
+    lower = text.strip().lower()
+    if lower not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return lower == "true"
+
+
+def _update(args: argparse.Namespace, admin: Admin, out: Output) -> int:
+    config = SubscriptionGroupConfig(
+        group_name=args.group, **{f.name: getattr(args, f.name) for f in _GROUP_FIELDS}
+    )
+    addrs = group_ops.update_group(admin, config, cluster=args.cluster, broker_addr=args.broker_addr)
+    if out.json_mode:
+        out.json({"group": args.group, "brokers": addrs, "config": dataclasses.asdict(config)})
+    else:
+        for addr in addrs:
+            out.line(f"consumer group {args.group} created/updated on {addr}")
+    return 0
+
+
+def _delete(args: argparse.Namespace, admin: Admin, out: Output) -> int:
+    addrs = group_ops.delete_group(
+        admin,
+        args.group,
+        cluster=args.cluster,
+        broker_addr=args.broker_addr,
+        remove_offset=args.remove_offset,
+    )
+    if out.json_mode:
+        out.json({"group": args.group, "brokers": addrs, "remove_offset": args.remove_offset})
+    else:
+        out.line(f"consumer group {args.group} deleted from {', '.join(addrs)}")
+    return 0
+
+
+def _clone_offset(args: argparse.Namespace, admin: Admin, out: Output) -> int:
+    addrs = group_ops.clone_group_offset(
+        admin, args.src_group, args.dest_group, args.topic, offline=args.offline
+    )
+    if out.json_mode:
+        out.json(
+            {
+                "src_group": args.src_group,
+                "dest_group": args.dest_group,
+                "topic": args.topic,
+                "brokers": addrs,
+            }
+        )
+    else:
+        out.line(
+            f"offsets of {args.src_group} cloned to {args.dest_group}"
+            + (f" for {args.topic}" if args.topic else "")
+            + f" on {', '.join(addrs)}"
+        )
+    return 0
+
+
+def _progress_all(admin: Admin, out: Output) -> int:
+    rows = group_ops.groups_summary(admin)
+    if out.json_mode:
+        out.json([r.to_json_obj() for r in rows])
+        return 0
+    out.table(
+        ["Group", "Clients", "Version", "Type", "Model", "Consume TPS", "Total lag"],
+        [
+            [r.group, r.clients, r.version, r.consume_type, r.message_model, r.consume_tps, r.total_lag]
+            for r in rows
+        ],
+        caption=f"{len(rows)} group(s)",
+    )
+    return 0
+
 
 def _progress(args: argparse.Namespace, admin: Admin, out: Output) -> int:
+    if args.group is None:
+        return _progress_all(admin, out)
     progress = admin.consumer_progress(args.group, args.topic, with_clients=not args.no_clients)
     if out.json_mode:
         out.json(progress.to_json_obj())
@@ -235,6 +364,13 @@ def _producers(args: argparse.Namespace, admin: Admin, out: Output) -> int:
 def _reset_offset(args: argparse.Namespace, admin: Admin, out: Output) -> int:
     timestamp = parse_timestamp(args.timestamp)
     mode = None if args.mode == "auto" else ResetMode(args.mode)
+    live = _live_clients(admin, args.group) if mode is ResetMode.OFFLINE else 0
+    if live:
+        out.note(
+            f"warning: {live} client(s) of {args.group} are live: they keep "
+            "their own offsets and will overwrite this offline reset at their next commit; stop them "
+            "first, or use --mode online"
+        )
     result = admin.reset_offset_by_time(args.group, args.topic, timestamp, force=not args.no_force, mode=mode)
     if out.json_mode:
         out.json(result.to_json_obj())
@@ -256,6 +392,15 @@ def _reset_offset(args: argparse.Namespace, admin: Admin, out: Output) -> int:
         caption=f"to {_describe_time(timestamp)}",
     )
     return 0
+
+
+def _live_clients(admin: Admin, group: str) -> int:
+    try:
+        return len(admin.consumer_connections(group).connections)
+    except BrokerError as exc:
+        if exc.code == ResponseCode.CONSUMER_NOT_ONLINE:
+            return 0
+        raise
 
 
 def _describe_time(timestamp: int) -> str:

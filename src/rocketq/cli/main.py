@@ -25,7 +25,14 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from rocketq import __version__
+
     parser = argparse.ArgumentParser(prog="rocketq", description="rocketq: RocketMQ in pure Python")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"rocketq {__version__} (Apache RocketMQ 4.9.7 protocol, Python {sys.version.split()[0]})",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(name).register(subparsers)

@@ -7,18 +7,22 @@ Contract (the embedded cluster relies on it):
 
 * When ready, each command prints ONE JSON line on stdout (and, with ``--ready-file F``,
   writes the same line to ``F`` atomically): ``namesrv`` -> ``{"namesrv": "host:port"}``;
-  ``broker`` -> ``{"broker": "ip:port", "brokerName": ..., "namesrv": ...}``; ``server`` ->
+  ``broker`` -> ``{"broker": "ip:port", "broker_name": ..., "namesrv": ...}``; ``server`` ->
   ``{"namesrv": "127.0.0.1:P1", "brokers": ["127.0.0.1:P2"]}``. "Ready" means listening
   and, for a broker, registered with its name servers.
 * Port 0 means OS-assigned. Logs go to stderr through :mod:`logging`.
 * SIGINT/SIGTERM trigger a clean shutdown (broker: unregister, persist, close the store),
   after which the process exits with status 0.
+* A server that cannot start prints ONE line ``error: ...`` on stderr and exits 1: a store
+  (``<store>/lock``) or KV config file locked by a running server, a port in use, an
+  unknown ``--set`` key (the message names the known ``broker.conf`` keys) or a bad value.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import json
 import logging
 import os
@@ -27,7 +31,10 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-__all__ = ["register"]
+from rocketq.common.file_lock import FileLockedError
+from rocketq.errors import IllegalArgumentError
+
+__all__ = ["LOG_FORMAT", "LOG_LEVELS", "register"]
 
 log = logging.getLogger("rocketq.cli.servers")
 
@@ -48,7 +55,7 @@ def register(subparsers: Any) -> None:
         help="name server key, e.g. aclEnable=true, aclPlainFile=..., tls.server.mode=permissive",
     )
     p.add_argument("--ready-file", default=None, help="also write the ready line to this file")
-    p.add_argument("--log-level", default="INFO")
+    _add_log_level(p)
     p.set_defaults(func=_cmd_namesrv)
 
     b = subparsers.add_parser("broker", help="run a broker")
@@ -60,7 +67,7 @@ def register(subparsers: Any) -> None:
     b.add_argument("--broker-name", default=None)
     b.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra broker.conf key")
     b.add_argument("--ready-file", default=None)
-    b.add_argument("--log-level", default="INFO")
+    _add_log_level(b)
     b.set_defaults(func=_cmd_broker)
 
     s = subparsers.add_parser("server", help="run a name server and a broker in one process")
@@ -78,17 +85,36 @@ def register(subparsers: Any) -> None:
         help="extra broker.conf key (aclEnable, aclPlainFile and tls.server.* apply to the name server too)",
     )
     s.add_argument("--ready-file", default=None)
-    s.add_argument("--log-level", default="INFO")
+    _add_log_level(s)
     s.set_defaults(func=_cmd_server)
 
 
 # ---------------------------------------------------------------------- helpers
-def _setup_logging(level: str) -> None:
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+#: The levels ``--log-level`` accepts (stdlib :mod:`logging` names).
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+#: The servers' log line: time, level, logger name (``rocketq.broker...``), message.
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def _add_log_level(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        help="threshold of the log on stderr (default INFO)",
     )
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(stream=sys.stderr, level=getattr(logging, level), format=LOG_FORMAT)
+
+
+def _fail(text: str) -> int:
+    """One ``error: ...`` line on stderr; the exit status of a server that cannot start."""
+    sys.stderr.write(f"error: {' '.join(text.split())}\n")
+    sys.stderr.flush()
+    return 1
 
 
 def _announce(line: dict[str, object], ready_file: str | None) -> None:
@@ -106,13 +132,18 @@ def _parse_sets(items: list[str]) -> dict[str, str]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise SystemExit(f"--set expects KEY=VALUE, got {item!r}")
+            raise IllegalArgumentError(f"--set expects KEY=VALUE, got {item!r}")
         out[key.strip()] = value.strip()
     return out
 
 
 def _run(body: Callable[[asyncio.Event], Awaitable[None]]) -> int:
-    """Run ``body(stop_event)`` with SIGINT/SIGTERM setting the event; 0 on a clean exit."""
+    """Run ``body(stop_event)`` with SIGINT/SIGTERM setting the event; 0 on a clean exit.
+
+    A server that cannot start says why in one ``error:`` line and exits 1: its store or KV
+    file is locked by a running server, its port is taken, or its configuration is wrong.
+    Anything else is logged with its traceback (exit 1 too).
+    """
 
     async def runner() -> None:
         loop = asyncio.get_running_loop()
@@ -123,6 +154,17 @@ def _run(body: Callable[[asyncio.Event], Awaitable[None]]) -> int:
 
     try:
         asyncio.run(runner())
+    except (FileLockedError, IllegalArgumentError) as exc:
+        return _fail(str(exc))
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            # asyncio's text names the address: "error while attempting to bind on address ..."
+            return _fail(
+                f"port already in use: {exc.strerror or exc}; is another server running? "
+                "Pick another port (0 = any free port)"
+            )
+        log.exception("server failed")
+        return 1
     except Exception:
         log.exception("server failed")
         return 1
@@ -165,9 +207,12 @@ def _cmd_namesrv(args: argparse.Namespace) -> int:
     from rocketq.namesrv.config import NamesrvConfig
     from rocketq.namesrv.namesrv import NamesrvController
 
-    config = NamesrvConfig(
-        host=args.host, listen_port=args.port, kv_config_path=args.kv_config
-    ).with_properties(_parse_sets(args.set))
+    try:
+        config = NamesrvConfig(
+            host=args.host, listen_port=args.port, kv_config_path=args.kv_config
+        ).with_properties(_parse_sets(args.set))
+    except IllegalArgumentError as exc:
+        return _fail(str(exc))
 
     async def body(stop: asyncio.Event) -> None:
         namesrv = NamesrvController(config)
@@ -186,7 +231,10 @@ def _cmd_broker(args: argparse.Namespace) -> int:
     _setup_logging(args.log_level)
     from rocketq.broker.broker import BrokerController
 
-    config = _broker_config(args, namesrv_addr=args.namesrv_addr, host=args.host)
+    try:
+        config = _broker_config(args, namesrv_addr=args.namesrv_addr, host=args.host)
+    except (IllegalArgumentError, OSError) as exc:
+        return _fail(str(exc))
 
     async def body(stop: asyncio.Event) -> None:
         broker = BrokerController(config)
@@ -195,7 +243,7 @@ def _cmd_broker(args: argparse.Namespace) -> int:
             _announce(
                 {
                     "broker": broker.broker_addr,
-                    "brokerName": config.broker_name,
+                    "broker_name": config.broker_name,
                     "namesrv": config.namesrv_addr,
                 },
                 args.ready_file,
@@ -214,11 +262,22 @@ def _cmd_server(args: argparse.Namespace) -> int:
     from rocketq.namesrv.config import NamesrvConfig
     from rocketq.namesrv.namesrv import NamesrvController
 
-    namesrv_config = NamesrvConfig(
-        host=args.host,
-        listen_port=args.namesrv_port,
-        kv_config_path=os.path.join(args.store, "namesrv", "kvConfig.json"),
-    ).with_properties(_namesrv_keys(_parse_sets(args.set)))
+    try:
+        # the broker's settings are checked before anything starts; the name server's
+        # address, known once it listens, is filled in below
+        checked = _broker_config(args, namesrv_addr=None, host=args.host)
+        namesrv_config = NamesrvConfig(
+            host=args.host,
+            listen_port=args.namesrv_port,
+            kv_config_path=os.path.join(args.store, "namesrv", "kvConfig.json"),
+        ).with_properties(_namesrv_keys(_parse_sets(args.set)))
+    except (IllegalArgumentError, OSError) as exc:
+        return _fail(str(exc))
+    if namesrv_config.acl_enable and not (checked.access_key and checked.secret_key):
+        return _fail(
+            "aclEnable=true: the name server only takes registrations signed by an admin "
+            "account; give the broker one with --set accessKey=... --set secretKey=..."
+        )
 
     async def body(stop: asyncio.Event) -> None:
         namesrv = NamesrvController(namesrv_config)
@@ -226,11 +285,6 @@ def _cmd_server(args: argparse.Namespace) -> int:
         broker: BrokerController | None = None
         try:
             config = _broker_config(args, namesrv_addr=namesrv.addr, host=args.host)
-            if namesrv_config.acl_enable and not (config.access_key and config.secret_key):
-                raise SystemExit(
-                    "aclEnable=true: the name server only takes registrations signed by an admin "
-                    "account; give the broker one with --set accessKey=... --set secretKey=..."
-                )
             broker = BrokerController(config)
             await broker.start()
             _announce({"namesrv": namesrv.addr, "brokers": [broker.broker_addr]}, args.ready_file)

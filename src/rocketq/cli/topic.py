@@ -8,11 +8,10 @@ Output rules are those of :mod:`rocketq.cli._output`.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from rocketq.admin import Admin
-from rocketq.cli._output import Output, add_admin_command, format_ms
+from rocketq.cli._output import Output, add_admin_command, add_target_options, format_ms
 
 __all__ = ["register"]
 
@@ -49,9 +48,7 @@ def register(subparsers: Any) -> None:
         p.add_argument("-r", "--read-queues", type=int, default=8, help="read queue count (default 8)")
         p.add_argument("-w", "--write-queues", type=int, default=8, help="write queue count (default 8)")
         p.add_argument("-p", "--perm", type=int, default=6, help="permission: 2=W, 4=R, 6=RW (default 6)")
-        target = p.add_mutually_exclusive_group()
-        target.add_argument("-c", "--cluster", default=None, help="every master of this cluster")
-        target.add_argument("-b", "--broker-addr", default=None, help="only this broker (ip:port)")
+        add_target_options(p)
         p.add_argument(
             "-o", "--order", action="store_true", help="an ordered topic (stores ORDER_TOPIC_CONFIG)"
         )
@@ -88,7 +85,30 @@ def _list(args: argparse.Namespace, admin: Admin, out: Output) -> int:
 def _route(args: argparse.Namespace, admin: Admin, out: Output) -> int:
     route = admin.topic_route(args.topic)
     if out.json_mode:
-        out.json(json.loads(route.to_json(standard_json=True)))
+        out.json(
+            {
+                "topic": args.topic,
+                "order_topic_conf": route.order_topic_conf,
+                "brokers": [
+                    {
+                        "broker_name": bd.broker_name,
+                        "cluster": bd.cluster,
+                        "broker_addrs": {str(bid): addr for bid, addr in sorted(bd.broker_addrs.items())},
+                    }
+                    for bd in sorted(route.broker_datas, key=lambda b: b.broker_name or "")
+                ],
+                "queues": [
+                    {
+                        "broker_name": qd.broker_name,
+                        "read_queue_nums": qd.read_queue_nums,
+                        "write_queue_nums": qd.write_queue_nums,
+                        "perm": qd.perm,
+                        "topic_sys_flag": qd.topic_sys_flag,
+                    }
+                    for qd in sorted(route.queue_datas, key=lambda q: q.broker_name or "")
+                ],
+            }
+        )
         return 0
     out.table(
         ["Broker", "Cluster", "Addresses"],

@@ -57,6 +57,7 @@ from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientM
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
 from rocketq.client.produce_accumulator import ProduceAccumulator
 from rocketq.client.selectors import SelectorLike, as_selector
+from rocketq.common.log_limiter import LogLimiter
 from rocketq.errors import (
     BrokerError,
     ClientError,
@@ -85,6 +86,9 @@ from rocketq.remoting.client import host_addr_to_string
 __all__ = ["Producer", "SendCallback", "SendResult", "SendStatus"]
 
 log = logging.getLogger(__name__)
+#: A failed send logs "retry another broker" once per broker per 10 s (three attempts to one
+#: broker would log three lines per send), with the count of the lines left out.
+_log_limiter = LogLimiter(log)
 
 #: ``callback(future)``, run on the client's callback pool once the send is done.
 SendCallback = Callable[["concurrent.futures.Future[SendResult]"], object]
@@ -464,7 +468,9 @@ class Producer(ServiceLifecycle):
                 result = self._send_kernel(prep, mq, mode, timeout - (start - begin))
             except (RemotingError, BrokerError) as exc:
                 self._fault.update_fault_item(mq.broker_name, self._clock_ms() - start, True)
-                log.warning("send to %s failed (%s); retry another broker", mq, exc)
+                _log_limiter.warning(
+                    ("send", mq.broker_name), "send to %s failed (%s); retry another broker", mq, exc
+                )
                 last_exc, last_broker = exc, mq.broker_name
                 if isinstance(exc, BrokerError) and not exc.retriable:
                     raise

@@ -14,7 +14,8 @@ Invariants:
   (``BrokerHousekeepingService.onChannelClose`` -> ``RouteInfoManager.onChannelDestroy``);
   an expired broker's connection is closed by the scan.
 * :meth:`NamesrvController.shutdown` stops the scan and the server and waits for both.
-
+* From start to shutdown the controller holds ``<kvConfig.json>.lock`` (rocketq only): a
+  second name server process on the same KV file fails to start with ``FileLockedError``.
 * With ``aclEnable`` (rocketq only; Java's name server has no ACL) every request but the
   reads passes :class:`~rocketq.acl.plain_access_validator.PlainAccessValidator` with the
   name-server rule (admin accounts only); ``tls.server.mode`` secures the listener.
@@ -33,6 +34,7 @@ from collections.abc import Callable, Mapping
 from rocketq.acl.plain_access_validator import namesrv_rule
 from rocketq.acl.plain_permission_manager import PlainPermissionManager
 from rocketq.acl.security import install_server_security
+from rocketq.common.file_lock import FileLock
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.kv_config import KVConfigManager
 from rocketq.namesrv.processor import DefaultRequestProcessor
@@ -57,6 +59,11 @@ class NamesrvController:
             clock_ms=clock_ms, broker_channel_expired_time_ms=config.broker_channel_expired_time_ms
         )
         self.kv_config_manager = KVConfigManager(config.resolved_kv_config_path)
+        #: rocketq only (Java has no such lock): two name servers of one machine must not
+        #: rewrite one kvConfig.json, so the first holds ``<kvConfig.json>.lock``.
+        self._kv_lock: FileLock | None = FileLock(
+            config.resolved_kv_config_path + ".lock", f"the KV config {config.resolved_kv_config_path}"
+        )
         self.processor = DefaultRequestProcessor(self)
         self._server: RemotingServer | None = None
         self._scan_task: asyncio.Task[None] | None = None
@@ -106,6 +113,14 @@ class NamesrvController:
         """Load the KV table, listen, and start the expiry scan (``initialize`` + ``start``)."""
         if self._server is not None:
             return
+        if self._kv_lock is not None:
+            try:
+                self._kv_lock.acquire()  # before reading: a refused name server touches nothing
+            except OSError as exc:  # an unwritable home: the table still works until a put
+                log.warning(
+                    "cannot lock %s (%s); running without the KV config lock", self._kv_lock.path, exc
+                )
+                self._kv_lock = None
         self.kv_config_manager.load()
         cfg = self._config
         server = RemotingServer(
@@ -140,6 +155,8 @@ class NamesrvController:
         server, self._server = self._server, None
         if server is not None:
             await server.stop()
+        if self._kv_lock is not None:
+            self._kv_lock.release()
         acl, self.acl = self.acl, None
         if acl is not None:
             acl.shutdown()

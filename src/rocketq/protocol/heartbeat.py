@@ -36,6 +36,7 @@ __all__ = [
     "ProducerData",
     "SubscriptionData",
     "build_subscription_data",
+    "check_tag_expression",
 ]
 
 #: ``SubscriptionData.SUB_ALL``: the expression that matches every tag.
@@ -158,6 +159,43 @@ def _java_trim(s: str) -> str:
     while end > start and s[end - 1] <= " ":
         end -= 1
     return s[start:end]
+
+
+def check_tag_expression(expression: str | None) -> str | None:
+    """A client-side check of a TAG subscription expression (rocketq only; Java has none).
+
+    Java splits the expression on ``||`` only, so ``"TagA | TagB"`` or ``"TagA && TagB"``
+    subscribe to the tags ``"TagA | TagB"`` / ``"TagA && TagB"`` and silently match nothing.
+    rocketq's consumers call this in ``subscribe``:
+
+    * a tag holding ``|`` or ``&`` (a mistyped operator: ``||`` is the only one) raises
+      :class:`IllegalArgumentError` naming the expression;
+    * a tag holding whitespace or ``,``, or ``*`` next to other tags, is legal but likely a
+      mistake: the returned text is a warning for the caller to log (None when all is well).
+
+    The broker never calls this: it filters whatever a client subscribed, as Java does.
+    """
+    if expression is None or expression in ("", SUB_ALL):
+        return None
+    tags = [t for t in (_java_trim(p) for p in expression.split("||")) if t]
+    for tag in tags:
+        if "|" in tag or "&" in tag:
+            raise IllegalArgumentError(
+                f"subscription expression {expression!r}: tag {tag!r} holds '|' or '&'; "
+                "the only operator is '||' (\"TagA || TagB\"), and there is no AND"
+            )
+    odd = [t for t in tags if "," in t or any(c <= " " for c in t)]
+    if odd:
+        return (
+            f"subscription expression {expression!r}: tag(s) {odd} contain a space or ','; "
+            "tags are separated by '||' only, so these match nothing unless a tag is spelled so"
+        )
+    if SUB_ALL in tags and len(tags) > 1:
+        return (
+            f"subscription expression {expression!r}: '*' is the wildcard only on its own; "
+            "next to other tags it is the literal tag '*'"
+        )
+    return None
 
 
 def build_subscription_data(

@@ -281,6 +281,10 @@ class Message:
     properties such as ``UNIQ_KEY`` are set), then applies the keyword arguments, which
     win: non-empty ``tags``/``keys``, ``DELAY`` when ``delay_time_level > 0``, and
     ``WAIT`` always (Java's constructors always set it; default ``true``).
+
+    ``body`` must be bytes (``bytearray``/``memoryview`` are copied to bytes): a ``str`` is
+    refused at once with ``TypeError`` rather than failing deep inside ``send``, since the
+    encoding is the caller's choice (``text.encode("utf-8")``).
     """
 
     __slots__ = ("_props", "_raw_props", "body", "flag", "topic")
@@ -297,6 +301,13 @@ class Message:
         delay_time_level: int = 0,
         wait_store_msg_ok: bool = True,
     ) -> None:
+        if type(body) is not bytes:
+            if not isinstance(body, bytes | bytearray | memoryview):
+                raise TypeError(
+                    f"Message body must be bytes, not {type(body).__name__}"
+                    + (": encode the text, e.g. body.encode('utf-8')" if isinstance(body, str) else "")
+                )
+            body = bytes(body)
         self.topic = topic
         self.body = body
         self.flag = flag

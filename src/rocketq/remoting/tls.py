@@ -68,6 +68,7 @@ _PROPERTIES: dict[str, str] = {
     "tls.client.authServer": "client_auth_server",
     "tls.client.trustCertPath": "client_trust_cert_path",
 }
+_JAVA_OF: dict[str, str] = {attr: key for key, attr in _PROPERTIES.items()}
 _BOOLS = frozenset({"enable", "server_auth_client", "client_auth_server"})
 
 
@@ -87,7 +88,9 @@ class TlsConfig:
     server_key_password: str | None = field(default=None, repr=False)
     #: tls.server.certPath (PEM certificate chain)
     server_cert_path: str | None = None
-    #: tls.server.authClient: verify client certificates against trustCertPath
+    #: tls.server.authClient (read, no separate effect: stdlib ssl cannot accept an
+    #: unverified client certificate, so with need.client.auth optional/require rocketq
+    #: always verifies it against tls.server.trustCertPath)
     server_auth_client: bool = False
     #: tls.server.trustCertPath
     server_trust_cert_path: str | None = None
@@ -146,6 +149,11 @@ class TlsConfig:
         import dataclasses
 
         return dataclasses.replace(base, **kwargs)  # type: ignore[arg-type]
+
+    @staticmethod
+    def property_of(attr: str) -> str:
+        """The Java property of a field: ``server_mode`` -> ``tls.server.mode``."""
+        return _JAVA_OF[attr]
 
     @staticmethod
     def property_names() -> frozenset[str]:

@@ -5,7 +5,9 @@
 * ``unique_name``: a factory ``unique_name(prefix="t") -> str`` of names that are valid
   topics and groups (``^[%|a-zA-Z0-9_-]+$``), unique per call and per test.
 
-``tests/conftest.py`` imports both so every test module can request them.
+A pytest plugin: the ``pytest11`` entry point ``rocketq`` (pyproject.toml) loads this module in
+every pytest run where rocketq is installed, so any project's tests (and rocketq's own) can
+request both fixtures without importing anything.
 """
 
 from __future__ import annotations

@@ -58,6 +58,7 @@ from rocketq.protocol.bodies import (
 from rocketq.protocol.codes import CURRENT_VERSION, LanguageCode, RequestCode, ResponseCode, Version
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import (
+    CloneGroupOffsetRequestHeader,
     CommandHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     CreateTopicRequestHeader,
@@ -226,6 +227,7 @@ class AdminBrokerProcessor:
         RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
         RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
         RequestCode.DELETE_SUBSCRIPTIONGROUP,
+        RequestCode.CLONE_GROUP_OFFSET,
         RequestCode.GET_TOPIC_STATS_INFO,
         RequestCode.GET_CONSUMER_CONNECTION_LIST,
         RequestCode.GET_PRODUCER_CONNECTION_LIST,
@@ -418,6 +420,38 @@ class AdminBrokerProcessor:
         if header.remove_offset:
             self.broker.consumer_offset_manager.remove_offset(group)
         self.broker.stats.on_group_deleted(group)
+        return plain_response(request, ResponseCode.SUCCESS)
+
+    def clone_group_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """CLONE_GROUP_OFFSET (``AdminBrokerProcessor.cloneGroupOffset``): copy ``srcGroup``'s
+        offsets of ``topic`` (or of every topic it has offsets of) to ``destGroup``.
+
+        A topic this broker does not have is skipped; unless ``offline``, so is a topic the
+        live source group has subscriptions but not this one among them. Always SUCCESS.
+        """
+        header = decode_request_header(request, CloneGroupOffsetRequestHeader)
+        if isinstance(header, RemotingCommand):
+            return header
+        broker = self.broker
+        src, dest = header.src_group or "", header.dest_group or ""
+        offsets = broker.consumer_offset_manager
+        topic = (header.topic or "").strip()
+        topics = {topic} if topic else offsets.which_topic_by_consumer(src)
+        group_info = broker.consumer_manager.get_consumer_group_info(src)
+        for t in sorted(topics):
+            if broker.topic_config_manager.select_topic_config(t) is None:
+                log.warning("[cloneGroupOffset], topic config not exist, %s", t)
+                continue
+            if (
+                not header.offline
+                and group_info is not None
+                and group_info.subscription_table
+                and group_info.find_subscription_data(t) is None
+            ):
+                log.warning("[cloneGroupOffset], the consumer group[%s], topic[%s] not exist", src, t)
+                continue
+            offsets.clone_offset(src, dest, t)
+        log.info("cloneGroupOffset %s -> %s (%s) called by %s", src, dest, topic or "*", channel.remote_addr)
         return plain_response(request, ResponseCode.SUCCESS)
 
     # ------------------------------------------------------------------ stats and connections
@@ -668,6 +702,7 @@ class AdminBrokerProcessor:
         RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: update_and_create_subscription_group,
         RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: get_all_subscription_group,
         RequestCode.DELETE_SUBSCRIPTIONGROUP: delete_subscription_group,
+        RequestCode.CLONE_GROUP_OFFSET: clone_group_offset,
         RequestCode.GET_TOPIC_STATS_INFO: get_topic_stats_info,
         RequestCode.GET_CONSUMER_CONNECTION_LIST: get_consumer_connection_list,
         RequestCode.GET_PRODUCER_CONNECTION_LIST: get_producer_connection_list,

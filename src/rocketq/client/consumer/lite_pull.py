@@ -74,6 +74,7 @@ from rocketq.protocol.heartbeat import (
     MessageModel,
     SubscriptionData,
     build_subscription_data,
+    check_tag_expression,
 )
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.message_queue import MessageQueue
@@ -315,8 +316,13 @@ class LitePullConsumer(ServiceLifecycle):
     def subscribe(
         self, topic: str, sub_expression: str | None = "*", *, expression_type: str = "TAG"
     ) -> None:
-        """Consume ``topic`` with the group's rebalancing (``subscribe``)."""
+        """Consume ``topic`` with the group's rebalancing (``subscribe``); a TAG expression is
+        checked as :meth:`PushConsumer.subscribe` does (``check_tag_expression``)."""
         validate_topic(topic)
+        if expression_type == "TAG":
+            warning = check_tag_expression(sub_expression)
+            if warning:
+                log.warning("%s", warning)
         with self._lock:
             if self._subscription_type is SubscriptionType.ASSIGN:
                 raise ClientError("Subscribe and assign are mutually exclusive.")

@@ -22,6 +22,8 @@ Invariants:
   a PullRequest is in exactly one place at a time.
 * The committed offset is never past an unconsumed message (ProcessQueue rule), so a crash
   re-delivers and never loses.
+* A subscribed topic with no route yet is looked up again on a short backoff (1 s doubling
+  to 8 s, ``ROUTE_RETRY_*_MS``) until it exists, then rebalanced at once (rocketq only).
 * ``shutdown()`` stops pulling, waits (bounded) for running listeners, persists offsets,
   unlocks orderly queues, sends UNREGISTER_CLIENT and leaves no thread behind.
 """
@@ -70,6 +72,7 @@ from rocketq.client.consumer.rebalance_push import RebalancePushImpl
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
 from rocketq.client.producer import Producer
+from rocketq.common.log_limiter import LogLimiter
 from rocketq.errors import BrokerError, ClientError
 from rocketq.protocol.bodies import (
     CMResult,
@@ -91,6 +94,7 @@ from rocketq.protocol.heartbeat import (
     MessageModel,
     SubscriptionData,
     build_subscription_data,
+    check_tag_expression,
 )
 from rocketq.protocol.message import Message, MessageConst, MessageExt, decode_record
 from rocketq.protocol.message_queue import MessageQueue
@@ -100,6 +104,14 @@ from rocketq.remoting.client import host_addr_to_string
 __all__ = ["PushConsumer", "PushConsumerConfig"]
 
 log = logging.getLogger(__name__)
+#: Repeated pull failures (a broker restarting fails every queue's pull every second): one
+#: line per broker per 10 s, with the count of the lines left out.
+_log_limiter = LogLimiter(log)
+
+#: A topic subscribed before it exists: first route retry after this long (then doubling) ...
+ROUTE_RETRY_FIRST_MS = 1000
+#: ... up to this interval, until the route appears (issue #20; Java waits for the 30 s poll).
+ROUTE_RETRY_MAX_MS = 8000
 
 #: DefaultMQPushConsumerImpl constants
 PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL = 50
@@ -217,14 +229,23 @@ class PushConsumer(ServiceLifecycle):
         return reb.owned_queues(topic) if reb is not None else set()
 
     def subscribe(self, topic: str, expression: str | None = "*") -> None:
-        """Subscribe ``topic`` with a tag expression (``"*"``, ``"TagA || TagB"``)."""
+        """Subscribe ``topic`` with a tag expression (``"*"``, ``"TagA || TagB"``).
+
+        ``"TagA | TagB"`` or ``"TagA && TagB"`` raise ``IllegalArgumentError`` (``||`` is the
+        only operator); a tag with a space or ``,`` is logged as a likely mistake
+        (:func:`~rocketq.protocol.heartbeat.check_tag_expression`).
+        """
         validate_topic(topic)
+        warning = check_tag_expression(expression)
+        if warning:
+            log.warning("%s", warning)
         sd = build_subscription_data(topic, expression)
         self._subscriptions[topic] = sd
         reb = self._rebalance
         if reb is not None:
             reb.add_subscription(sd)
             self._refresh_subscribe_info(topic)
+            self._await_route_later(topic)
             instance = self._instance
             if instance is not None:
                 instance.send_heartbeat_to_all_broker_with_lock()
@@ -313,6 +334,8 @@ class PushConsumer(ServiceLifecycle):
             self._state = ServiceState.RUNNING
         for topic in [*self._subscriptions, retry_topic(cfg.consumer_group)]:
             self._refresh_subscribe_info(topic)
+        for topic in self._subscriptions:
+            self._await_route_later(topic)
         instance.send_heartbeat_to_all_broker_with_lock()
         instance.rebalance_immediately()
         if cfg.message_model is MessageModel.CLUSTERING:
@@ -320,6 +343,29 @@ class PushConsumer(ServiceLifecycle):
             # the next 20 s rebalance (golden caveat 10). Look again shortly instead.
             for delay_ms in (500, 2000, 5000):
                 self.schedule(self._pick_up_retry_topic, delay_ms)
+
+    def _await_route_later(self, topic: str, delay_ms: int = ROUTE_RETRY_FIRST_MS) -> None:
+        """rocketq only: a subscribed topic without a route is looked up again after 1 s, 2 s,
+        4 s and then every 8 s until it exists, so a consumer started before its topic gets
+        the first messages within seconds instead of at the next 30 s route poll (Java waits
+        for that poll). One name server request per missing topic per interval; it stops once
+        the route is known, by this or by the route loop."""
+        reb = self._rebalance
+        if reb is not None and reb.is_subscribe_info_missing(topic):
+            self.schedule(lambda: self._await_route(topic, delay_ms), delay_ms)
+
+    def _await_route(self, topic: str, delay_ms: int) -> None:
+        reb, instance = self._rebalance, self._instance
+        if reb is None or instance is None or self._state is not ServiceState.RUNNING:
+            return
+        if reb.is_subscribe_info_missing(topic):
+            self._refresh_subscribe_info(topic)
+        if reb.is_subscribe_info_missing(topic):
+            self._await_route_later(topic, min(delay_ms * 2, ROUTE_RETRY_MAX_MS))
+        else:
+            log.info("topic %s of %s now has a route: rebalancing", topic, self.config.consumer_group)
+            instance.send_heartbeat_to_all_broker_with_lock()  # its broker may be new to us
+            instance.rebalance_immediately()
 
     def _pick_up_retry_topic(self) -> None:
         reb, instance = self._rebalance, self._instance
@@ -609,7 +655,12 @@ class PushConsumer(ServiceLifecycle):
                 CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND,
             )
         except Exception as exc:
-            log.warning("pullMessage of %s failed: %s", pr.message_queue, exc)
+            _log_limiter.warning(
+                ("pullMessage", pr.message_queue.broker_name),
+                "pullMessage of %s failed: %s",
+                pr.message_queue,
+                exc,
+            )
             service.execute_pull_request_later(pr, exception_delay)
             return
 
@@ -644,7 +695,7 @@ class PushConsumer(ServiceLifecycle):
             result = wrapper.process_pull_result(mq, fut.result(), sd)
         except Exception as exc:
             if not mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-                log.warning("pull of %s failed: %s", mq, exc)
+                _log_limiter.warning(("pull", mq.broker_name), "pull of %s failed: %s", mq, exc)
             delay = self.client_config.pull_time_delay_mills_when_exception_ms
             if isinstance(exc, BrokerError) and exc.code == ResponseCode.FLOW_CONTROL:
                 delay = PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL
