@@ -139,6 +139,8 @@ def render() -> str:
         "take a `TlsConfig` (`ClientConfig.tls`), the CLI a `--tls-config` file, Spark `tls.client.*` options.",
         "",
         *_table(TlsConfig, key=TlsConfig.property_of),
+        "| `tls.config.file` | - | `-` | a Java properties file with the other `tls.*` keys, read first "
+        "(keys given directly win; rocketq has no default file) |",
         "",
     ]
     return "\n".join(out)
