@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rocketq.client.consumer.pull import PullConsumer, PullStatus
+from rocketq.client import PullConsumer, PullStatus
 from rocketq.client.producer import Producer
 from rocketq.errors import RocketqError
 from rocketq.protocol.message import Message

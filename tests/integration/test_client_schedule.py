@@ -133,6 +133,6 @@ def test_broadcasting_service_runs_a_task_per_queue(
         assert _wait(lambda: len(set(calls)) == 3)
         assert _wait(lambda: len(calls) >= 9)  # rescheduled after pull_next_delay_time_millis
     n = len(calls)
-    time.sleep(0.2)
-    assert len(calls) == n  # every task stopped with the service
+    # shutdown joined the workers: with no worker thread left no task can run again
     assert not [t for t in threading.enumerate() if "-pull-task-" in t.name]
+    assert len(calls) == n  # every task stopped with the service

@@ -100,7 +100,16 @@ def test_every_message_consumed_exactly_once(
     consumer.start()
     try:
         wait_until(lambda: sum(seen.values()) >= 400, 30, "all messages")
-        time.sleep(0.3)
+        # quiesced: nothing is buffered or being consumed any more, so a duplicate could only
+        # come from a bug that re-pulls acknowledged offsets, not from work still in flight
+        wait_until(
+            lambda: (
+                len(consumer.process_queues()) == 4
+                and all(pq.msg_count == 0 for _, pq in consumer.process_queues())
+            ),
+            10,
+            "every process queue drained",
+        )
         assert set(seen) == set(bodies)
         assert max(seen.values()) == 1
         assert {mq.queue_id for mq in consumer.assigned_queues(topic)} == {0, 1, 2, 3}
@@ -120,8 +129,16 @@ def test_every_message_consumed_exactly_once(
     )
     second.start()
     try:
-        time.sleep(1.5)
-        assert again == []
+        # One new message per queue: each queue delivers in offset order, so an old message
+        # redelivered from that queue would arrive before its sentinel, not after.
+        wait_until(
+            lambda: len(second.assigned_queues(topic)) == 4, 10, "the second consumer owns every queue"
+        )
+        sentinels = {f"sentinel-{i}" for i in range(4)}
+        for i in range(4):
+            producer.send(Message(topic, f"sentinel-{i}".encode()), queue=MessageQueue(topic, "broker-a", i))
+        wait_until(lambda: sentinels <= set(again), 30, "the sentinels")
+        assert sorted(again) == sorted(sentinels)
     finally:
         second.shutdown()
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from rocketq.client import Message, MessageQueue, Producer, PullConsumer, PullStatus
-from rocketq.client.consumer.pull import build_pull_sys_flag
+from rocketq.client.impl.pull_api_wrapper import build_pull_sys_flag
 from rocketq.protocol.codes import RequestCode, ResponseCode, SerializeType
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader

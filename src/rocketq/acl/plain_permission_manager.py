@@ -21,7 +21,7 @@ from typing import Final
 from rocketq.acl.plain_access_validator import CodeRule, PlainAccessValidator, broker_rule
 from rocketq.acl.plain_acl_config import PlainAclData, acl_files, load_plain_acl, merge_plain_acl
 from rocketq.acl.remote_address import AclConfigError
-from rocketq.remoting.service_thread import ServiceThread
+from rocketq.common.service_thread import ServiceThread
 
 __all__ = ["PlainPermissionManager"]
 

@@ -51,9 +51,11 @@ from rocketq.admin.models import (
     TopicGroupStats,
     TopicStatus,
 )
-from rocketq.client.api import MQClientAPI
 from rocketq.client.api_results import SendResult
 from rocketq.client.config import ClientConfig, parse_namesrv_addr, validate_group, validate_topic
+from rocketq.client.impl.mq_admin_impl import MQAdminImpl
+from rocketq.client.impl.mq_client_api import MQClientAPI
+from rocketq.client.impl.pull_api_wrapper import PullAPIWrapper
 from rocketq.client.instance import MQClientManager
 from rocketq.client.producer import Producer
 from rocketq.errors import BrokerError, ClientError, IllegalArgumentError, RocketqError
@@ -61,9 +63,14 @@ from rocketq.protocol.bodies import Connection, ConsumerRunningInfo, ConsumeStat
 from rocketq.protocol.codes import LanguageCode, PermName, ResponseCode, Version
 from rocketq.protocol.message import Message, MessageExt
 from rocketq.protocol.message_queue import MessageQueue
-from rocketq.protocol.mixall import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, retry_topic
-from rocketq.protocol.route import BrokerData, ClusterInfo, TopicConfig, TopicRouteData
-from rocketq.remoting.client import RemotingClient
+from rocketq.protocol.mixall import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
+    TOOLS_CONSUMER_GROUP,
+    retry_topic,
+)
+from rocketq.protocol.route import ClusterInfo, TopicConfig, TopicRouteData
 
 __all__ = ["DEFAULT_TIMEOUT_MS", "Admin", "ProgressCallback"]
 
@@ -71,8 +78,6 @@ log = logging.getLogger(__name__)
 
 #: ``DefaultMQAdminExt.timeoutMillis``
 DEFAULT_TIMEOUT_MS = 5000
-#: ``TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC``
-_DEFAULT_TOPIC = "TBW102"
 #: ``NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG``
 _ORDER_TOPIC_NAMESPACE = "ORDER_TOPIC_CONFIG"
 #: ``BrokerStatsManager`` stats names used by ``statsAll``
@@ -109,14 +114,6 @@ def _int(text: str | None, default: int = 0) -> int:
         return default
 
 
-def select_broker_addr(bd: BrokerData) -> str | None:
-    """``BrokerData.selectBrokerAddr``: the master, else the lowest-id slave."""
-    if not bd.broker_addrs:
-        return None
-    master = bd.broker_addrs.get(0)
-    return master if master is not None else bd.broker_addrs[min(bd.broker_addrs)]
-
-
 class Admin:
     """The admin API (``DefaultMQAdminExt``); a context manager.
 
@@ -151,20 +148,21 @@ class Admin:
         )
         self.timeout_ms = timeout_ms
         self.producer_group = producer_group
-        cfg = self.client_config
-        rpc_hook, ssl_context = client_security_of(cfg)
-        self._remoting = RemotingClient(
+        rpc_hook, ssl_context = client_security_of(self.client_config)
+        self.client = MQClientAPI.standalone(
+            self._namesrv,
             name=f"rocketq-admin-{self._serial}",
-            connect_timeout_ms=cfg.connect_timeout_ms,
+            connect_timeout_ms=self.client_config.connect_timeout_ms,
+            language=self.client_config.language,
+            serialize_type=self.client_config.serialize_type,
             rpc_hook=rpc_hook,
             ssl_context=ssl_context,
         )
-        self.client = MQClientAPI(
-            self._remoting,
-            self._namesrv,
-            language=self.client_config.language,
-            serialize_type=self.client_config.serialize_type,
-        )
+        self._remoting = self.client.remoting  # the admin's own I/O thread, started on first use
+        #: the thread-free core: routes (cached), queue offsets, the tools' reads
+        self.mq_admin = MQAdminImpl(self.client, timeout_ms=timeout_ms)
+        #: the tools' reads (group ``TOOLS_CONSUMER``, never committing)
+        self.reader = PullAPIWrapper(self.mq_admin, TOOLS_CONSUMER_GROUP)
         self.api = AdminAPI(self.client)
         self._lock = threading.Lock()
         self._producer: Producer | None = None
@@ -231,7 +229,8 @@ class Admin:
 
     def topic_route(self, topic: str) -> TopicRouteData:
         """GET_ROUTEINFO_BY_TOPIC; BrokerError TOPIC_NOT_EXIST when the topic has no route."""
-        route = self._ready().client.get_topic_route_info_from_name_server(topic, self.timeout_ms)
+        self._ready()
+        route = self.mq_admin.route(topic, refresh=True)
         if route is None:
             raise BrokerError(
                 ResponseCode.TOPIC_NOT_EXIST, f"No topic route info in name server for the topic: {topic}"
@@ -242,7 +241,7 @@ class Admin:
         """(broker name, address to read from) for each broker of ``topic``'s route, by name."""
         out = []
         for bd in sorted(self.topic_route(topic).broker_datas, key=lambda b: b.broker_name or ""):
-            addr = select_broker_addr(bd)
+            addr = bd.select_broker_addr()
             if addr is not None:
                 out.append((bd.broker_name or "", addr))
         return out
@@ -260,7 +259,7 @@ class Admin:
         """(broker name, address) of every broker of ``cluster`` (else of all), by name.
 
         The address is the master's with ``masters`` (brokers without one are left out),
-        else the one to read from (:func:`select_broker_addr`).
+        else the one to read from (``BrokerData.select_broker_addr``).
         """
         info = self.cluster_info()
         if cluster and cluster not in info.cluster_addr_table:
@@ -271,7 +270,7 @@ class Admin:
             bd = info.broker_addr_table.get(name)
             if bd is None:
                 continue
-            addr = bd.master_addr() if masters else select_broker_addr(bd)
+            addr = bd.master_addr() if masters else bd.select_broker_addr()
             if addr is not None:
                 out.append((name, addr))
         return out
@@ -363,7 +362,7 @@ class Admin:
             order=order,
         )
         for _, addr in targets:
-            api.client.create_topic(addr, _DEFAULT_TOPIC, tc, self.timeout_ms)
+            api.client.create_topic(addr, AUTO_CREATE_TOPIC_KEY_TOPIC, tc, self.timeout_ms)
         if order:
             names = [name for name, _ in targets if name]
             if not names:
@@ -663,7 +662,7 @@ class Admin:
         read_nums = {qd.broker_name: qd.read_queue_nums for qd in route.queue_datas}
         queues: list[QueueReset] = []
         for bd in sorted(route.broker_datas, key=lambda b: b.broker_name or ""):
-            addr = select_broker_addr(bd)
+            addr = bd.select_broker_addr()
             name = bd.broker_name or ""
             if addr is None:
                 continue

@@ -7,7 +7,7 @@ Mirrors the admin half of ``org.apache.rocketmq.client.impl.MQClientAPIImpl`` (t
 ``deleteTopicInNameServer``, ``invokeBrokerToResetOffset``,
 ``invokeBrokerToGetConsumerStatus``, ``consumeMessageDirectly``, ``viewBrokerStatsData``,
 ``getTopicsByCluster``, ``putKVConfigValue``, ``deleteKVConfigValue``). It wraps an
-:class:`~rocketq.client.api.MQClientAPI` and reuses its request stamping and name-server
+:class:`~rocketq.client.impl.mq_client_api.MQClientAPI` and reuses its request stamping and name-server
 fail-over; the data-path and offset RPCs stay on the wrapped object (``self.client``).
 
 Invariants (as in ``MQClientAPI``): requests carry the declarative header classes; a
@@ -19,7 +19,7 @@ ACL and a broker without ACL ignores them.
 
 from __future__ import annotations
 
-from rocketq.client.api import MQClientAPI, check_response
+from rocketq.client.impl.mq_client_api import MQClientAPI, check_response
 from rocketq.protocol.bodies import (
     BrokerStatsData,
     ConsumeMessageDirectlyResult,

@@ -24,15 +24,14 @@ from typing import TYPE_CHECKING
 
 from rocketq.admin.models import MessageTrack, ResendMethod, ResendResult, TrackType
 from rocketq.client.api_results import PullStatus, SendResult
-from rocketq.client.consumer.pull import build_pull_sys_flag
 from rocketq.errors import BrokerError, ClientError, IllegalArgumentError, RocketqError
 from rocketq.protocol.bodies import CMResult
 from rocketq.protocol.codes import ResponseCode
-from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.protocol.message import Message, MessageConst, MessageExt, decode_records
 from rocketq.protocol.message_id import decode_offset_msg_id
-from rocketq.protocol.mixall import dlq_topic, retry_topic
-from rocketq.remoting.client import host_addr_to_string, parse_addr
+from rocketq.protocol.message_queue import MessageQueue
+from rocketq.protocol.mixall import TOOLS_CONSUMER_GROUP, dlq_topic, retry_topic
+from rocketq.remoting.helper import host_addr_to_string, parse_addr
 
 if TYPE_CHECKING:
     from rocketq.admin.admin import Admin
@@ -50,8 +49,6 @@ __all__ = [
     "view_message",
 ]
 
-#: ``MixAll.TOOLS_CONSUMER_GROUP``: the group of mqadmin's reads.
-TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
 
 #: ``Long.MAX_VALUE``: the end of every time range mqadmin queries with
 _MAX_TIME = 2**63 - 1
@@ -151,25 +148,12 @@ def query_by_unique_key(admin: Admin, topic: str, uniq_key: str) -> MessageExt:
 
 
 def _pull(
-    admin: Admin, addr: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int
+    admin: Admin, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int
 ) -> tuple[PullStatus, int, list[MessageExt]]:
-    """One non-committing PULL_MESSAGE: (status, next offset, messages). ``bname`` is set as
-    the 4.9.5+ Java pull path sets it (``PullAPIWrapper.pullKernelImpl``)."""
-    header = PullMessageRequestHeader(
-        consumer_group=TOOLS_CONSUMER_GROUP,
-        topic=topic,
-        queue_id=queue_id,
-        queue_offset=offset,
-        max_msg_nums=max_nums,
-        sys_flag=build_pull_sys_flag(commit_offset=False, suspend=False, subscription=True),
-        commit_offset=0,
-        suspend_timeout_millis=0,
-        subscription="*",
-        sub_version=0,
-        expression_type="TAG",
-        bname=broker_name,
-    )
-    result = admin.client.pull_message_sync(addr, header, admin.timeout_ms)
+    """One non-committing PULL_MESSAGE through the admin's
+    :class:`~rocketq.client.impl.pull_api_wrapper.PullAPIWrapper`: (status, next offset, messages)."""
+    mq = MessageQueue(topic, broker_name, queue_id)
+    result = admin.reader.pull_read_only(mq, offset, max_nums, admin.timeout_ms)
     msgs = decode_records(result.message_binary) if result.pull_status is PullStatus.FOUND else []
     return result.pull_status, result.next_begin_offset, msgs
 
@@ -179,7 +163,7 @@ def query_by_offset(admin: Admin, topic: str, broker_name: str, queue_id: int, o
     addr = next((a for n, a in admin.topic_brokers(topic) if n == broker_name), None)
     if addr is None:
         raise ClientError(f"broker [{broker_name}] does not serve topic [{topic}]")
-    status, _, msgs = _pull(admin, addr, broker_name, topic, queue_id, offset, 1)
+    status, _, msgs = _pull(admin, broker_name, topic, queue_id, offset, 1)
     for msg in msgs:
         if msg.queue_offset == offset:
             msg.broker_name = broker_name
@@ -225,7 +209,7 @@ def pull_messages(
                 pos = admin.client.get_min_offset(addr, topic, qid, admin.timeout_ms, bname=name)
             while len(out) < count:
                 status, next_offset, msgs = _pull(
-                    admin, addr, name, topic, qid, pos, min(_PULL_BATCH, count - len(out))
+                    admin, name, topic, qid, pos, min(_PULL_BATCH, count - len(out))
                 )
                 if status is PullStatus.OFFSET_ILLEGAL and next_offset != pos:
                     pos = next_offset

@@ -32,6 +32,7 @@ from typing import Any
 from rocketq.broker.store.config import MessageStoreConfig
 from rocketq.errors import IllegalArgumentError
 from rocketq.protocol.java_properties import parse_properties
+from rocketq.protocol.mixall import RMQ_SYS_TRACE_TOPIC
 from rocketq.remoting.tls import TlsConfig
 
 __all__ = [
@@ -109,7 +110,7 @@ class BrokerConfig:
     #: traceTopicEnable.
     trace_topic_enable: bool = False
     #: msgTraceTopicName.
-    msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
+    msg_trace_topic_name: str = RMQ_SYS_TRACE_TOPIC
     #: slaveReadEnable.
     slave_read_enable: bool = False
     #: enablePropertyFilter: SQL92 subscriptions (rocketq has no SQL92 engine).

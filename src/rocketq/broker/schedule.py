@@ -25,21 +25,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rocketq.broker.store import MessageExtBrokerInner, MessageStore, PutMessageStatus
+from rocketq.common.service_thread import ServiceThread
 from rocketq.protocol import fastjson
 from rocketq.protocol.message import MessageConst, decode_record, encode_properties, tags_code
+from rocketq.protocol.mixall import RMQ_SYS_SCHEDULE_TOPIC, SCHEDULE_CONSUMER_GROUP
 
-__all__ = ["SCHEDULE_TOPIC", "ScheduleMessageService", "parse_delay_levels"]
+__all__ = ["ScheduleMessageService", "parse_delay_levels"]
 
 log = logging.getLogger(__name__)
 
-#: ``TopicValidator.RMQ_SYS_SCHEDULE_TOPIC``
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 _UNITS_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 #: ``DELAY_FOR_A_WHILE`` / ``DELAY_FOR_A_PERIOD``: re-check soon / back off after an error.
 _CHECK_INTERVAL_S = 0.1
 _ERROR_BACKOFF_S = 10.0
 _PERSIST_INTERVAL_S = 10.0
-_GROUP = "SCHEDULE_SERVICE"
 
 
 def parse_delay_levels(spec: str) -> dict[int, int]:
@@ -53,6 +52,17 @@ def parse_delay_levels(spec: str) -> dict[int, int]:
     if not table:
         raise ValueError("messageDelayLevel is empty")
     return table
+
+
+class _DeliveryLoop(ServiceThread):
+    """The ``ScheduleMessageService`` thread: rounds until shutdown, a wakeup cuts a wait short."""
+
+    def __init__(self, service: ScheduleMessageService) -> None:
+        super().__init__("ScheduleMessageService", interval_s=None, join_timeout_s=10.0)
+        self._service = service
+
+    def run_once(self) -> None:
+        self.wait_for_running(self._service.run_round())
 
 
 class ScheduleMessageService:
@@ -71,9 +81,8 @@ class ScheduleMessageService:
         self.path = Path(config_dir) / "delayOffset.json"
         self._clock_ms = clock_ms
         self.offset_table: dict[int, int] = {}
-        self._stop = threading.Event()
-        self._wakeup = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = _DeliveryLoop(self)
+        self._last_persist = time.monotonic()
         self._lock = threading.Lock()
 
     @property
@@ -102,38 +111,33 @@ class ScheduleMessageService:
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
         self.load()
-        self._thread = threading.Thread(target=self._run, name="ScheduleMessageService", daemon=True)
-        self._thread.start()
+        self._last_persist = time.monotonic()
+        self._loop.start()
 
     def shutdown(self) -> None:
-        self._stop.set()
-        self._wakeup.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
+        self._loop.shutdown()
         self.persist()
 
     def wakeup(self) -> None:
-        self._wakeup.set()
+        self._loop.wakeup()
 
     # ------------------------------------------------------------------ delivery
-    def _run(self) -> None:
-        last_persist = time.monotonic()
-        while not self._stop.is_set():
-            wait_s = _CHECK_INTERVAL_S
+    def run_round(self) -> float:
+        """One round of the delivery thread: deliver what is due, persist every 10 s; the
+        seconds to wait before the next round (longer after an error)."""
+        wait_s = _CHECK_INTERVAL_S
+        try:
+            self.deliver_due()
+        except Exception:
+            log.exception("delivering delayed messages failed")
+            wait_s = _ERROR_BACKOFF_S
+        if time.monotonic() - self._last_persist >= _PERSIST_INTERVAL_S:
             try:
-                self.deliver_due()
-            except Exception:
-                log.exception("delivering delayed messages failed")
-                wait_s = _ERROR_BACKOFF_S
-            if time.monotonic() - last_persist >= _PERSIST_INTERVAL_S:
-                try:
-                    self.persist()
-                except OSError:
-                    log.exception("persisting delayOffset.json failed")
-                last_persist = time.monotonic()
-            self._wakeup.wait(wait_s)
-            self._wakeup.clear()
+                self.persist()
+            except OSError:
+                log.exception("persisting delayOffset.json failed")
+            self._last_persist = time.monotonic()
+        return wait_s
 
     def deliver_due(self) -> int:
         """Deliver every message whose time has come; return how many were delivered."""
@@ -146,14 +150,16 @@ class ScheduleMessageService:
         store = self.store
         queue_id = level - 1
         delivered = 0
-        while not self._stop.is_set():
+        while not self._loop.stopped:
             with self._lock:
                 offset = self.offset_table.get(level, 0)
-            min_offset = store.get_min_offset_in_queue(SCHEDULE_TOPIC, queue_id)
+            min_offset = store.get_min_offset_in_queue(RMQ_SYS_SCHEDULE_TOPIC, queue_id)
             offset = max(offset, min_offset)
-            if offset >= store.get_max_offset_in_queue(SCHEDULE_TOPIC, queue_id):
+            if offset >= store.get_max_offset_in_queue(RMQ_SYS_SCHEDULE_TOPIC, queue_id):
                 return delivered
-            result = store.get_message(_GROUP, SCHEDULE_TOPIC, queue_id, offset, 32, None)
+            result = store.get_message(
+                SCHEDULE_CONSUMER_GROUP, RMQ_SYS_SCHEDULE_TOPIC, queue_id, offset, 32, None
+            )
             if not result.buffers:
                 with self._lock:
                     self.offset_table[level] = max(result.next_begin_offset, offset)

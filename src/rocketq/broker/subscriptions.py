@@ -28,6 +28,7 @@ from rocketq.broker.topics import next_data_version
 from rocketq.protocol import fastjson
 from rocketq.protocol.bodies import SubscriptionGroupConfig, SubscriptionGroupWrapper
 from rocketq.protocol.java import concurrent_hashmap_order
+from rocketq.protocol.mixall import CID_RMQ_SYS_PREFIX, TOOLS_CONSUMER_GROUP
 from rocketq.protocol.route import DataVersion
 
 __all__ = ["SYSTEM_GROUPS", "SubscriptionGroupManager", "is_sys_consumer_group"]
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 
 #: MixAll group constants created by ``SubscriptionGroupManager.init`` (in that order).
 SYSTEM_GROUPS: tuple[str, ...] = (
-    "TOOLS_CONSUMER",
+    TOOLS_CONSUMER_GROUP,
     "FILTERSRV_CONSUMER",
     "SELF_TEST_C_GROUP",
     "CID_ONS-HTTP-PROXY",
@@ -44,15 +45,13 @@ SYSTEM_GROUPS: tuple[str, ...] = (
     "CID_ONSAPI_PERMISSION",
     "CID_ONSAPI_OWNER",
 )
-#: MixAll.CID_SYS_RMQ_TRANS and friends start with this (``MixAll.isSysConsumerGroup``).
-_SYS_GROUP_PREFIX = "CID_RMQ_SYS_"
 #: ``subscriptionGroupTable = new ConcurrentHashMap<>(1024)``
 _TABLE_CAPACITY = 1024
 
 
 def is_sys_consumer_group(group: str) -> bool:
     """``MixAll.isSysConsumerGroup``."""
-    return group.startswith(_SYS_GROUP_PREFIX)
+    return group.startswith(CID_RMQ_SYS_PREFIX)
 
 
 def _wall_ms() -> int:

@@ -35,16 +35,21 @@ from rocketq.broker.config import BrokerConfig, ConfigManager, config_file_path
 from rocketq.protocol import fastjson
 from rocketq.protocol.codes import PermName
 from rocketq.protocol.java import concurrent_hashmap_order
+from rocketq.protocol.mixall import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    NOT_ALLOWED_SEND_TOPICS,
+    REPLY_TOPIC_POSTFIX,
+    RMQ_SYS_BENCHMARK_TOPIC,
+    RMQ_SYS_OFFSET_MOVED_EVENT,
+    RMQ_SYS_SCHEDULE_TOPIC,
+    RMQ_SYS_SELF_TEST_TOPIC,
+    SYSTEM_TOPIC_PREFIX,
+    SYSTEM_TOPICS,
+    TOPIC_MAX_LENGTH,
+)
 from rocketq.protocol.route import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 
 __all__ = [
-    "AUTO_CREATE_TOPIC_KEY_TOPIC",
-    "RMQ_SYS_BENCHMARK_TOPIC",
-    "RMQ_SYS_OFFSET_MOVED_EVENT",
-    "RMQ_SYS_SCHEDULE_TOPIC",
-    "RMQ_SYS_SELF_TEST_TOPIC",
-    "RMQ_SYS_TRANS_HALF_TOPIC",
-    "TOPIC_MAX_LENGTH",
     "TopicConfigManager",
     "is_not_allowed_send_topic",
     "next_data_version",
@@ -53,48 +58,11 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# TopicValidator constants (4.9.7)
-AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
-RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-RMQ_SYS_BENCHMARK_TOPIC = "BenchmarkTest"
-RMQ_SYS_TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
-RMQ_SYS_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
-RMQ_SYS_TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
-RMQ_SYS_SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
-RMQ_SYS_OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
-SYSTEM_TOPIC_PREFIX = "rmq_sys_"
-#: MixAll.REPLY_TOPIC_POSTFIX
-REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
-TOPIC_MAX_LENGTH = 127
 #: TopicConfigManager.SCHEDULE_TOPIC_QUEUE_NUM
 SCHEDULE_TOPIC_QUEUE_NUM = 18
 #: TopicConfig's default queue count (readQueueNums/writeQueueNums = 16)
 DEFAULT_READ_WRITE_QUEUE_NUMS = 16
 
-_BASE_SYSTEM_TOPICS = frozenset(
-    {
-        AUTO_CREATE_TOPIC_KEY_TOPIC,
-        RMQ_SYS_SCHEDULE_TOPIC,
-        RMQ_SYS_BENCHMARK_TOPIC,
-        RMQ_SYS_TRANS_HALF_TOPIC,
-        RMQ_SYS_TRACE_TOPIC,
-        RMQ_SYS_TRANS_OP_HALF_TOPIC,
-        RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
-        RMQ_SYS_SELF_TEST_TOPIC,
-        RMQ_SYS_OFFSET_MOVED_EVENT,
-    }
-)
-_NOT_ALLOWED_SEND_TOPICS = frozenset(
-    {
-        RMQ_SYS_SCHEDULE_TOPIC,
-        RMQ_SYS_TRANS_HALF_TOPIC,
-        RMQ_SYS_TRANS_OP_HALF_TOPIC,
-        RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
-        RMQ_SYS_SELF_TEST_TOPIC,
-        RMQ_SYS_OFFSET_MOVED_EVENT,
-    }
-)
 # TopicValidator.VALID_CHAR_BIT_MAP: ^[%|a-zA-Z0-9_-]+$
 _ILLEGAL_CHAR = re.compile(r"[^%|a-zA-Z0-9_-]")
 
@@ -115,7 +83,7 @@ def validate_topic(topic: str | None) -> str | None:
 
 def is_not_allowed_send_topic(topic: str) -> bool:
     """``TopicValidator.isNotAllowedSendTopic``: producers may not send to these."""
-    return topic in _NOT_ALLOWED_SEND_TOPICS
+    return topic in NOT_ALLOWED_SEND_TOPICS
 
 
 def next_data_version(dv: DataVersion, now_ms: int) -> DataVersion:
@@ -145,7 +113,7 @@ class TopicConfigManager(ConfigManager):
         self._lock = threading.RLock()
         self.topic_config_table: dict[str, TopicConfig] = {}
         self.data_version = DataVersion(timestamp=wall_ms(), counter=0)
-        self._system_topics = set(_BASE_SYSTEM_TOPICS)
+        self._system_topics = set(SYSTEM_TOPICS)
         self._init_default_topics()
 
     # ------------------------------------------------------------------ defaults

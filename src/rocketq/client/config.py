@@ -24,12 +24,18 @@ import re
 import socket
 import time
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Protocol, TypeVar
 
 from rocketq.errors import ClientError, IllegalArgumentError
 from rocketq.protocol.codes import LanguageCode, SerializeType
 from rocketq.protocol.heartbeat import ConsumeFromWhere, MessageModel
+from rocketq.protocol.mixall import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    CLIENT_INNER_PRODUCER_GROUP,
+    DEFAULT_CONSUMER_GROUP,
+    DEFAULT_PRODUCER_GROUP,
+    NOT_ALLOWED_SEND_TOPICS,
+    TOPIC_MAX_LENGTH,
+)
 from rocketq.remoting.tls import TlsConfig
 
 __all__ = [
@@ -43,7 +49,6 @@ __all__ = [
     "ProducerConfig",
     "PullConsumerConfig",
     "PushConsumerConfig",
-    "ServiceState",
     "SubscriptionType",
     "change_instance_name_to_pid",
     "local_client_ip",
@@ -56,29 +61,10 @@ __all__ = [
 NAMESRV_ADDR_ENV = "NAMESRV_ADDR"
 #: ``ClientConfig.instanceName`` default.
 DEFAULT_INSTANCE_NAME = "DEFAULT"
-#: ``MixAll.DEFAULT_PRODUCER_GROUP``
-DEFAULT_PRODUCER_GROUP = "DEFAULT_PRODUCER"
-#: ``MixAll.DEFAULT_CONSUMER_GROUP``
-DEFAULT_CONSUMER_GROUP = "DEFAULT_CONSUMER"
-#: ``MixAll.CLIENT_INNER_PRODUCER_GROUP``: never renamed to ``<pid>#<ns>``.
-CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 
-# Validators.CHARACTER_MAX_LENGTH / TOPIC_MAX_LENGTH and TopicValidator's pattern.
+# Validators.CHARACTER_MAX_LENGTH and TopicValidator's pattern.
 _GROUP_MAX_LENGTH = 255
-_TOPIC_MAX_LENGTH = 127
 _NAME_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-# TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET (4.9.7): system topics a producer may not use.
-_NOT_ALLOWED_SEND_TOPICS = frozenset(
-    {
-        "SCHEDULE_TOPIC_XXXX",
-        "RMQ_SYS_TRANS_HALF_TOPIC",
-        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-        "TRANS_CHECK_MAX_TIME_TOPIC",
-        "SELF_TEST_TOPIC",
-        "OFFSET_MOVED_EVENT",
-    }
-)
-_DEFAULT_TOPIC = "TBW102"
 
 
 def validate_topic(topic: str, *, for_send: bool = False) -> None:
@@ -94,13 +80,13 @@ def validate_topic(topic: str, *, for_send: bool = False) -> None:
 def _check_topic(topic: str, for_send: bool) -> None:
     if not topic.strip():
         raise IllegalArgumentError("the specified topic is blank")
-    if len(topic) > _TOPIC_MAX_LENGTH:
-        raise IllegalArgumentError(f"the specified topic is longer than topic max length {_TOPIC_MAX_LENGTH}")
+    if len(topic) > TOPIC_MAX_LENGTH:
+        raise IllegalArgumentError(f"the specified topic is longer than topic max length {TOPIC_MAX_LENGTH}")
     if not _NAME_PATTERN.match(topic):
         raise IllegalArgumentError(
             f"the specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
         )
-    if for_send and (topic in _NOT_ALLOWED_SEND_TOPICS or topic == _DEFAULT_TOPIC):
+    if for_send and (topic in NOT_ALLOWED_SEND_TOPICS or topic == AUTO_CREATE_TOPIC_KEY_TOPIC):
         # Validators.checkTopic refuses the auto-create template as a send target
         raise IllegalArgumentError(f"sending message to topic[{topic}] is forbidden")
 
@@ -258,7 +244,7 @@ class ProducerConfig:
     #: ``producerGroup``
     producer_group: str = DEFAULT_PRODUCER_GROUP
     #: ``createTopicKey``: the template topic for auto-creation.
-    create_topic_key: str = _DEFAULT_TOPIC
+    create_topic_key: str = AUTO_CREATE_TOPIC_KEY_TOPIC
     #: ``defaultTopicQueueNums``
     default_topic_queue_nums: int = 4
     #: ``sendMsgTimeout``: the whole send, retries included.
@@ -302,47 +288,6 @@ class ProducerConfig:
         for name in ("retry_times_when_send_failed", "retry_times_when_send_async_failed"):
             if getattr(self, name) < 0:
                 raise IllegalArgumentError(f"{name} must be >= 0")
-
-
-class ServiceState(enum.Enum):
-    """``org.apache.rocketmq.common.ServiceState``: the life cycle of a producer or consumer."""
-
-    CREATE_JUST = "CREATE_JUST"
-    RUNNING = "RUNNING"
-    SHUTDOWN_ALREADY = "SHUTDOWN_ALREADY"
-    START_FAILED = "START_FAILED"
-
-    def check_startable(self, service: str) -> None:
-        """Raise the Java client's "service state not OK" error unless this is CREATE_JUST."""
-        if self is not ServiceState.CREATE_JUST:
-            raise ClientError(f"the {service} service state not OK, maybe started once, {self.name}")
-
-
-class _Service(Protocol):
-    def start(self) -> None: ...
-
-    def shutdown(self) -> None: ...
-
-
-_S = TypeVar("_S", bound=_Service)
-
-
-class ServiceLifecycle:
-    """The context-manager side of a producer's or consumer's life cycle: ``with`` starts the
-    service (:meth:`start`) and shuts it down (:meth:`shutdown`) when the block ends, also on
-    an exception (which is not suppressed)."""
-
-    def __enter__(self: _S) -> _S:
-        self.start()
-        return self
-
-    def __exit__(
-        self: _Service,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.shutdown()
 
 
 class SubscriptionType(enum.Enum):
@@ -462,7 +407,7 @@ def _range(name: str, value: int, low: int, high: int, *, allow_minus_one: bool 
 class PushConsumerConfig:
     """``DefaultMQPushConsumer`` settings with the Java defaults (``checkConfig`` ranges)."""
 
-    consumer_group: str = "DEFAULT_CONSUMER"
+    consumer_group: str = DEFAULT_CONSUMER_GROUP
     #: CLUSTERING shares queues within the group; BROADCASTING delivers everything to everyone
     message_model: MessageModel = MessageModel.CLUSTERING
     consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET

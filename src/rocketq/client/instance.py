@@ -8,11 +8,13 @@ Threading model (STYLE habit 6), per instance:
 
 * ONE remoting I/O thread (``<client id>-io``) owned by the :class:`RemotingClient`, plus
   its small handler pool for broker->client requests;
-* four :class:`ServiceThread` loops: route refresh (every ``poll_name_server_interval_ms``,
-  first after 10 ms), heartbeat + offline-broker cleanup (every
-  ``heartbeat_broker_interval_ms``, first after 1 s), consumer-offset persist (every
-  ``persist_consumer_offset_interval_ms``, first after 10 s) and rebalance (every
-  ``rebalance_interval_ms`` or at once after :meth:`MQClientInstance.rebalance_immediately`);
+* :class:`~rocketq.common.service_thread.PeriodicService` loops: route refresh (every
+  ``poll_name_server_interval_ms``, first after 10 ms) and heartbeat + offline-broker cleanup
+  (every ``heartbeat_broker_interval_ms``, first after 1 s) from :meth:`MQClientInstance.start`;
+  consumer-offset persist (every ``persist_consumer_offset_interval_ms``, first after 10 s) and
+  rebalance (every ``rebalance_interval_ms`` or at once after
+  :meth:`MQClientInstance.rebalance_immediately`) only once a consumer is registered, so a
+  producer-only instance runs two loops, not four;
 * a lazily created callback pool (``<client id>-callback``) where user callbacks and
   async-send retries run, never on the I/O thread.
 
@@ -26,9 +28,8 @@ Invariants:
 * The route table maps each topic to its last :class:`TopicRouteData`; the broker address
   table (broker name -> broker id -> ``ip:port``) is the union over all routes and is
   pruned of brokers no route mentions (``cleanOfflineBroker``).
-* Publish queue lists follow Java: QueueData sorted by broker name, writable ones whose
-  broker has a master, ids ``0..writeQueueNums-1`` (or the ``orderTopicConf`` layout);
-  subscribe sets hold every readable queue.
+* Route -> queue lists and the broker-address choice are those of
+  :mod:`rocketq.client.impl.topic_route`, shared with the thread-free core.
 """
 
 from __future__ import annotations
@@ -41,12 +42,19 @@ from collections.abc import Callable, Iterable
 from typing import Protocol, runtime_checkable
 
 from rocketq.acl.client_security import client_security_of
-from rocketq.client.api import MQClientAPI
 from rocketq.client.api_results import FindBrokerResult
 from rocketq.client.config import ClientConfig
+from rocketq.client.impl.mq_admin_impl import MQAdminImpl
+from rocketq.client.impl.mq_client_api import MQClientAPI
+from rocketq.client.impl.topic_route import (
+    select_subscribe_addr,
+    topic_route_to_publish_info,
+    topic_route_to_subscribe_info,
+)
 from rocketq.client.latency import TopicPublishInfo
+from rocketq.common.service_thread import PeriodicService, ServiceThread
 from rocketq.errors import ClientError, RocketqError
-from rocketq.protocol.codes import PermName, RequestCode, ResponseCode
+from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.heartbeat import (
     ConsumeFromWhere,
@@ -58,25 +66,21 @@ from rocketq.protocol.heartbeat import (
     SubscriptionData,
 )
 from rocketq.protocol.message_queue import MessageQueue
+from rocketq.protocol.mixall import MASTER_ID
 from rocketq.protocol.route import BrokerData, QueueData, TopicRouteData
 from rocketq.remoting.client import RemotingClient
-from rocketq.remoting.service_thread import PeriodicService, ServiceThread
 
 __all__ = [
     "DEFAULT_MANAGER",
-    "MASTER_ID",
     "MQClientInstance",
     "MQClientManager",
     "MQConsumerInner",
     "MQProducerInner",
-    "topic_route_to_publish_info",
-    "topic_route_to_subscribe_info",
+    "request_not_supported",
 ]
 
 log = logging.getLogger(__name__)
 
-#: ``MixAll.MASTER_ID``
-MASTER_ID = 0
 #: ``MQClientInstance.LOCK_TIMEOUT_MILLIS``
 _LOCK_TIMEOUT_S = 3.0
 _CALLBACK_THREADS = 4
@@ -115,6 +119,12 @@ class MQConsumerInner(Protocol):
 
     def is_subscribe_topic_need_update(self, topic: str) -> bool: ...
 
+    def process_broker_request(self, request: RemotingCommand, addr: str) -> RemotingCommand | None:
+        """A broker's request for this group (``ClientRemotingProcessor``: running info,
+        consume directly, reset offset): the response, or ``None`` when none is sent;
+        :func:`request_not_supported` for codes the consumer does not serve."""
+        ...
+
 
 def _sorted_route(route: TopicRouteData) -> tuple[object, ...]:
     qds = sorted(
@@ -128,36 +138,11 @@ def _sorted_route(route: TopicRouteData) -> tuple[object, ...]:
     return (route.order_topic_conf, tuple(qds), tuple(bds))
 
 
-def topic_route_to_publish_info(topic: str, route: TopicRouteData) -> TopicPublishInfo:
-    """``MQClientInstance.topicRouteData2TopicPublishInfo``."""
-    mqs: list[MessageQueue] = []
-    order = False
-    if route.order_topic_conf:
-        # "brokerName:queueNums;brokerName:queueNums" from the name server's KV config
-        for part in route.order_topic_conf.split(";"):
-            name, _, nums = part.partition(":")
-            if name and nums.isdigit():
-                mqs.extend(MessageQueue(topic, name, i) for i in range(int(nums)))
-        order = True
-    else:
-        masters = {b.broker_name: b for b in route.broker_datas}
-        for qd in sorted(route.queue_datas, key=lambda q: q.broker_name or ""):
-            if not qd.perm & PermName.PERM_WRITE:
-                continue
-            bd = masters.get(qd.broker_name)
-            if bd is None or MASTER_ID not in bd.broker_addrs:
-                continue
-            mqs.extend(MessageQueue(topic, qd.broker_name or "", i) for i in range(qd.write_queue_nums))
-    return TopicPublishInfo(mqs, order_topic=order, have_topic_router_info=True)
-
-
-def topic_route_to_subscribe_info(topic: str, route: TopicRouteData) -> set[MessageQueue]:
-    """``MQClientInstance.topicRouteData2TopicSubscribeInfo``: every readable queue."""
-    out: set[MessageQueue] = set()
-    for qd in route.queue_datas:
-        if qd.perm & PermName.PERM_READ:
-            out.update(MessageQueue(topic, qd.broker_name or "", i) for i in range(qd.read_queue_nums))
-    return out
+def request_not_supported(request: RemotingCommand) -> RemotingCommand:
+    """REQUEST_CODE_NOT_SUPPORTED for a broker request nobody here serves (Java's remark)."""
+    return request.make_response(
+        ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
+    )
 
 
 def _periodic(name: str, fn: Callable[[], None], initial_ms: int, period_ms: int) -> PeriodicService:
@@ -189,6 +174,8 @@ class MQClientInstance:
             language=config.language,
             serialize_type=config.serialize_type,
         )
+        #: ``MQClientInstance.getMQAdminImpl()``: queue-level lookups over this instance's routes.
+        self.mq_admin_impl = MQAdminImpl(self.api, timeout_ms=config.mq_client_api_timeout_ms, routes=self)
         self._lock = threading.RLock()
         self._namesrv_lock = threading.Lock()
         self._heartbeat_lock = threading.Lock()
@@ -215,10 +202,6 @@ class MQClientInstance:
             self.remoting.start()
             cfg = self.config
             cid = self.client_id
-            # RebalanceService waits first: consumers call rebalance_immediately() on start.
-            self._rebalance = _periodic(
-                f"{cid}-rebalance", self.do_rebalance, cfg.rebalance_interval_ms, cfg.rebalance_interval_ms
-            )
             self._threads = [
                 _periodic(
                     f"{cid}-route",
@@ -227,16 +210,35 @@ class MQClientInstance:
                     cfg.poll_name_server_interval_ms,
                 ),
                 _periodic(f"{cid}-heartbeat", self._heartbeat_round, 1000, cfg.heartbeat_broker_interval_ms),
-                _periodic(
-                    f"{cid}-persist",
-                    self.persist_all_consumer_offset,
-                    10_000,
-                    cfg.persist_consumer_offset_interval_ms,
-                ),
-                self._rebalance,
             ]
             for thread in self._threads:
                 thread.start()
+            if self._consumers:
+                self._start_consumer_loops()
+
+    def _start_consumer_loops(self) -> None:
+        """The offset-persist and rebalance loops, once the instance has a consumer (under
+        ``_lock``): a producer-only instance runs neither."""
+        if self._rebalance is not None or not self._started or self._shutdown:
+            return
+        cfg = self.config
+        cid = self.client_id
+        # RebalanceService waits first: consumers call rebalance_immediately() on start.
+        self._rebalance = _periodic(
+            f"{cid}-rebalance", self.do_rebalance, cfg.rebalance_interval_ms, cfg.rebalance_interval_ms
+        )
+        loops = [
+            _periodic(
+                f"{cid}-persist",
+                self.persist_all_consumer_offset,
+                10_000,
+                cfg.persist_consumer_offset_interval_ms,
+            ),
+            self._rebalance,
+        ]
+        self._threads.extend(loops)
+        for thread in loops:
+            thread.start()
 
     def shutdown(self) -> None:
         """Stop every loop and the remoting client (joined); unregistered from the manager.
@@ -303,6 +305,7 @@ class MQClientInstance:
             if group in self._consumers:
                 return False
             self._consumers[group] = consumer
+            self._start_consumer_loops()
             return True
 
     def unregister_consumer(self, group: str) -> None:
@@ -419,18 +422,12 @@ class MQClientInstance:
     ) -> FindBrokerResult | None:
         """``findBrokerAddressInSubscribe``: exact id, else (slaves) id+1, else any address."""
         with self._lock:
-            addrs = self._broker_addrs.get(broker_name)
-            if not addrs:
+            found = select_subscribe_addr(
+                self._broker_addrs.get(broker_name, {}), broker_id, only_this_broker
+            )
+            if found is None:
                 return None
-            addr = addrs.get(broker_id)
-            slave = broker_id != MASTER_ID
-            if addr is None and slave:
-                addr = addrs.get(broker_id + 1)
-            if addr is None and not only_this_broker:
-                bid, addr = next(iter(sorted(addrs.items())))
-                slave = bid != MASTER_ID
-            if addr is None:
-                return None
+            addr, slave = found
             version = self._broker_versions.get(broker_name, {}).get(addr, 0)
             return FindBrokerResult(addr, slave, version)
 
@@ -610,21 +607,13 @@ class MQClientInstance:
             return None
         group = request.ext("consumerGroup") or request.ext("group")
         consumer = self.select_consumer(group) if group else None
-        handler = getattr(consumer, "process_broker_request", None)
-        if handler is not None:
-            result: RemotingCommand | None = handler(request, addr)
-            return result
         if consumer is not None:
-            return request.make_response(
-                ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
-            )
+            return consumer.process_broker_request(request, addr)
         if group is not None:
             return request.make_response(
                 ResponseCode.SYSTEM_ERROR, f"The Consumer Group <{group}> not exist in this consumer"
             )
-        return request.make_response(
-            ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
-        )
+        return request_not_supported(request)
 
 
 class MQClientManager:

@@ -48,8 +48,6 @@ from rocketq.client.config import (
     CLIENT_INNER_PRODUCER_GROUP,
     ClientConfig,
     ProducerConfig,
-    ServiceLifecycle,
-    ServiceState,
     change_instance_name_to_pid,
     validate_topic,
 )
@@ -58,6 +56,7 @@ from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
 from rocketq.client.produce_accumulator import ProduceAccumulator
 from rocketq.client.selectors import SelectorLike, as_selector
 from rocketq.common.log_limiter import LogLimiter
+from rocketq.common.service_state import ServiceLifecycle, ServiceState
 from rocketq.errors import (
     BrokerError,
     ClientError,
@@ -81,7 +80,7 @@ from rocketq.protocol.message_id import decode_offset_msg_id, new_unique_id
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX
 from rocketq.protocol.route import TopicConfig
-from rocketq.remoting.client import host_addr_to_string
+from rocketq.remoting.helper import host_addr_to_string
 
 __all__ = ["Producer", "SendCallback", "SendResult", "SendStatus"]
 

@@ -43,8 +43,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rocketq.protocol.codes import PermName
+from rocketq.protocol.codes import PermName, TopicSysFlag
 from rocketq.protocol.java import hashmap_order
+from rocketq.protocol.mixall import MASTER_ID
 from rocketq.protocol.route import (
     BrokerData,
     ClusterInfo,
@@ -65,11 +66,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: ``MixAll.MASTER_ID``.
-MASTER_ID = 0
-#: ``TopicSysFlag.FLAG_UNIT`` / ``FLAG_UNIT_SUB``.
-_FLAG_UNIT = 0x1
-_FLAG_UNIT_SUB = 0x2
+#: ``TopicSysFlag.FLAG_UNIT`` / ``FLAG_UNIT_SUB`` as plain ints.
+_FLAG_UNIT = int(TopicSysFlag.FLAG_UNIT)
+_FLAG_UNIT_SUB = int(TopicSysFlag.FLAG_UNIT_SUB)
 
 # Initial capacities of the Java tables (RouteInfoManager constructor; HashMap/HashSet
 # default 16 elsewhere). They decide the iteration order fastjson writes.

@@ -19,6 +19,7 @@ __all__ = [
     "RequestCode",
     "ResponseCode",
     "SerializeType",
+    "TopicSysFlag",
     "Version",
 ]
 
@@ -257,6 +258,13 @@ class PullSysFlag(enum.IntFlag):
     SUBSCRIPTION = 0x4
     CLASS_FILTER = 0x8
     LITE_PULL_MESSAGE = 0x10
+
+
+class TopicSysFlag(enum.IntFlag):
+    """``org.apache.rocketmq.common.sysflag.TopicSysFlag``."""
+
+    FLAG_UNIT = 0x1
+    FLAG_UNIT_SUB = 0x2
 
 
 class PermName(enum.IntFlag):

@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rocketq.errors import IllegalArgumentError, MalformedFrameError, ProtocolError
+from rocketq.protocol.codes import COMPRESSION_TYPE_MASK, MessageSysFlag
 from rocketq.protocol.java import hashmap_order, string_hash
 from rocketq.protocol.message_id import HostAddr, create_offset_msg_id, host_to_bytes
 
@@ -97,11 +98,12 @@ MAX_PROPERTIES_LENGTH = 32767
 NAME_VALUE_SEPARATOR = "\x01"
 PROPERTY_SEPARATOR = "\x02"
 
-_V6_BITS = 0x30  # MessageSysFlag.BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
-_BORN_V6 = 0x10
-_STORE_V6 = 0x20
-_COMPRESSED = 0x1
-_COMPRESSION_TYPE_MASK = 0x700
+# MessageSysFlag bits as plain ints (hot paths)
+_BORN_V6 = int(MessageSysFlag.BORNHOST_V6_FLAG)
+_STORE_V6 = int(MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)
+_V6_BITS = _BORN_V6 | _STORE_V6
+_COMPRESSED = int(MessageSysFlag.COMPRESSED_FLAG)
+_COMPRESSION_TYPE_MASK = COMPRESSION_TYPE_MASK
 
 
 def _layout(born_len: int, store_len: int) -> struct.Struct:

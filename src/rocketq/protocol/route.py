@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from rocketq.protocol.codes import PermName, Version
 from rocketq.protocol.fastjson import JsonBean, JsonError, dumps, loads
+from rocketq.protocol.mixall import MASTER_ID
 
 __all__ = [
     "MAX_INFLATED_REGISTER_BODY",
@@ -231,8 +232,16 @@ class BrokerData(JsonBean):
     broker_addrs: dict[int, str] = field(default_factory=dict)
 
     def master_addr(self) -> str | None:
-        """The master's address (brokerId 0), or ``None``."""
-        return self.broker_addrs.get(0)
+        """The master's address (``MixAll.MASTER_ID``), or ``None``."""
+        return self.broker_addrs.get(MASTER_ID)
+
+    def select_broker_addr(self) -> str | None:
+        """``BrokerData.selectBrokerAddr``: the master, else the lowest-id slave (Java picks a
+        random one; the lowest id keeps answers reproducible)."""
+        if not self.broker_addrs:
+            return None
+        master = self.broker_addrs.get(MASTER_ID)
+        return master if master is not None else self.broker_addrs[min(self.broker_addrs)]
 
 
 @dataclass(kw_only=True)

@@ -4,15 +4,14 @@
   I/O thread, a blocking thread-safe API, opaque matching, timeouts, server->client requests.
 * :mod:`rocketq.remoting.server` — :class:`RemotingServer` (``NettyRemotingServer``) on
   asyncio, :class:`Channel`, :class:`RequestProcessor`, :class:`ServerThread`.
-* :mod:`rocketq.remoting.service_thread` — :class:`ServiceThread`, the base of background
-  loops (``org.apache.rocketmq.common.ServiceThread``).
+
+Background loops (``ServiceThread``) live in :mod:`rocketq.common.service_thread`.
 """
 
 from __future__ import annotations
 
 from rocketq.remoting.client import RemotingClient, RequestHandler
 from rocketq.remoting.server import Channel, ChannelListener, RemotingServer, RequestProcessor, ServerThread
-from rocketq.remoting.service_thread import ServiceThread
 
 __all__ = [
     "Channel",
@@ -22,5 +21,4 @@ __all__ = [
     "RequestHandler",
     "RequestProcessor",
     "ServerThread",
-    "ServiceThread",
 ]

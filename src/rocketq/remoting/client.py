@@ -67,7 +67,7 @@ from rocketq.errors import (
     ProtocolError,
     RequestTimeoutError,
 )
-from rocketq.protocol.codes import ResponseCode, SerializeType
+from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.frame import (
     FLAG_ONEWAY,
     FLAG_RESPONSE,
@@ -75,16 +75,9 @@ from rocketq.protocol.frame import (
     FrameDecoder,
     RemotingCommand,
 )
+from rocketq.remoting.helper import RequestIdCounter, exception_desc, machinery_response, parse_addr
 
-__all__ = [
-    "RemotingClient",
-    "RequestHandler",
-    "RpcHook",
-    "exception_desc",
-    "host_addr_to_string",
-    "machinery_response",
-    "parse_addr",
-]
+__all__ = ["RemotingClient", "RequestHandler", "RpcHook"]
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +89,6 @@ RpcHook = Callable[[RemotingCommand], None]
 
 _RECV_SIZE: Final = 256 * 1024
 _HANDLER_THREADS: Final = 4
-_INT32_SPAN: Final = 1 << 32
-_INT32_MIN: Final = -(1 << 31)
 _EVENT_READ: Final = selectors.EVENT_READ
 _EVENT_WRITE: Final = selectors.EVENT_WRITE
 
@@ -107,50 +98,6 @@ class _Blocked:
 
 
 _BLOCKED: Final = _Blocked()
-
-
-def parse_addr(addr: str) -> tuple[str, int]:
-    """``"host:port"`` (or ``"[v6]:port"``) -> ``(host, port)`` (``RemotingHelper.string2SocketAddress``)."""
-    host, sep, port_text = addr.rpartition(":")
-    if not sep or not host or not port_text.isdigit():
-        raise IllegalArgumentError(f"address {addr!r} is not host:port")
-    port = int(port_text)
-    if not 0 < port < 65536:
-        raise IllegalArgumentError(f"address {addr!r} has an invalid port")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    return host, port
-
-
-def host_addr_to_string(host: tuple[str, int]) -> str:
-    """``(ip, port)`` -> ``"ip:port"``, ``"[v6]:port"`` for IPv6: a store host or an offsetMsgId's
-    address as a broker address to connect to, which :func:`parse_addr` reads back. (Java's
-    ``RemotingUtil.socketAddress2String`` writes IPv6 without brackets; compare addresses as
-    parsed ``(host, port)`` pairs, not as strings.)"""
-    ip, port = host
-    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
-
-
-def exception_desc(exc: BaseException) -> str:
-    """Remark for a SYSTEM_ERROR answer, like Java's ``RemotingHelper.exceptionSimpleDesc``
-    (``Throwable.toString()``: the class name, then ``": message"`` when there is one)."""
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def machinery_response(request: RemotingCommand, code: int, remark: str) -> RemotingCommand:
-    """An answer the remoting machinery writes itself (no processor, or one that failed;
-    the server's [REJECTREQUEST] too), on the client and the server side alike."""
-    # RemotingCommand.createResponseCommand: written in the *default* serialize type (JSON),
-    # not the request's: only the processor-callback path copies the request's type
-    # (NettyRemotingAbstract.processRequestCommand, 4.9.x).
-    return RemotingCommand(
-        code=code,
-        flag=FLAG_RESPONSE,
-        opaque=request.opaque,
-        remark=remark,
-        serialize_type=SerializeType.JSON,
-    )
 
 
 class _SyncWaiter:
@@ -269,7 +216,7 @@ class RemotingClient:
         # Every connection not closed yet, mapped or not: the shutdown sweep closes them all.
         self._live: set[_Connection] = set()
         self._connect_locks: dict[str, threading.Lock] = {}
-        self._opaques = itertools.count()
+        self._opaques = RequestIdCounter()
 
         # Made by start(): the selector and the socket pair that wakes it.
         self._selector: selectors.BaseSelector
@@ -438,8 +385,7 @@ class RemotingClient:
             raise ClientError(f"remoting client {self.name} is not started")
 
     def _next_opaque(self) -> int:
-        # RemotingCommand.requestId: an AtomicInteger from 0 that wraps to Integer.MIN_VALUE.
-        return (next(self._opaques) - _INT32_MIN) % _INT32_SPAN + _INT32_MIN
+        return self._opaques.next()
 
     def _send_request(self, conn: _Connection, request: RemotingCommand, fut: _Waiter) -> int:
         opaque = self._next_opaque()

@@ -32,14 +32,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import os
 import socket
 import ssl
 import threading
 from collections.abc import Callable, Coroutine, Generator, Sequence
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from rocketq.errors import ConnectError, ProtocolError, RequestTimeoutError
 from rocketq.protocol.codes import ResponseCode
@@ -50,7 +49,7 @@ from rocketq.protocol.frame import (
     FrameDecoder,
     RemotingCommand,
 )
-from rocketq.remoting.client import exception_desc, machinery_response
+from rocketq.remoting.helper import RequestIdCounter, exception_desc, machinery_response
 from rocketq.remoting.tls import TLS_HANDSHAKE_BYTE, TlsMode
 
 __all__ = [
@@ -66,8 +65,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-_INT32_SPAN: Final = 1 << 32
-_INT32_MIN: Final = -(1 << 31)
 
 #: Called with the channel that connected or closed (``ChannelEventListener``).
 ChannelListener = Callable[["Channel"], None]
@@ -81,7 +78,15 @@ class RequestProcessor(Protocol):
 
     ``process`` returns the response, or None for no response now (oneway requests, or a
     processor that answers later with :meth:`Channel.write`, e.g. a held long-poll pull).
-    It runs on the event loop and offloads blocking work itself. A processor may also
+    It runs on the event loop, so whatever it does inline holds every connection of the
+    server. The broker's processors run store work inline on purpose: a put copies into the
+    mapped commit log and a pull slices it (microseconds, no disk wait; SYNC_FLUSH waits are
+    awaited, not blocked on). The bound is the page cache: a page fault on a mapped file under
+    memory pressure or a new commit-log segment stalls the loop for as long as it takes.
+    Work that waits on the network or the disk by design (name-server registration, file
+    persistence) is offloaded by the processor to an executor. Java's send and pull thread
+    pools were measured as an alternative and cost throughput (``benchmarks/README.md``,
+    "The broker's event loop"). A processor may also
     define ``reject_request() -> bool`` (``NettyRequestProcessor.rejectRequest``): True makes
     the server answer SYSTEM_BUSY without calling ``process``.
     """
@@ -239,7 +244,34 @@ class Channel:
         if not self._lost.done():
             self._lost.set_result(None)
 
-    # ------------------------------------------------------------------ reading
+    # ------------------------------------------------------------------ reading (the protocol's calls)
+    def received(self) -> None:
+        """Bytes arrived: the channel is active now (its idle clock restarts)."""
+        self.last_active = self._loop.time()
+
+    def hold_writes(self) -> None:
+        """Queue what is written until :meth:`release_writes` (one chunk's answers, one send)."""
+        self._batching = True
+
+    def release_writes(self) -> None:
+        """End :meth:`hold_writes`: send what was queued meanwhile."""
+        self._batching = False
+        if self._out:
+            self._flush()
+
+    def abort(self) -> None:
+        """Close at once and refuse further writes (a peer that sent a malformed frame)."""
+        self._close_now()
+        self.closed = True
+
+    def on_lost(self, exc: BaseException | None) -> None:
+        """The connection is gone: pending invokes fail with ConnectError, writes are dropped."""
+        self._on_lost(exc)
+
+    def on_response(self, cmd: RemotingCommand) -> None:
+        """A response from the peer to one of this channel's :meth:`invoke` calls."""
+        self._on_response(cmd)
+
     def _on_response(self, cmd: RemotingCommand) -> None:
         fut = self._pending.pop(cmd.opaque, None)
         if fut is None:
@@ -282,7 +314,7 @@ class _ServerProtocol(asyncio.Protocol):
             return
         if channel.closed:
             return
-        channel.last_active = channel._loop.time()
+        channel.received()
         try:
             commands = self._decoder.feed(data)
         except ProtocolError as exc:
@@ -291,27 +323,24 @@ class _ServerProtocol(asyncio.Protocol):
             log.warning(
                 "%s: malformed frame from %s, closing it: %s", self._server.name, channel.remote_addr, exc
             )
-            channel._close_now()
-            channel.closed = True
+            channel.abort()
             return
         dispatch = self._server._dispatch
         # Responses produced while this chunk is handled leave together, in one send.
-        channel._batching = True
+        channel.hold_writes()
         try:
             for cmd in commands:
                 if cmd.flag & FLAG_RESPONSE:
-                    channel._on_response(cmd)
+                    channel.on_response(cmd)
                 else:
                     dispatch(channel, cmd)
         finally:
-            channel._batching = False
-            if channel._out:
-                channel._flush()
+            channel.release_writes()
 
     def connection_lost(self, exc: Exception | None) -> None:
         channel = self._channel
         if channel is not None:
-            channel._on_lost(exc)
+            channel.on_lost(exc)
             self._server._on_close(channel)
 
 
@@ -492,7 +521,7 @@ class RemotingServer:
         self._close_listeners: list[ChannelListener] = []
         self._channels: set[Channel] = set()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._opaques = itertools.count()
+        self._opaques = RequestIdCounter()
         self._server: asyncio.Server | None = None
         self._idle_task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -605,8 +634,7 @@ class RemotingServer:
 
     # ------------------------------------------------------------------ internals
     def _next_opaque(self) -> int:
-        # RemotingCommand.requestId: an AtomicInteger from 0 that wraps to Integer.MIN_VALUE.
-        return (next(self._opaques) - _INT32_MIN) % _INT32_SPAN + _INT32_MIN
+        return self._opaques.next()
 
     def _on_connect(self, channel: Channel) -> None:
         self._channels.add(channel)

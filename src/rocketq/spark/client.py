@@ -1,20 +1,21 @@
-"""The connector's own small client: queue lookups, offsets and raw pulls over MQClientAPI.
+"""The connector's own small client: queue lookups, offsets and raw pulls on the thread-free client core.
 
 Spark runs the source on the driver (planning, commits) and on executors (one task per
 message queue), both in short-lived Python workers. A full
 :class:`~rocketq.client.instance.MQClientInstance` (heartbeats, rebalancing, route polling
-threads) is the wrong tool there; :class:`SourceClient` is one
-:class:`~rocketq.remoting.client.RemotingClient` (one I/O thread) plus
-:class:`~rocketq.client.api.MQClientAPI`, the same typed RPCs every rocketq client uses.
-It mirrors what ``DefaultMQPullConsumerImpl``/``MQAdminImpl`` do for a pull consumer that
-owns its offsets (reference 6.2a, 7.2): route lookup, GET_MIN/MAX_OFFSET,
-SEARCH_OFFSET_BY_TIMESTAMP, PULL_MESSAGE with the SUBSCRIPTION flag and no COMMIT_OFFSET,
-UPDATE/QUERY_CONSUMER_OFFSET.
+threads) is the wrong tool there; :class:`SourceClient` is the thread-free client core of
+:mod:`rocketq.client.impl`: a standalone
+:class:`~rocketq.client.impl.mq_client_api.MQClientAPI` (one I/O thread),
+:class:`~rocketq.client.impl.mq_admin_impl.MQAdminImpl` (route cache, offsets, search by time)
+and :class:`~rocketq.client.impl.pull_api_wrapper.PullAPIWrapper` (the PULL_MESSAGE every
+rocketq client sends). It does what ``DefaultMQPullConsumerImpl``/``MQAdminImpl`` do for a
+pull consumer that owns its offsets (reference 6.2a, 7.2): route lookup,
+GET_MIN/MAX_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP, PULL_MESSAGE with the SUBSCRIPTION flag and
+no COMMIT_OFFSET, UPDATE/QUERY_CONSUMER_OFFSET. It imports nothing from ``rocketq.remoting``.
 
 Invariants: :meth:`SourceClient.close` joins the I/O thread, so a task that closes its
-client leaves no thread behind in the Python worker; requests always go to the broker
-master of the queue (``MixAll.MASTER_ID``); a route is fetched again once when a broker
-name is unknown.
+client leaves no thread behind in the Python worker; requests go to the broker master of the
+queue (``MixAll.MASTER_ID``); a route is fetched again once when a broker name is unknown.
 """
 
 from __future__ import annotations
@@ -26,17 +27,17 @@ from types import TracebackType
 from typing import Final
 
 from rocketq.acl.client_security import client_security_of
-from rocketq.client.api import MQClientAPI
 from rocketq.client.api_results import PullResult, PullStatus
 from rocketq.client.config import parse_namesrv_addr
-from rocketq.client.consumer.pull import build_pull_sys_flag
+from rocketq.client.impl.mq_admin_impl import MQAdminImpl
+from rocketq.client.impl.mq_client_api import MQClientAPI
+from rocketq.client.impl.pull_api_wrapper import PullAPIWrapper
+from rocketq.client.impl.topic_route import topic_route_to_subscribe_info
 from rocketq.errors import BrokerError, ClientError
-from rocketq.protocol.codes import PermName, ResponseCode
-from rocketq.protocol.headers import PullMessageRequestHeader
+from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.message import decode_records
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.route import TopicRouteData
-from rocketq.remoting.client import RemotingClient
 from rocketq.spark.options import SecurityOptions
 
 __all__ = ["DEFAULT_READER_GROUP", "SourceClient"]
@@ -65,20 +66,19 @@ class SourceClient:
         self.timeout_ms = timeout_ms
         self.sub_expression = sub_expression
         rpc_hook, ssl_context = client_security_of(security or SecurityOptions())
-        self._remoting = RemotingClient(
-            name=f"rocketq-spark-{next(_names)}", rpc_hook=rpc_hook, ssl_context=ssl_context
+        self.api = MQClientAPI.standalone(
+            parse_namesrv_addr(nameserver),
+            name=f"rocketq-spark-{next(_names)}",
+            rpc_hook=rpc_hook,
+            ssl_context=ssl_context,
         )
-        self._remoting.start()
-        try:
-            self.api = MQClientAPI(self._remoting, parse_namesrv_addr(nameserver))
-        except BaseException:
-            self._remoting.close()
-            raise
-        self._routes: dict[str, TopicRouteData] = {}
+        self.api.start()
+        self.admin = MQAdminImpl(self.api, timeout_ms=_ADMIN_TIMEOUT_MS)
+        self._puller = PullAPIWrapper(self.admin, self.group)
 
     def close(self) -> None:
         """Close every connection and join the I/O thread (idempotent)."""
-        self._remoting.close()
+        self.api.close()
 
     def __enter__(self) -> SourceClient:
         return self
@@ -91,49 +91,31 @@ class SourceClient:
     # ------------------------------------------------------------------ routes
     def route(self, topic: str, *, refresh: bool = False) -> TopicRouteData:
         """The topic's route; raises :class:`ClientError` when the topic does not exist."""
-        cached = self._routes.get(topic)
-        if cached is not None and not refresh:
-            return cached
-        route = self.api.get_topic_route_info_from_name_server(topic, _ADMIN_TIMEOUT_MS)
+        route = self.admin.route(topic, refresh=refresh)
         if route is None:
             raise ClientError(f"topic {topic} does not exist (no route on the name server)")
-        self._routes[topic] = route
         return route
 
     def queues(self, topic: str) -> list[MessageQueue]:
         """Every readable queue of ``topic`` (fresh from the name server), sorted
         (``MQClientInstance.topicRouteData2TopicSubscribeInfo``)."""
-        route = self.route(topic, refresh=True)
-        out = [
-            MessageQueue(topic, qd.broker_name or "", i)
-            for qd in route.queue_datas
-            if qd.perm & PermName.PERM_READ
-            for i in range(qd.read_queue_nums)
-        ]
-        return sorted(out)
+        return sorted(topic_route_to_subscribe_info(topic, self.route(topic, refresh=True)))
 
     def master_addr(self, mq: MessageQueue) -> str:
         """The master address of the queue's broker (route refreshed once if unknown)."""
-        for refresh in (False, True):
-            for bd in self.route(mq.topic, refresh=refresh).broker_datas:
-                if bd.broker_name == mq.broker_name:
-                    addr = bd.master_addr()
-                    if addr:
-                        return addr
-        raise ClientError(f"the broker[{mq.broker_name}] of {mq} has no master in the route")
+        self.route(mq.topic)
+        return self.admin.master_addr(mq)
 
     # ------------------------------------------------------------------ offsets
     def min_offset(self, mq: MessageQueue) -> int:
         """GET_MIN_OFFSET: the smallest offset still stored."""
-        return self.api.get_min_offset(
-            self.master_addr(mq), mq.topic, mq.queue_id, _ADMIN_TIMEOUT_MS, bname=mq.broker_name
-        )
+        self.route(mq.topic)
+        return self.admin.min_offset(mq)
 
     def max_offset(self, mq: MessageQueue) -> int:
         """GET_MAX_OFFSET: the offset the next message will get."""
-        return self.api.get_max_offset(
-            self.master_addr(mq), mq.topic, mq.queue_id, _ADMIN_TIMEOUT_MS, bname=mq.broker_name
-        )
+        self.route(mq.topic)
+        return self.admin.max_offset(mq)
 
     def first_offset_at(self, mq: MessageQueue, timestamp_ms: int) -> int:
         """The first offset whose message was stored at or after ``timestamp_ms`` (max
@@ -147,9 +129,7 @@ class SourceClient:
         low, high = self.min_offset(mq), self.max_offset(mq)
         if low >= high:
             return high
-        found = self.api.search_offset(
-            self.master_addr(mq), mq.topic, mq.queue_id, timestamp_ms, _ADMIN_TIMEOUT_MS, bname=mq.broker_name
-        )
+        found = self.admin.search_offset(mq, timestamp_ms)
         offset = min(max(found, low), high)
         # step back while the previous entries are not older than the timestamp
         while offset > low:
@@ -203,35 +183,28 @@ class SourceClient:
             raise
 
     # ------------------------------------------------------------------ pulls
-    def _pull_header(
-        self, mq: MessageQueue, offset: int, max_nums: int, sub_expression: str | None
-    ) -> PullMessageRequestHeader:
-        return PullMessageRequestHeader(
-            consumer_group=self.group,
-            topic=mq.topic,
-            queue_id=mq.queue_id,
-            queue_offset=offset,
-            max_msg_nums=max_nums,
-            # DefaultMQPullConsumerImpl.pullSyncImpl: SUBSCRIPTION only; the offset is ours
-            sys_flag=build_pull_sys_flag(commit_offset=False, suspend=False, subscription=True),
-            commit_offset=0,
-            suspend_timeout_millis=0,
-            subscription=sub_expression if sub_expression is not None else self.sub_expression,
-            sub_version=0,
-            expression_type="TAG",
-            bname=mq.broker_name,
-        )
-
     def pull(
         self, mq: MessageQueue, offset: int, max_nums: int, *, sub_expression: str | None = None
     ) -> PullResult:
         """One PULL_MESSAGE; the records stay undecoded in ``message_binary``."""
-        header = self._pull_header(mq, offset, max_nums, sub_expression)
-        return self.api.pull_message_sync(self.master_addr(mq), header, self.timeout_ms)
+        self.route(mq.topic)
+        return self._puller.pull_read_only(
+            mq,
+            offset,
+            max_nums,
+            self.timeout_ms,
+            sub_expression=self.sub_expression if sub_expression is None else sub_expression,
+        )
 
     def pull_async(
         self, mq: MessageQueue, offset: int, max_nums: int, *, sub_expression: str | None = None
     ) -> concurrent.futures.Future[PullResult]:
         """Like :meth:`pull`, without waiting (the future completes on the I/O thread)."""
-        header = self._pull_header(mq, offset, max_nums, sub_expression)
-        return self.api.pull_message_async(self.master_addr(mq), header, self.timeout_ms)
+        self.route(mq.topic)
+        return self._puller.pull_read_only_async(
+            mq,
+            offset,
+            max_nums,
+            self.timeout_ms,
+            sub_expression=self.sub_expression if sub_expression is None else sub_expression,
+        )

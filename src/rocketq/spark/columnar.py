@@ -55,6 +55,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rocketq.errors import MalformedFrameError
+from rocketq.protocol.codes import MessageSysFlag
 from rocketq.protocol.message import (
     MAGIC_CODE_V1,
     MAGIC_CODE_V2,
@@ -96,9 +97,9 @@ _HEAD_V4: Final = 88
 #: Smallest possible record: that header, the topic length byte and the properties length
 #: short (``CommitLog.calMsgLength`` with empty body, topic and properties).
 _MIN_RECORD: Final = 91
-_COMPRESSED: Final = 0x1
-_BORN_V6: Final = 0x10
-_STORE_V6: Final = 0x20
+_COMPRESSED: Final = int(MessageSysFlag.COMPRESSED_FLAG)
+_BORN_V6: Final = int(MessageSysFlag.BORNHOST_V6_FLAG)
+_STORE_V6: Final = int(MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)
 _INT: Final = struct.Struct(">i")
 #: Zero bytes after the records: short reads near the end stay inside the buffer.
 _PAD: Final = bytes(16)

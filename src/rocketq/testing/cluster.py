@@ -43,6 +43,7 @@ from rocketq.protocol.headers import (
     GetRouteInfoRequestHeader,
     PutKVConfigRequestHeader,
 )
+from rocketq.protocol.mixall import AUTO_CREATE_TOPIC_KEY_TOPIC
 from rocketq.protocol.route import ClusterInfo, TopicRouteData
 from rocketq.remoting.client import RemotingClient, RpcHook
 
@@ -417,7 +418,7 @@ class EmbeddedCluster:
         """
         header = CreateTopicRequestHeader(
             topic=topic,
-            default_topic="TBW102",
+            default_topic=AUTO_CREATE_TOPIC_KEY_TOPIC,
             read_queue_nums=queue_nums,
             write_queue_nums=queue_nums,
             perm=perm,

@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketq.client.api import MQClientAPI
 from rocketq.client.config import ClientConfig
+from rocketq.client.impl.mq_client_api import MQClientAPI
 from rocketq.client.instance import MQClientInstance
 from rocketq.errors import BrokerError
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import GetMaxOffsetRequestHeader
-from rocketq.remoting.client import host_addr_to_string, parse_addr
+from rocketq.remoting.helper import host_addr_to_string, parse_addr
 
 
 @given(st.ip_addresses(), st.integers(min_value=1, max_value=65535))

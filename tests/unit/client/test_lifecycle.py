@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from rocketq.client.config import ServiceLifecycle, ServiceState
 from rocketq.client.consumer.lite_pull import LitePullConsumer
 from rocketq.client.consumer.pull import PullConsumer
 from rocketq.client.consumer.push import PushConsumer
 from rocketq.client.consumer.schedule import MQPullConsumerScheduleService
 from rocketq.client.producer import Producer
+from rocketq.common.service_state import ServiceLifecycle, ServiceState
 from rocketq.errors import ClientError
 
 

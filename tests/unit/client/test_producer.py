@@ -9,7 +9,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from rocketq.client.api import MQClientAPI
 from rocketq.client.api_results import SendStatus
 from rocketq.client.config import (
     ClientConfig,
@@ -21,7 +20,8 @@ from rocketq.client.config import (
     validate_group,
     validate_topic,
 )
-from rocketq.client.instance import topic_route_to_publish_info, topic_route_to_subscribe_info
+from rocketq.client.impl.mq_client_api import MQClientAPI
+from rocketq.client.impl.topic_route import topic_route_to_publish_info, topic_route_to_subscribe_info
 from rocketq.client.producer import Producer
 from rocketq.errors import BrokerError, ClientError, IllegalArgumentError
 from rocketq.protocol.codes import LanguageCode

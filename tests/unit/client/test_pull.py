@@ -8,10 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from rocketq.client.api import MQClientAPI
 from rocketq.client.api_results import FindBrokerResult, PullStatus
 from rocketq.client.config import ClientConfig
-from rocketq.client.consumer.pull import PullAPIWrapper, build_pull_sys_flag, filter_by_tags
+from rocketq.client.impl.mq_client_api import MQClientAPI
+from rocketq.client.impl.pull_api_wrapper import PullAPIWrapper, build_pull_sys_flag, filter_by_tags
 from rocketq.client.instance import MQClientInstance
 from rocketq.errors import BrokerError
 from rocketq.protocol.codes import LanguageCode, RequestCode

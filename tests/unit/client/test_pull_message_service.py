@@ -59,5 +59,5 @@ def test_shutdown_is_prompt_and_drops_pending_work() -> None:
     start = time.monotonic()
     service.shutdown()
     assert time.monotonic() - start < 1.0
-    assert service.pending == 0
+    assert service.pending() == 0
     assert not any(t.name == "PullMessageService" for t in threading.enumerate())

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterable
 
 from rocketq.client.api_results import FindBrokerResult
 from rocketq.client.consumer.offset_store import ReadOffsetType, RemoteBrokerOffsetStore
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.rebalance import PullRequest, RebalanceImpl, RebalancePullImpl
-from rocketq.client.consumer.schedule import TaskScheduler
+from rocketq.common.scheduler import ScheduledExecutor
 from rocketq.protocol.heartbeat import MessageModel, build_subscription_data
 from rocketq.protocol.message_queue import MessageQueue
 
@@ -226,7 +225,7 @@ def test_pull_expired_queue_is_dropped_only_for_push_consumers() -> None:
 
 
 def test_task_scheduler_runs_in_due_order_and_shuts_down() -> None:
-    sched = TaskScheduler("unit-sched", 2)
+    sched = ScheduledExecutor("unit-sched", threads=2)
     sched.start()
     done = threading.Event()
     order: list[str] = []
@@ -251,5 +250,5 @@ def test_task_scheduler_runs_in_due_order_and_shuts_down() -> None:
     sched.schedule(lambda: record("never"), 10_000)
     sched.shutdown()
     assert sched.pending() == 0
-    time.sleep(0.01)
+    # shutdown joins the workers before it returns
     assert not [t for t in threading.enumerate() if t.name.startswith("unit-sched")]

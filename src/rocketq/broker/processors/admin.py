@@ -87,6 +87,7 @@ from rocketq.protocol.java import hashmap_order
 from rocketq.protocol.java_properties import format_properties
 from rocketq.protocol.message_id import decode_offset_msg_id
 from rocketq.protocol.message_queue import MessageQueue
+from rocketq.protocol.mixall import RMQ_SYS_SCHEDULE_TOPIC
 from rocketq.protocol.route import KVTable, TopicConfig, TopicFilterType
 from rocketq.remoting.server import Channel
 
@@ -205,7 +206,7 @@ def runtime_info(broker: BrokerController) -> dict[str, str]:
     if schedule is not None:
         # DefaultMessageStore.getRuntimeInfo: "scheduleMessageOffset_<level>" = "delivered,max"
         for level, delivered in sorted(schedule.offset_table.items()):
-            max_offset = store.get_max_offset_in_queue("SCHEDULE_TOPIC_XXXX", level - 1)
+            max_offset = store.get_max_offset_in_queue(RMQ_SYS_SCHEDULE_TOPIC, level - 1)
             info[f"scheduleMessageOffset_{level}"] = f"{delivered},{max_offset}"
     # KVTable.table is a HashMap: fastjson writes it in HashMap iteration order.
     return {k: info[k] for k in hashmap_order(info)}

@@ -26,7 +26,7 @@ from rocketq.broker.clients import ClientChannelInfo
 from rocketq.broker.processors import decode_request_header, header_response, plain_response
 from rocketq.errors import RocketqError
 from rocketq.protocol.bodies import CheckClientRequestBody
-from rocketq.protocol.codes import PermName, RequestCode, ResponseCode
+from rocketq.protocol.codes import PermName, RequestCode, ResponseCode, TopicSysFlag
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import UnregisterClientRequestHeader
 from rocketq.protocol.heartbeat import (
@@ -47,7 +47,7 @@ __all__ = ["ClientManageProcessor"]
 log = logging.getLogger(__name__)
 
 #: TopicSysFlag.buildSysFlag(false, true): FLAG_UNIT_SUB
-_FLAG_UNIT_SUB = 0x2
+_FLAG_UNIT_SUB = int(TopicSysFlag.FLAG_UNIT_SUB)
 
 
 class ClientManageProcessor:

@@ -31,19 +31,18 @@ from rocketq.protocol.headers import PullMessageRequestHeader, PullMessageRespon
 from rocketq.protocol.heartbeat import MessageModel, SubscriptionData, build_subscription_data
 from rocketq.protocol.message import MessageConst, encode_properties, tags_code
 from rocketq.protocol.message_queue import MessageQueue
-from rocketq.remoting.client import exception_desc
+from rocketq.protocol.mixall import MASTER_ID, RMQ_SYS_OFFSET_MOVED_EVENT
+from rocketq.remoting.helper import exception_desc
 from rocketq.remoting.server import Channel
 
 if TYPE_CHECKING:
     from rocketq.broker.broker import BrokerController
 
-__all__ = ["OFFSET_MOVED_EVENT", "PullMessageProcessor", "subscription_matcher"]
+__all__ = ["PullMessageProcessor", "subscription_matcher"]
 
 log = logging.getLogger(__name__)
 
 #: ``TopicValidator.RMQ_SYS_OFFSET_MOVED_EVENT``
-OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
-_MASTER_ID = 0
 # plain ints: IntFlag arithmetic builds enum members on every request (py-spy: 6 % of a drain)
 _PERM_READ = int(PermName.PERM_READ)
 _SUSPEND = int(PullSysFlag.SUSPEND)
@@ -224,7 +223,7 @@ class PullMessageProcessor:
         else:
             code = _STATUS_CODE[status]
         # 6.2a: with slaveReadEnable off a master always suggests itself
-        suggest = _MASTER_ID
+        suggest = MASTER_ID
         if cfg.slave_read_enable:
             suggest = (
                 sgc.which_broker_when_consume_slowly if result.suggest_pulling_from_slave else sgc.broker_id
@@ -279,7 +278,7 @@ class PullMessageProcessor:
                 result.next_begin_offset,
             )
 
-        if broker_allow_suspend and has_commit and cfg.broker_id == _MASTER_ID:
+        if broker_allow_suspend and has_commit and cfg.broker_id == MASTER_ID:
             broker.consumer_offset_manager.commit_offset(
                 channel.remote_addr, group, topic, queue_id, int(header.commit_offset or 0)
             )
@@ -290,7 +289,7 @@ class PullMessageProcessor:
     ) -> None:
         """``generateOffsetMovedEvent``: a system message telling operators a consumer jumped."""
         broker = self.broker
-        if broker.topic_config_manager.select_topic_config(OFFSET_MOVED_EVENT) is None:
+        if broker.topic_config_manager.select_topic_config(RMQ_SYS_OFFSET_MOVED_EVENT) is None:
             return
         body = fastjson.dumps(
             {
@@ -303,7 +302,7 @@ class PullMessageProcessor:
         props = {MessageConst.TAGS: group, MessageConst.DELAY: "0", MessageConst.KEYS: group}
         now = int(time.time() * 1000)
         inner = MessageExtBrokerInner(
-            topic=OFFSET_MOVED_EVENT,
+            topic=RMQ_SYS_OFFSET_MOVED_EVENT,
             queue_id=0,
             flag=0,
             body=body,

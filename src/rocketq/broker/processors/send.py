@@ -50,7 +50,7 @@ from rocketq.protocol.message import (
 )
 from rocketq.protocol.message_id import create_offset_msg_id
 from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX, dlq_topic, retry_topic
-from rocketq.remoting.client import parse_addr
+from rocketq.remoting.helper import parse_addr
 from rocketq.remoting.server import Channel
 
 if TYPE_CHECKING:

@@ -34,7 +34,7 @@ from rocketq.broker.store.index import index_key_hashes
 from rocketq.broker.store.mapped_file import MappedFile, MappedFileQueue
 from rocketq.broker.store.status import AppendResult, PutMessageStatus
 from rocketq.errors import MalformedFrameError
-from rocketq.protocol.codes import MessageSysFlag
+from rocketq.protocol.codes import TRANSACTION_TYPE_MASK, MessageSysFlag
 from rocketq.protocol.message import (
     BLANK_MAGIC_CODE,
     MAGIC_CODE_V1,
@@ -47,10 +47,10 @@ from rocketq.protocol.message import (
     tags_code,
 )
 from rocketq.protocol.message_id import HostAddr, host_to_bytes
+from rocketq.protocol.mixall import RMQ_SYS_SCHEDULE_TOPIC
 
 __all__ = [
     "END_FILE_MIN_BLANK_LENGTH",
-    "SCHEDULE_TOPIC",
     "CommitLog",
     "DispatchRequest",
 ]
@@ -59,12 +59,9 @@ _log = logging.getLogger("rocketq.broker.store")
 
 #: ``CommitLog.DefaultAppendMessageCallback.END_FILE_MIN_BLANK_LENGTH``.
 END_FILE_MIN_BLANK_LENGTH = 8
-#: ``TopicValidator.RMQ_SYS_SCHEDULE_TOPIC``.
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-
-_TRANSACTION_MASK = 0xC
-_PREPARED = 0x4
-_ROLLBACK = 0xC
+_TRANSACTION_MASK = TRANSACTION_TYPE_MASK
+_PREPARED = int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
+_ROLLBACK = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
 
 _BORN_V6 = int(MessageSysFlag.BORNHOST_V6_FLAG)  # STORETIMESTAMP moves 12 bytes on
 _STORE_TS_POS = store_timestamp_pos(0)
@@ -135,7 +132,7 @@ def delay_ms_for(topic: str, properties: Mapping[str, str], delay_levels_ms: Seq
     ``CommitLog.checkMessageAndReturnSize``: the level is clamped to the max level, and
     ``ScheduleMessageService.computeDeliverTimestamp`` adds the level's delay.
     """
-    if topic != SCHEDULE_TOPIC:
+    if topic != RMQ_SYS_SCHEDULE_TOPIC:
         return -1
     raw = properties.get(MessageConst.DELAY)
     if not raw:

@@ -23,7 +23,7 @@ from concurrent.futures import Future
 
 from rocketq.broker.store.commit_log import CommitLog
 from rocketq.broker.store.config import MessageStoreConfig
-from rocketq.broker.store.service_thread import ServiceThread
+from rocketq.common.service_thread import ServiceThread
 
 __all__ = ["FlushRealTimeService", "GroupCommitService"]
 
@@ -35,14 +35,14 @@ class FlushRealTimeService(ServiceThread):
     """ASYNC_FLUSH: the periodic flush thread."""
 
     def __init__(self, commit_log: CommitLog, config: MessageStoreConfig) -> None:
-        super().__init__("FlushRealTimeService")
+        super().__init__("FlushRealTimeService", interval_s=None, join_timeout_s=30.0)
         self._commit_log = commit_log
         self._interval_s = config.flush_interval_commit_log_ms / 1000
         self._least_pages = config.flush_commit_log_least_pages
         self._thorough_s = config.flush_commit_log_thorough_interval_ms / 1000
         self._last_thorough = time.monotonic()
 
-    def do_work(self) -> None:
+    def run_once(self) -> None:
         # flushCommitLogTimed (default true): sleep the full interval, wakeups ignored
         self.sleep_unless_stopped(self._interval_s)
         if self.stopped:
@@ -64,7 +64,7 @@ class GroupCommitService(ServiceThread):
     """SYNC_FLUSH: group commit of waiting puts."""
 
     def __init__(self, commit_log: CommitLog, config: MessageStoreConfig) -> None:
-        super().__init__("GroupCommitService")
+        super().__init__("GroupCommitService", interval_s=None, join_timeout_s=30.0)
         self._commit_log = commit_log
         self._timeout_s = config.sync_flush_timeout_ms / 1000
         self._lock = threading.Lock()
@@ -83,7 +83,7 @@ class GroupCommitService(ServiceThread):
         fut.set_result(self._commit_log.flushed_where >= next_offset)
         return fut
 
-    def do_work(self) -> None:
+    def run_once(self) -> None:
         self.wait_for_running(0.01)
         self._do_commit()
 

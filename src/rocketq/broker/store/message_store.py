@@ -39,7 +39,7 @@ from rocketq.broker.store.clean_service import (
     CleanConsumeQueueService,
     default_disk_usage,
 )
-from rocketq.broker.store.commit_log import SCHEDULE_TOPIC, CommitLog, DispatchRequest, delay_ms_for
+from rocketq.broker.store.commit_log import CommitLog, DispatchRequest, delay_ms_for
 from rocketq.broker.store.config import CQ_STORE_UNIT_SIZE, SYNC_FLUSH, MessageStoreConfig
 from rocketq.broker.store.consume_queue import ConsumeQueue
 from rocketq.broker.store.flush_service import FlushRealTimeService, GroupCommitService
@@ -47,7 +47,6 @@ from rocketq.broker.store.index import IndexService, index_key_hashes
 from rocketq.broker.store.mapped_file import MappedFile, now_ms
 from rocketq.broker.store.message_ext_broker_inner import MessageExtBrokerInner
 from rocketq.broker.store.read_path import contiguous_run
-from rocketq.broker.store.service_thread import PeriodicService, ServiceThread
 from rocketq.broker.store.status import (
     GetMessageResult,
     GetMessageStatus,
@@ -57,7 +56,9 @@ from rocketq.broker.store.status import (
     QueryMessageResult,
     StoreStats,
 )
+from rocketq.common.service_thread import PeriodicService, ServiceThread
 from rocketq.errors import IllegalArgumentError, MalformedFrameError
+from rocketq.protocol.codes import TRANSACTION_TYPE_MASK, MessageSysFlag
 from rocketq.protocol.message import (
     MAX_PROPERTIES_LENGTH,
     MAX_TOPIC_LENGTH,
@@ -67,7 +68,7 @@ from rocketq.protocol.message import (
     decode_record,
 )
 from rocketq.protocol.message_id import HostAddr
-from rocketq.remoting.service_thread import ServiceThread as BaseServiceThread
+from rocketq.protocol.mixall import RMQ_SYS_SCHEDULE_TOPIC
 
 __all__ = ["ArrivalListener", "MessageStore"]
 
@@ -77,9 +78,9 @@ _log = logging.getLogger("rocketq.broker.store")
 ArrivalListener = Callable[[str, int, int, int, int, dict[str, str]], None]
 
 _UNIT = struct.Struct(">qiq")
-_TRANSACTION_MASK = 0xC
-_TRANSACTION_COMMIT = 0x8
-_TRANSACTION_ROLLBACK = 0xC
+_TRANSACTION_MASK = TRANSACTION_TYPE_MASK
+_TRANSACTION_COMMIT = int(MessageSysFlag.TRANSACTION_COMMIT_TYPE)
+_TRANSACTION_ROLLBACK = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
 # MessageExtEncoder: the record may exceed maxMessageSize (a body limit) by 64 KiB of headers.
 _RECORD_OVERHEAD_ALLOWANCE = 64 * 1024
 
@@ -125,7 +126,7 @@ class MessageStore:
             self.commit_log, self._all_consume_queues, self.index_service
         )
         self._group_commit: GroupCommitService | None = None
-        self._services: list[BaseServiceThread] = []
+        self._services: list[ServiceThread] = []
 
     # ================================================================== lifecycle
 
@@ -272,7 +273,9 @@ class MessageStore:
             sys_flag=encoder.sys_flag,  # with the V6 host bits
             properties=props,
             key_hashes=index_key_hashes(topic, props) if self._index_enabled else [],
-            delay_ms=delay_ms_for(topic, props, self._delay_levels) if topic == SCHEDULE_TOPIC else -1,
+            delay_ms=delay_ms_for(topic, props, self._delay_levels)
+            if topic == RMQ_SYS_SCHEDULE_TOPIC
+            else -1,
         )
         return record, request
 
@@ -292,7 +295,7 @@ class MessageStore:
             msg.put_property(MessageConst.DELAY, str(level))
         msg.put_property(MessageConst.REAL_TOPIC, msg.topic)
         msg.put_property(MessageConst.REAL_QID, str(msg.queue_id))
-        msg.topic = SCHEDULE_TOPIC
+        msg.topic = RMQ_SYS_SCHEDULE_TOPIC
         msg.queue_id = level - 1
 
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:

@@ -24,13 +24,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from rocketq.client.consumer.listener import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeMessageHook,
+    ConsumePool,
     MessageListenerConcurrently,
     classify_consume_result,
     run_after_hooks,
@@ -107,9 +107,7 @@ class ConsumeMessageConcurrentlyService:
         self.batch_size = consume_message_batch_max_size
         self.consume_timeout_ms = consume_timeout_ms
         self._clock_ms = clock_ms
-        self._executor = ThreadPoolExecutor(
-            max_workers=consume_thread_max, thread_name_prefix=f"ConsumeMessageThread_{host.consumer_group}"
-        )
+        self._executor = ConsumePool(consume_thread_max, f"ConsumeMessageThread_{host.consumer_group}")
         self._stopped = False
 
     # ------------------------------------------------------------------ lifecycle

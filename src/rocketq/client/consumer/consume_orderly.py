@@ -26,13 +26,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from rocketq.client.consumer.listener import (
     ConsumeMessageHook,
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
+    ConsumePool,
     MessageListenerOrderly,
     classify_consume_result,
     run_after_hooks,
@@ -116,10 +116,7 @@ class ConsumeMessageOrderlyService:
         self.consume_timeout_ms = consume_timeout_ms
         self.max_time_consume_continuously_ms = max_time_consume_continuously_ms
         self.lock_interval_ms = lock_interval_ms
-        self._executor = ThreadPoolExecutor(
-            max_workers=consume_thread_max,
-            thread_name_prefix=f"ConsumeMessageThread_{host.consumer_group}",
-        )
+        self._executor = ConsumePool(consume_thread_max, f"ConsumeMessageThread_{host.consumer_group}")
         self._mq_locks: dict[MessageQueue, threading.Lock] = {}
         self._mq_locks_guard = threading.Lock()
         self._stopped = False

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,7 @@ __all__ = [
     "ConsumeMessageHook",
     "ConsumeOrderlyContext",
     "ConsumeOrderlyStatus",
+    "ConsumePool",
     "ConsumeReturnType",
     "MessageListenerConcurrently",
     "MessageListenerOrderly",
@@ -193,12 +195,36 @@ def classify_consume_result(
     return status, ConsumeReturnType.SUCCESS
 
 
-def shutdown_consume_pool(executor: ThreadPoolExecutor, await_termination_ms: int) -> None:
+class ConsumePool(ThreadPoolExecutor):
+    """The bounded pool a consume service runs listeners on (``consumeExecutor``).
+
+    It remembers its worker threads itself (each registers on start), so a shutdown can
+    give running listeners a bounded join without reading the executor's private state.
+    """
+
+    def __init__(self, max_workers: int, thread_name_prefix: str) -> None:
+        self._workers: list[threading.Thread] = []
+        self._workers_lock = threading.Lock()
+        super().__init__(
+            max_workers=max_workers, thread_name_prefix=thread_name_prefix, initializer=self._register_worker
+        )
+
+    def _register_worker(self) -> None:
+        with self._workers_lock:
+            self._workers.append(threading.current_thread())
+
+    def workers(self) -> list[threading.Thread]:
+        """The worker threads started so far."""
+        with self._workers_lock:
+            return list(self._workers)
+
+
+def shutdown_consume_pool(executor: ConsumePool, await_termination_ms: int) -> None:
     """Stop a consume pool: queued requests are dropped, running listeners get a bounded wait."""
     wait_ms = await_termination_ms if await_termination_ms > 0 else DEFAULT_SHUTDOWN_WAIT_MS
     deadline = time.monotonic() + wait_ms / 1000.0
     executor.shutdown(wait=False, cancel_futures=True)
-    for thread in list(getattr(executor, "_threads", ())):
+    for thread in executor.workers():
         thread.join(max(0.0, deadline - time.monotonic()))
         if thread.is_alive():
             log.warning("consume thread %s still running after shutdown's %d ms wait", thread.name, wait_ms)

@@ -38,36 +38,23 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 
 from rocketq.client.api_results import PullResult, PullStatus
-from rocketq.client.config import (
-    ClientConfig,
-    LitePullConsumerConfig,
-    ServiceLifecycle,
-    ServiceState,
-    SubscriptionType,
-    validate_topic,
-)
+from rocketq.client.config import ClientConfig, LitePullConsumerConfig, SubscriptionType, validate_topic
 from rocketq.client.consumer.allocate import AllocateMessageQueueStrategy
+from rocketq.client.consumer.consumer_start import register_and_start, start_consumer_instance
 from rocketq.client.consumer.offset_store import (
     OffsetStore,
     ReadOffsetType,
 )
 from rocketq.client.consumer.process_queue import ProcessQueue
-from rocketq.client.consumer.pull import (
-    MQAdmin,
-    PullAPIWrapper,
-    build_pull_sys_flag,
-    register_and_start,
-    start_consumer_instance,
-)
 from rocketq.client.consumer.rebalance import RebalanceImpl, compute_pull_from_where
-from rocketq.client.consumer.schedule import TaskScheduler
-from rocketq.client.instance import (
-    DEFAULT_MANAGER,
-    MQClientInstance,
-    MQClientManager,
-    topic_route_to_subscribe_info,
-)
+from rocketq.client.impl.mq_admin_impl import MQAdminImpl
+from rocketq.client.impl.pull_api_wrapper import PullAPIWrapper, build_pull_sys_flag
+from rocketq.client.impl.topic_route import topic_route_to_subscribe_info
+from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager, request_not_supported
+from rocketq.common.scheduler import ScheduledExecutor
+from rocketq.common.service_state import ServiceLifecycle, ServiceState
 from rocketq.errors import ClientError, IllegalArgumentError, RocketqError
+from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.heartbeat import (
     ConsumeFromWhere,
     ConsumeType,
@@ -229,9 +216,9 @@ class LitePullConsumer(ServiceLifecycle):
         self._instance: MQClientInstance | None = None
         self._store: OffsetStore | None = None
         self._wrapper: PullAPIWrapper | None = None
-        self._admin: MQAdmin | None = None
+        self._admin: MQAdminImpl | None = None
         self._rebalance: _LiteRebalance | None = None
-        self._scheduler: TaskScheduler | None = None
+        self._scheduler: ScheduledExecutor | None = None
         self._next_auto_commit_ms = 0
 
     # ================================================================== lifecycle
@@ -253,12 +240,14 @@ class LitePullConsumer(ServiceLifecycle):
             )
             self._store = store
             self._wrapper = PullAPIWrapper(instance, cfg.consumer_group)
-            self._admin = MQAdmin(instance)
+            self._admin = instance.mq_admin_impl
             self._rebalance = _LiteRebalance(self, instance, store)
             for sd in self._pending_subscriptions.values():
                 self._rebalance.add_subscription(sd)
-            self._scheduler = TaskScheduler(
-                f"{cfg.consumer_group}-lite-pull", min(cfg.pull_thread_nums, _MAX_WORKERS)
+            self._scheduler = ScheduledExecutor(
+                f"{cfg.consumer_group}-lite-pull",
+                threads=min(cfg.pull_thread_nums, _MAX_WORKERS),
+                join_timeout_s=60.0,
             )
             register_and_start(instance, cfg.consumer_group, self)
             self._instance = instance
@@ -300,7 +289,7 @@ class LitePullConsumer(ServiceLifecycle):
             if scheduler is not None:
                 scheduler.shutdown()
 
-    def _check_running(self) -> tuple[MQClientInstance, OffsetStore, PullAPIWrapper, MQAdmin]:
+    def _check_running(self) -> tuple[MQClientInstance, OffsetStore, PullAPIWrapper, MQAdminImpl]:
         inst, store, wrapper, admin = self._instance, self._store, self._wrapper, self._admin
         if (
             self._state is not ServiceState.RUNNING
@@ -400,7 +389,7 @@ class LitePullConsumer(ServiceLifecycle):
                 if mq not in self._assigned:
                     pq = None
                     if rebalance is not None:
-                        pq = rebalance.process_queue_table.get(mq)
+                        pq = rebalance.process_queue(mq)
                     self._assigned[mq] = _QueueState(pq or ProcessQueue(clock_ms=self._clock_ms))
                     added.append(mq)
             running = self._state is ServiceState.RUNNING
@@ -728,3 +717,7 @@ class LitePullConsumer(ServiceLifecycle):
     def is_subscribe_topic_need_update(self, topic: str) -> bool:
         rebalance = self._rebalance
         return rebalance is not None and rebalance.is_subscribe_info_missing(topic)
+
+    def process_broker_request(self, request: RemotingCommand, addr: str) -> RemotingCommand | None:
+        """A lite pull consumer serves no broker request (answered "not supported")."""
+        return request_not_supported(request)

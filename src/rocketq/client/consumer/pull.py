@@ -1,9 +1,10 @@
 """The pull consumer: the application chooses queues and offsets itself.
 
-Mirrors ``org.apache.rocketmq.client.consumer.DefaultMQPullConsumer``,
-``org.apache.rocketmq.client.impl.consumer.DefaultMQPullConsumerImpl``,
-``org.apache.rocketmq.client.impl.consumer.PullAPIWrapper`` and the queue-offset half of
-``org.apache.rocketmq.client.impl.MQAdminImpl`` (reference 2.4, 4.2-4.4, 6.2a, 7.2).
+Mirrors ``org.apache.rocketmq.client.consumer.DefaultMQPullConsumer`` and
+``org.apache.rocketmq.client.impl.consumer.DefaultMQPullConsumerImpl`` (reference 2.4,
+4.2-4.4). The pulls go through :class:`~rocketq.client.impl.pull_api_wrapper.PullAPIWrapper`,
+the offset and time lookups through :class:`~rocketq.client.impl.mq_admin_impl.MQAdminImpl`
+(``rocketq.client.impl``); this module holds only the pull consumer.
 
 Invariants:
 
@@ -30,339 +31,38 @@ import logging
 import threading
 from collections.abc import Callable
 
-from rocketq.client.api_results import FindBrokerResult, PullResult, PullStatus
-from rocketq.client.config import (
-    ClientConfig,
-    PullConsumerConfig,
-    ServiceLifecycle,
-    ServiceState,
-    change_instance_name_to_pid,
-)
+from rocketq.client.api_results import PullResult, PullStatus
+from rocketq.client.config import ClientConfig, PullConsumerConfig
 from rocketq.client.consumer.allocate import AllocateMessageQueueStrategy
-from rocketq.client.consumer.offset_store import (
-    LocalFileOffsetStore,
-    OffsetStore,
-    ReadOffsetType,
-    RemoteBrokerOffsetStore,
-)
+from rocketq.client.consumer.consumer_start import register_and_start, start_consumer_instance
+from rocketq.client.consumer.offset_store import OffsetStore, ReadOffsetType
 from rocketq.client.consumer.rebalance import MessageQueueListener, RebalancePullImpl
-from rocketq.client.instance import (
-    DEFAULT_MANAGER,
-    MASTER_ID,
-    MQClientInstance,
-    MQClientManager,
-    MQConsumerInner,
-    topic_route_to_subscribe_info,
-)
+from rocketq.client.impl.mq_admin_impl import MQAdminImpl
+from rocketq.client.impl.pull_api_wrapper import PullAPIWrapper, build_pull_sys_flag
+from rocketq.client.impl.topic_route import topic_route_to_subscribe_info
+from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager, request_not_supported
+from rocketq.common.service_state import ServiceLifecycle, ServiceState
 from rocketq.errors import ClientError, IllegalArgumentError
-from rocketq.protocol.codes import PullSysFlag, Version
-from rocketq.protocol.headers import PullMessageRequestHeader
+from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.heartbeat import (
     ConsumeFromWhere,
     ConsumeType,
-    ExpressionType,
     MessageModel,
     SubscriptionData,
     build_subscription_data,
 )
-from rocketq.protocol.message import MessageConst, MessageExt, decode_records, encode_properties
-from rocketq.protocol.message_id import decode_offset_msg_id
+from rocketq.protocol.message import MessageExt
 from rocketq.protocol.message_queue import MessageQueue
-from rocketq.remoting.client import host_addr_to_string
+from rocketq.remoting.helper import host_addr_to_string
 
-__all__ = [
-    "MQAdmin",
-    "PullAPIWrapper",
-    "PullConsumer",
-    "PullResult",
-    "PullStatus",
-    "build_pull_sys_flag",
-    "filter_by_tags",
-    "register_and_start",
-    "start_consumer_instance",
-]
+__all__ = ["PullConsumer", "PullResult", "PullStatus"]
 
 log = logging.getLogger(__name__)
-
-
-def build_pull_sys_flag(
-    *,
-    commit_offset: bool,
-    suspend: bool,
-    subscription: bool,
-    class_filter: bool = False,
-    lite_pull: bool = False,
-) -> int:
-    """``PullSysFlag.buildSysFlag``."""
-    flag = 0
-    if commit_offset:
-        flag |= PullSysFlag.COMMIT_OFFSET
-    if suspend:
-        flag |= PullSysFlag.SUSPEND
-    if subscription:
-        flag |= PullSysFlag.SUBSCRIPTION
-    if class_filter:
-        flag |= PullSysFlag.CLASS_FILTER
-    if lite_pull:
-        flag |= PullSysFlag.LITE_PULL_MESSAGE
-    return int(flag)
-
-
-def filter_by_tags(msgs: list[MessageExt], subscription: SubscriptionData) -> list[MessageExt]:
-    """The client-side tag re-check of ``PullAPIWrapper.processPullResult``.
-
-    The broker matches tag *hash codes*, so colliding tags slip through; with a non-empty
-    ``tags_set`` (and no class filter) only messages whose TAGS is in the set are kept;
-    messages without a tag are dropped.
-    """
-    tags = subscription.tags_set
-    if not tags or subscription.class_filter_mode:
-        return msgs
-    wanted = set(tags)
-    return [m for m in msgs if m.tags in wanted]
-
-
-def start_consumer_instance(
-    manager: MQClientManager,
-    client_config: ClientConfig,
-    group: str,
-    message_model: MessageModel,
-    offset_store_dir: str | None,
-) -> tuple[ClientConfig, MQClientInstance, OffsetStore]:
-    """The start sequence every consumer shares (``DefaultMQ*ConsumerImpl.start``).
-
-    CLUSTERING consumers replace the ``DEFAULT`` instance name with ``<pid>#<ns>`` (Java
-    4.9); the shared client instance is fetched or created; the offset store is created and
-    loaded: a local file for BROADCASTING, the broker otherwise.
-    """
-    if message_model is MessageModel.CLUSTERING:
-        client_config = dataclasses.replace(
-            client_config, instance_name=change_instance_name_to_pid(client_config.instance_name)
-        )
-    instance = manager.get_or_create_instance(client_config)
-    store: OffsetStore
-    if message_model is MessageModel.BROADCASTING:
-        store = LocalFileOffsetStore(instance.client_id, group, store_dir=offset_store_dir)
-    else:
-        store = RemoteBrokerOffsetStore(instance, group)
-    store.load()
-    return client_config, instance, store
-
-
-def register_and_start(instance: MQClientInstance, group: str, consumer: MQConsumerInner) -> None:
-    """Register ``consumer`` under ``group`` and start the shared instance (rolled back on failure).
-
-    Raises ClientError when the group is already registered in this client instance.
-    """
-    if not instance.register_consumer(group, consumer):
-        raise ClientError(f"The consumer group[{group}] has been created before, specify another name")
-    try:
-        instance.start()
-    except BaseException:
-        instance.unregister_consumer(group)
-        instance.shutdown()
-        raise
 
 
 #: The arguments of ``PullAPIWrapper.pull_kernel_impl[_async]``: mq, subscription expression and
 #: type, sub version, offset, max nums, sys flag, commit offset, suspend time, timeout (ms).
 _KernelArgs = tuple[MessageQueue, "str | None", "str | None", int, int, int, int, int, int, int]
-
-
-class PullAPIWrapper:
-    """``PullAPIWrapper``: broker choice per queue, the PULL_MESSAGE call, result processing."""
-
-    def __init__(self, instance: MQClientInstance, consumer_group: str) -> None:
-        self._instance = instance
-        self.consumer_group = consumer_group
-        self._lock = threading.Lock()
-        self._pull_from_which_node: dict[MessageQueue, int] = {}
-
-    def update_pull_from_which_node(self, mq: MessageQueue, broker_id: int) -> None:
-        with self._lock:
-            self._pull_from_which_node[mq] = broker_id
-
-    def recalculate_pull_from_which_node(self, mq: MessageQueue) -> int:
-        with self._lock:
-            return self._pull_from_which_node.get(mq, MASTER_ID)
-
-    def _find_broker(self, mq: MessageQueue) -> FindBrokerResult:
-        bid = self.recalculate_pull_from_which_node(mq)
-        found = self._instance.find_broker_address_in_subscribe(mq.broker_name, bid, False)
-        if found is None:
-            self._instance.update_topic_route_info_from_name_server(mq.topic)
-            found = self._instance.find_broker_address_in_subscribe(mq.broker_name, bid, False)
-        if found is None:
-            raise ClientError(f"The broker[{mq.broker_name}] not exist")
-        return found
-
-    def _request(
-        self,
-        mq: MessageQueue,
-        sub_expression: str | None,
-        expression_type: str | None,
-        sub_version: int,
-        offset: int,
-        max_nums: int,
-        sys_flag: int,
-        commit_offset: int,
-        broker_suspend_max_time_ms: int,
-    ) -> tuple[str, PullMessageRequestHeader]:
-        """``pullKernelImpl`` up to the send: the broker to ask and the request header."""
-        found = self._find_broker(mq)
-        if not ExpressionType.is_tag_type(expression_type) and found.broker_version < Version.V4_1_0_SNAPSHOT:
-            raise ClientError(
-                f"The broker[{mq.broker_name}, {found.broker_version}] does not upgrade to support for filter "
-                "message by SQL92"
-            )
-        flag = sys_flag
-        if found.slave:
-            flag &= ~PullSysFlag.COMMIT_OFFSET  # only masters store the piggy-backed offset
-        header = PullMessageRequestHeader(
-            consumer_group=self.consumer_group,
-            topic=mq.topic,
-            queue_id=mq.queue_id,
-            queue_offset=offset,
-            max_msg_nums=max_nums,
-            sys_flag=int(flag),
-            commit_offset=commit_offset,
-            suspend_timeout_millis=broker_suspend_max_time_ms,
-            subscription=sub_expression,
-            sub_version=sub_version,
-            expression_type=expression_type,
-            bname=mq.broker_name,
-        )
-        return found.broker_addr, header
-
-    def pull_kernel_impl(
-        self,
-        mq: MessageQueue,
-        sub_expression: str | None,
-        expression_type: str | None,
-        sub_version: int,
-        offset: int,
-        max_nums: int,
-        sys_flag: int,
-        commit_offset: int,
-        broker_suspend_max_time_ms: int,
-        timeout_ms: int,
-    ) -> PullResult:
-        """One blocking PULL_MESSAGE (``CommunicationMode.SYNC``; records undecoded).
-
-        A synchronous invoke: it raises ClientError on the remoting I/O thread rather than
-        wait there for an answer that thread would have to read."""
-        addr, header = self._request(
-            mq,
-            sub_expression,
-            expression_type,
-            sub_version,
-            offset,
-            max_nums,
-            sys_flag,
-            commit_offset,
-            broker_suspend_max_time_ms,
-        )
-        return self._instance.api.pull_message_sync(addr, header, timeout_ms)
-
-    def pull_kernel_impl_async(
-        self,
-        mq: MessageQueue,
-        sub_expression: str | None,
-        expression_type: str | None,
-        sub_version: int,
-        offset: int,
-        max_nums: int,
-        sys_flag: int,
-        commit_offset: int,
-        broker_suspend_max_time_ms: int,
-        timeout_ms: int,
-    ) -> concurrent.futures.Future[PullResult]:
-        """One PULL_MESSAGE whose future completes on the I/O thread (records undecoded)."""
-        addr, header = self._request(
-            mq,
-            sub_expression,
-            expression_type,
-            sub_version,
-            offset,
-            max_nums,
-            sys_flag,
-            commit_offset,
-            broker_suspend_max_time_ms,
-        )
-        return self._instance.api.pull_message_async(addr, header, timeout_ms)
-
-    def process_pull_result(
-        self, mq: MessageQueue, result: PullResult, subscription: SubscriptionData
-    ) -> PullResult:
-        """``processPullResult``: remember the suggested broker, decode, re-filter, annotate."""
-        self.update_pull_from_which_node(mq, result.suggest_which_broker_id)
-        if result.pull_status is PullStatus.FOUND:
-            msgs = filter_by_tags(decode_records(result.message_binary), subscription)
-            offsets = {
-                MessageConst.MIN_OFFSET: str(result.min_offset),
-                MessageConst.MAX_OFFSET: str(result.max_offset),
-            }
-            encoded = encode_properties(offsets)
-            for msg in msgs:
-                msg.put_properties_lazily(offsets, encoded)  # no property parsing on the pull path
-                msg.broker_name = mq.broker_name
-            result.msg_found_list = msgs
-        result.message_binary = b""
-        return result
-
-
-class MQAdmin:
-    """Queue-level lookups (``MQAdminImpl``): offsets, timestamps, a topic's queues."""
-
-    def __init__(self, instance: MQClientInstance) -> None:
-        self._instance = instance
-
-    @property
-    def _timeout(self) -> int:
-        return self._instance.config.mq_client_api_timeout_ms
-
-    def _master(self, mq: MessageQueue) -> str:
-        addr = self._instance.find_broker_address_in_publish(mq.broker_name)
-        if addr is None:
-            self._instance.update_topic_route_info_from_name_server(mq.topic)
-            addr = self._instance.find_broker_address_in_publish(mq.broker_name)
-        if addr is None:
-            raise ClientError(f"The broker[{mq.broker_name}] not exist")
-        return addr
-
-    def fetch_subscribe_message_queues(self, topic: str) -> set[MessageQueue]:
-        """The readable queues of ``topic`` straight from the name server."""
-        route = self._instance.api.get_topic_route_info_from_name_server(topic, self._timeout)
-        if route is None:
-            raise ClientError(f"Can not find Message Queue for this topic, {topic}: no route info")
-        mqs = topic_route_to_subscribe_info(topic, route)
-        if not mqs:
-            raise ClientError(f"Can not find Message Queue for this topic, {topic}: Namesrv return empty")
-        return mqs
-
-    def max_offset(self, mq: MessageQueue) -> int:
-        return self._instance.api.get_max_offset(
-            self._master(mq), mq.topic, mq.queue_id, self._timeout, bname=mq.broker_name
-        )
-
-    def min_offset(self, mq: MessageQueue) -> int:
-        return self._instance.api.get_min_offset(
-            self._master(mq), mq.topic, mq.queue_id, self._timeout, bname=mq.broker_name
-        )
-
-    def earliest_msg_store_time(self, mq: MessageQueue) -> int:
-        return self._instance.api.get_earliest_msg_storetime(
-            self._master(mq), mq.topic, mq.queue_id, self._timeout, bname=mq.broker_name
-        )
-
-    def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
-        return self._instance.api.search_offset(
-            self._master(mq), mq.topic, mq.queue_id, timestamp_ms, self._timeout, bname=mq.broker_name
-        )
-
-    def view_message(self, offset_msg_id: str) -> MessageExt:
-        host, offset = decode_offset_msg_id(offset_msg_id)
-        return self._instance.api.view_message(host_addr_to_string(host), offset, self._timeout)
 
 
 class PullConsumer(ServiceLifecycle):
@@ -402,7 +102,7 @@ class PullConsumer(ServiceLifecycle):
         self._state_lock = threading.Lock()
         self._instance: MQClientInstance | None = None
         self._wrapper: PullAPIWrapper | None = None
-        self._admin: MQAdmin | None = None
+        self._admin: MQAdminImpl | None = None
         self._offset_store: OffsetStore | None = None
         self._rebalance: RebalancePullImpl | None = None
 
@@ -451,7 +151,7 @@ class PullConsumer(ServiceLifecycle):
             )
             self._offset_store = store
             self._wrapper = PullAPIWrapper(instance, cfg.consumer_group)
-            self._admin = MQAdmin(instance)
+            self._admin = instance.mq_admin_impl
             self._rebalance = RebalancePullImpl(
                 instance,
                 cfg.consumer_group,
@@ -488,7 +188,9 @@ class PullConsumer(ServiceLifecycle):
                 instance.unregister_consumer(self.config.consumer_group)
                 instance.shutdown()
 
-    def _running(self) -> tuple[MQClientInstance, PullAPIWrapper, MQAdmin, OffsetStore, RebalancePullImpl]:
+    def _running(
+        self,
+    ) -> tuple[MQClientInstance, PullAPIWrapper, MQAdminImpl, OffsetStore, RebalancePullImpl]:
         inst, wrapper, admin, store, reb = (
             self._instance,
             self._wrapper,
@@ -544,6 +246,10 @@ class PullConsumer(ServiceLifecycle):
     def is_subscribe_topic_need_update(self, topic: str) -> bool:
         reb = self._rebalance
         return reb is not None and reb.is_subscribe_info_missing(topic)
+
+    def process_broker_request(self, request: RemotingCommand, addr: str) -> RemotingCommand | None:
+        """A pull consumer serves no broker request (Java's processor answers "not supported")."""
+        return request_not_supported(request)
 
     # ================================================================== subscriptions
     def _subscribe_topic(self, topic: str) -> None:

@@ -40,16 +40,11 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from rocketq.client.api_results import PullResult, PullStatus
-from rocketq.client.config import (
-    ClientConfig,
-    PushConsumerConfig,
-    ServiceLifecycle,
-    ServiceState,
-    validate_topic,
-)
+from rocketq.client.config import ClientConfig, PushConsumerConfig, validate_topic
 from rocketq.client.consumer.allocate import AllocateMessageQueueStrategy
 from rocketq.client.consumer.consume_concurrently import ConsumeMessageConcurrentlyService
 from rocketq.client.consumer.consume_orderly import ConsumeMessageOrderlyService
+from rocketq.client.consumer.consumer_start import register_and_start, start_consumer_instance
 from rocketq.client.consumer.listener import (
     ConsumeMessageHook,
     MessageListenerConcurrently,
@@ -60,19 +55,15 @@ from rocketq.client.consumer.offset_store import (
     ReadOffsetType,
 )
 from rocketq.client.consumer.process_queue import ProcessQueue
-from rocketq.client.consumer.pull import (
-    MQAdmin,
-    PullAPIWrapper,
-    build_pull_sys_flag,
-    register_and_start,
-    start_consumer_instance,
-)
-from rocketq.client.consumer.pull_message_service import PullMessageService, PullRequest, ScheduledExecutor
+from rocketq.client.consumer.pull_message_service import PullMessageService, PullRequest
 from rocketq.client.consumer.rebalance_push import RebalancePushImpl
 from rocketq.client.consumer.stats import ConsumerStatsManager
-from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
+from rocketq.client.impl.pull_api_wrapper import PullAPIWrapper, build_pull_sys_flag
+from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager, request_not_supported
 from rocketq.client.producer import Producer
 from rocketq.common.log_limiter import LogLimiter
+from rocketq.common.scheduler import ScheduledExecutor
+from rocketq.common.service_state import ServiceLifecycle, ServiceState
 from rocketq.errors import BrokerError, ClientError
 from rocketq.protocol.bodies import (
     CMResult,
@@ -98,8 +89,13 @@ from rocketq.protocol.heartbeat import (
 )
 from rocketq.protocol.message import Message, MessageConst, MessageExt, decode_record
 from rocketq.protocol.message_queue import MessageQueue
-from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX, retry_topic
-from rocketq.remoting.client import host_addr_to_string
+from rocketq.protocol.mixall import (
+    CLIENT_INNER_PRODUCER_GROUP,
+    DEFAULT_CONSUMER_GROUP,
+    RETRY_GROUP_TOPIC_PREFIX,
+    retry_topic,
+)
+from rocketq.remoting.helper import host_addr_to_string
 
 __all__ = ["PushConsumer", "PushConsumerConfig"]
 
@@ -145,7 +141,7 @@ class PushConsumer(ServiceLifecycle):
         allocate_strategy: AllocateMessageQueueStrategy | None = None,
         manager: MQClientManager | None = None,
     ) -> None:
-        cfg = config or PushConsumerConfig(consumer_group=consumer_group or "DEFAULT_CONSUMER")
+        cfg = config or PushConsumerConfig(consumer_group=consumer_group or DEFAULT_CONSUMER_GROUP)
         if consumer_group is not None and cfg.consumer_group != consumer_group:
             cfg = dataclasses.replace(cfg, consumer_group=consumer_group)
         ccfg = client_config or ClientConfig()
@@ -254,8 +250,7 @@ class PushConsumer(ServiceLifecycle):
         self._subscriptions.pop(topic, None)
         reb = self._rebalance
         if reb is not None:
-            with reb._lock:
-                reb.subscription_inner.pop(topic, None)
+            reb.remove_subscription(topic, forget_queues=False)
 
     def register_message_listener(self, listener: MessageListenerConcurrently) -> None:
         """A concurrent listener: ``fn(msgs, context) -> ConsumeConcurrentlyStatus``."""
@@ -290,7 +285,7 @@ class PushConsumer(ServiceLifecycle):
                 cfg.consumer_group,
                 cfg.message_model,
                 store,
-                MQAdmin(instance),
+                instance.mq_admin_impl,
                 self,
                 self._strategy,
             )
@@ -470,7 +465,7 @@ class PushConsumer(ServiceLifecycle):
     def schedule(self, task: Callable[[], None], delay_ms: int) -> None:
         scheduler = self._scheduler
         if scheduler is not None:
-            scheduler.execute_task_later(task, delay_ms)
+            scheduler.schedule(task, delay_ms)
 
     def on_queues_changed(self, topic: str, owned: set[MessageQueue]) -> None:
         """``messageQueueChanged``: topic-level flow-control limits per queue, heartbeat now."""
@@ -491,8 +486,7 @@ class PushConsumer(ServiceLifecycle):
         reb = self._rebalance
         if reb is None:
             return []
-        with reb._lock:
-            return list(reb.process_queue_table.items())
+        return reb.process_queues()
 
     def update_offset(self, mq: MessageQueue, offset: int, *, increase_only: bool) -> None:
         store = self._offset_store
@@ -576,7 +570,7 @@ class PushConsumer(ServiceLifecycle):
         with self._inner_producer_lock:
             if self._inner_producer is None:
                 producer = Producer(
-                    "CLIENT_INNER_PRODUCER", client_config=self.client_config, manager=self._manager
+                    CLIENT_INNER_PRODUCER_GROUP, client_config=self.client_config, manager=self._manager
                 )
                 producer.start()
                 self._inner_producer = producer
@@ -624,8 +618,7 @@ class PushConsumer(ServiceLifecycle):
         store = self._offset_store
         if reb is None or wrapper is None or store is None:
             return
-        with reb._lock:
-            sd = reb.subscription_inner.get(pr.message_queue.topic)
+        sd = reb.subscription(pr.message_queue.topic)
         if sd is None:
             service.execute_pull_request_later(pr, exception_delay)
             return
@@ -760,9 +753,7 @@ class PushConsumer(ServiceLifecycle):
                 body = ResetOffsetBody.from_json(request.body)
                 self.reset_offset(str(header.topic), body.offset_table)
             return None
-        return request.make_response(
-            ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
-        )
+        return request_not_supported(request)
 
     def running_info(self, *, jstack: bool = False) -> ConsumerRunningInfo:
         """``consumerRunningInfo``: what mqadmin consumerStatus and the dashboard show."""
@@ -835,8 +826,7 @@ class PushConsumer(ServiceLifecycle):
                     store.persist(mq)
             for mq, _ in self.process_queues():
                 if mq.topic == topic:
-                    with reb._lock:
-                        reb.process_queue_table.pop(mq, None)
+                    reb.forget_process_queue(mq)
         finally:
             self._paused = False
         instance.rebalance_immediately()

@@ -40,7 +40,7 @@ from rocketq.client.consumer.pull_message_service import PullRequest
 from rocketq.errors import RocketqError
 from rocketq.protocol.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
 from rocketq.protocol.message_queue import MessageQueue
-from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX
+from rocketq.protocol.mixall import MASTER_ID, RETRY_GROUP_TOPIC_PREFIX
 
 __all__ = [
     "MessageQueueListener",
@@ -55,7 +55,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_MASTER_ID = 0
 #: ``RebalanceImpl.lock`` / ``lockAll`` RPC timeout.
 _LOCK_TIMEOUT_MS = 1000
 
@@ -198,6 +197,26 @@ class RebalanceImpl:
         with self._lock:
             return {mq for mq in self.process_queue_table if topic is None or mq.topic == topic}
 
+    def subscription(self, topic: str) -> SubscriptionData | None:
+        """The subscription of ``topic`` (``getSubscriptionInner().get(topic)``)."""
+        with self._lock:
+            return self.subscription_inner.get(topic)
+
+    def process_queues(self) -> list[tuple[MessageQueue, ProcessQueue]]:
+        """A snapshot of the process queue table."""
+        with self._lock:
+            return list(self.process_queue_table.items())
+
+    def process_queue(self, mq: MessageQueue) -> ProcessQueue | None:
+        with self._lock:
+            return self.process_queue_table.get(mq)
+
+    def forget_process_queue(self, mq: MessageQueue) -> ProcessQueue | None:
+        """Take ``mq`` out of the table without dropping it or unlocking it (``resetOffset``:
+        the next rebalance builds a fresh queue from the new offset)."""
+        with self._lock:
+            return self.process_queue_table.pop(mq, None)
+
     def add_subscription(self, sd: SubscriptionData, *, replace: bool = True) -> bool:
         """Subscribe ``sd.topic``; False when it was already subscribed and ``replace`` is off."""
         topic = sd.topic or ""
@@ -207,10 +226,13 @@ class RebalanceImpl:
             self.subscription_inner[topic] = sd
             return True
 
-    def remove_subscription(self, topic: str) -> None:
+    def remove_subscription(self, topic: str, *, forget_queues: bool = True) -> None:
+        """Unsubscribe ``topic``; with ``forget_queues`` also forget its known queues (the push
+        consumer's ``unsubscribe`` keeps them, as Java's does)."""
         with self._lock:
             self.subscription_inner.pop(topic, None)
-            self.topic_subscribe_info_table.pop(topic, None)
+            if forget_queues:
+                self.topic_subscribe_info_table.pop(topic, None)
 
     def is_subscribe_info_missing(self, topic: str) -> bool:
         """Subscribed, but the topic's queues are not known yet."""
@@ -349,7 +371,7 @@ class RebalanceImpl:
 
     # ------------------------------------------------------------------ orderly locks
     def _master(self, broker_name: str) -> str | None:
-        found = self.host.find_broker_address_in_subscribe(broker_name, _MASTER_ID, True)
+        found = self.host.find_broker_address_in_subscribe(broker_name, MASTER_ID, True)
         return found.broker_addr if found is not None else None
 
     def lock(self, mq: MessageQueue) -> bool:

@@ -1,8 +1,8 @@
 """MQPullConsumerScheduleService: one repeating pull task per assigned queue.
 
 Mirrors ``org.apache.rocketmq.client.consumer.MQPullConsumerScheduleService``,
-``PullTaskCallback`` and ``PullTaskContext`` (4.9.7), plus a small replacement for Java's
-``ScheduledThreadPoolExecutor`` (:class:`TaskScheduler`).
+``PullTaskCallback`` and ``PullTaskContext`` (4.9.7); Java's ``ScheduledThreadPoolExecutor``
+is the project's one scheduler, :class:`rocketq.common.scheduler.ScheduledExecutor`.
 
 Behaviour, as in Java:
 
@@ -23,19 +23,18 @@ when the client instance closes) and joins the workers.
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import logging
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from rocketq.client.config import ClientConfig, PullConsumerConfig, ServiceLifecycle
+from rocketq.client.config import ClientConfig, PullConsumerConfig
 from rocketq.client.consumer.allocate import AllocateMessageQueueStrategy
 from rocketq.client.consumer.pull import PullConsumer
 from rocketq.client.instance import MQClientManager
+from rocketq.common.scheduler import ScheduledExecutor
+from rocketq.common.service_state import ServiceLifecycle
 from rocketq.errors import ClientError
 from rocketq.protocol.heartbeat import MessageModel
 from rocketq.protocol.message_queue import MessageQueue
@@ -45,7 +44,6 @@ __all__ = [
     "PullTaskCallback",
     "PullTaskCallbackLike",
     "PullTaskContext",
-    "TaskScheduler",
 ]
 
 log = logging.getLogger(__name__)
@@ -54,79 +52,6 @@ log = logging.getLogger(__name__)
 DEFAULT_PULL_NEXT_DELAY_MS = 200
 #: delay after a callback raised (``PullTaskImpl.run``).
 _DELAY_AFTER_EXCEPTION_MS = 1000
-
-
-class TaskScheduler:
-    """A tiny ``ScheduledThreadPoolExecutor``: ``schedule(fn, delay_ms)`` on N named workers.
-
-    Tasks due at the same time run in submission order; an exception in a task is logged
-    and never kills a worker. :meth:`shutdown` drops pending tasks and joins the workers
-    (a worker busy in a task finishes that task first).
-    """
-
-    def __init__(self, name: str, threads: int, *, clock: Callable[[], float] = time.monotonic) -> None:
-        if threads <= 0:
-            raise ValueError("threads must be > 0")
-        self.name = name
-        self._clock = clock
-        self._cond = threading.Condition()
-        self._heap: list[tuple[float, int, Callable[[], None]]] = []
-        self._seq = itertools.count()
-        self._stopped = False
-        self._threads = [
-            threading.Thread(target=self._worker, name=f"{name}-{i}", daemon=True) for i in range(threads)
-        ]
-        self._started = False
-
-    def start(self) -> None:
-        with self._cond:
-            if self._started:
-                return
-            self._started = True
-        for t in self._threads:
-            t.start()
-
-    def schedule(self, fn: Callable[[], None], delay_ms: int = 0) -> None:
-        with self._cond:
-            if self._stopped:
-                return
-            heapq.heappush(self._heap, (self._clock() + max(delay_ms, 0) / 1000.0, next(self._seq), fn))
-            self._cond.notify()
-
-    def pending(self) -> int:
-        with self._cond:
-            return len(self._heap)
-
-    def _worker(self) -> None:
-        while True:
-            with self._cond:
-                while True:
-                    if self._stopped:
-                        return
-                    if self._heap:
-                        wait = self._heap[0][0] - self._clock()
-                        if wait <= 0:
-                            _, _, fn = heapq.heappop(self._heap)
-                            break
-                        self._cond.wait(wait)
-                    else:
-                        self._cond.wait()
-            try:
-                fn()
-            except Exception:
-                log.exception("scheduled task of %s failed", self.name)
-
-    def shutdown(self, timeout_s: float = 60.0) -> None:
-        with self._cond:
-            self._stopped = True
-            self._heap.clear()
-            self._cond.notify_all()
-        current = threading.current_thread()
-        for t in self._threads:
-            if t is not current and t.is_alive():
-                t.join(timeout_s)
-                if t.is_alive():
-                    log.warning("worker %s did not stop within %.0f s", t.name, timeout_s)
 
 
 @dataclass(slots=True)
@@ -212,7 +137,9 @@ class MQPullConsumerScheduleService(ServiceLifecycle):
             )
         self.pull_consumer = pull_consumer
         self.message_model = pull_consumer.config.message_model
-        self.scheduler = TaskScheduler(f"{pull_consumer.consumer_group}-pull-task", pull_thread_nums)
+        self.scheduler = ScheduledExecutor(
+            f"{pull_consumer.consumer_group}-pull-task", threads=pull_thread_nums, join_timeout_s=60.0
+        )
         self._lock = threading.Lock()
         self._callbacks: dict[str, PullTaskCallbackLike] = {}
         self._tasks: dict[MessageQueue, _PullTask] = {}

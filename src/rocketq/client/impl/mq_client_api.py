@@ -28,6 +28,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import random
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -79,7 +80,7 @@ from rocketq.protocol.heartbeat import HeartbeatData
 from rocketq.protocol.message import MessageExt, decode_record, decode_records
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.route import ClusterInfo, TopicConfig, TopicList, TopicRouteData
-from rocketq.remoting.client import RemotingClient
+from rocketq.remoting.client import RemotingClient, RpcHook
 
 __all__ = ["UNIQUE_KEY_QUERY", "MQClientAPI", "check_response"]
 
@@ -133,6 +134,37 @@ class MQClientAPI:
         self._chosen_namesrv: str | None = None
 
     # ================================================================== plumbing
+    @classmethod
+    def standalone(
+        cls,
+        namesrv_addrs: Sequence[str],
+        *,
+        name: str,
+        connect_timeout_ms: int = 3000,
+        language: int = LanguageCode.PYTHON,
+        serialize_type: int = SerializeType.JSON,
+        rpc_hook: RpcHook | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> MQClientAPI:
+        """An API over a remoting client of its own (not started: :meth:`start`, :meth:`close`).
+
+        For users without an :class:`~rocketq.client.instance.MQClientInstance` (the admin
+        API, the Spark connector): one I/O thread, no background loop. ``rpc_hook`` and
+        ``ssl_context`` secure it (:func:`rocketq.acl.client_security.client_security`).
+        """
+        remoting = RemotingClient(
+            name=name, connect_timeout_ms=connect_timeout_ms, rpc_hook=rpc_hook, ssl_context=ssl_context
+        )
+        return cls(remoting, namesrv_addrs, language=language, serialize_type=serialize_type)
+
+    def start(self) -> None:
+        """Start the remoting client's I/O thread (idempotent)."""
+        self.remoting.start()
+
+    def close(self) -> None:
+        """Close the remoting client: every connection, its I/O thread joined (idempotent)."""
+        self.remoting.close()
+
     def update_name_server_address_list(self, addrs: Sequence[str]) -> None:
         """``updateNameServerAddressList``: replace the name-server list."""
         with self._ns_lock:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import itertools
 import socket
 import threading
 import time
@@ -15,6 +14,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from rocketq.common.service_thread import ServiceThread
 from rocketq.errors import (
     ClientError,
     ConnectError,
@@ -24,9 +24,9 @@ from rocketq.errors import (
 )
 from rocketq.protocol.codes import RequestCode, ResponseCode, SerializeType
 from rocketq.protocol.frame import FLAG_ONEWAY, FLAG_RESPONSE, FrameDecoder, RemotingCommand, decode_frame
-from rocketq.remoting.client import RemotingClient, parse_addr
+from rocketq.remoting.client import RemotingClient
+from rocketq.remoting.helper import RequestIdCounter, parse_addr
 from rocketq.remoting.server import Channel, RemotingServer, RequestProcessor, ServerThread
-from rocketq.remoting.service_thread import ServiceThread
 from tests.conftest import load_golden_frames
 
 pytestmark = pytest.mark.timeout(60)
@@ -458,7 +458,7 @@ def test_oneway_is_flagged_and_not_awaited(client: RemotingClient) -> None:
 
 
 def test_opaque_counter_wraps_within_int32(client: RemotingClient) -> None:
-    client._opaques = itertools.count(2**31 - 2)
+    client._opaques = RequestIdCounter(2**31 - 2)
     assert [client._next_opaque() for _ in range(3)] == [2**31 - 2, 2**31 - 1, -(2**31)]
     # the wrapped opaque still fits the binary header
     cmd = _req(1, BINARY)

@@ -1,0 +1,289 @@
+"""PullAPIWrapper: the one place a PULL_MESSAGE is built, sent to the right broker and its answer processed.
+
+Mirrors ``org.apache.rocketmq.client.impl.consumer.PullAPIWrapper`` and ``PullSysFlag``
+(reference 6.2a, 7.2). The push, pull and lite-pull consumers, the admin API's reads and the
+Spark connector all pull through it; none builds a ``PullMessageRequestHeader`` of its own.
+
+Invariants:
+
+* A pull goes to the broker id the previous answer for that queue suggested
+  (``suggestWhichBrokerId``, the master by default), found through a
+  :class:`~rocketq.client.impl.topic_route.RouteTable` (the route is fetched again once
+  when the broker is unknown); COMMIT_OFFSET is never set on a pull that lands on a slave.
+* A non-TAG expression needs a broker of 4.1.0 or later (``Version.V4_1_0_SNAPSHOT``).
+* ``process_pull_result`` decodes FOUND records (bodies decompressed), re-filters them by tag
+  on the client (the broker compares only hash codes), stamps MIN_OFFSET/MAX_OFFSET and the
+  broker name, and drops the raw bytes. It touches no connection.
+* Thread-free: calls block the caller (sync) or complete a future on the remoting I/O thread
+  (async); nothing here starts a thread.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from typing import Protocol
+
+from rocketq.client.api_results import FindBrokerResult, PullResult, PullStatus
+from rocketq.client.impl.mq_client_api import MQClientAPI
+from rocketq.errors import ClientError
+from rocketq.protocol.codes import PullSysFlag, Version
+from rocketq.protocol.headers import PullMessageRequestHeader
+from rocketq.protocol.heartbeat import ExpressionType, SubscriptionData
+from rocketq.protocol.message import MessageConst, MessageExt, decode_records, encode_properties
+from rocketq.protocol.message_queue import MessageQueue
+from rocketq.protocol.mixall import MASTER_ID
+
+__all__ = [
+    "PullAPIHost",
+    "PullAPIWrapper",
+    "build_pull_header",
+    "build_pull_sys_flag",
+    "filter_by_tags",
+]
+
+
+class PullAPIHost(Protocol):
+    """What :class:`PullAPIWrapper` needs: the typed RPCs and a route table
+    (an :class:`~rocketq.client.instance.MQClientInstance` or an
+    :class:`~rocketq.client.impl.mq_admin_impl.MQAdminImpl`)."""
+
+    @property
+    def api(self) -> MQClientAPI: ...
+
+    def find_broker_address_in_subscribe(
+        self, broker_name: str, broker_id: int, only_this_broker: bool
+    ) -> FindBrokerResult | None: ...
+
+    def update_topic_route_info_from_name_server(self, topic: str) -> bool: ...
+
+
+def build_pull_sys_flag(
+    *,
+    commit_offset: bool,
+    suspend: bool,
+    subscription: bool,
+    class_filter: bool = False,
+    lite_pull: bool = False,
+) -> int:
+    """``PullSysFlag.buildSysFlag``."""
+    flag = 0
+    if commit_offset:
+        flag |= PullSysFlag.COMMIT_OFFSET
+    if suspend:
+        flag |= PullSysFlag.SUSPEND
+    if subscription:
+        flag |= PullSysFlag.SUBSCRIPTION
+    if class_filter:
+        flag |= PullSysFlag.CLASS_FILTER
+    if lite_pull:
+        flag |= PullSysFlag.LITE_PULL_MESSAGE
+    return int(flag)
+
+
+_TAG = ExpressionType.TAG.value
+#: ``DefaultMQPullConsumerImpl.pullSyncImpl`` for readers that own their offsets (the admin
+#: tools, Spark): SUBSCRIPTION only, never COMMIT_OFFSET, never suspended.
+_READ_ONLY_FLAG = build_pull_sys_flag(commit_offset=False, suspend=False, subscription=True)
+
+
+def build_pull_header(
+    consumer_group: str,
+    mq: MessageQueue,
+    offset: int,
+    max_nums: int,
+    *,
+    sys_flag: int = _READ_ONLY_FLAG,
+    commit_offset: int = 0,
+    suspend_timeout_millis: int = 0,
+    subscription: str | None = "*",
+    sub_version: int = 0,
+    expression_type: str | None = _TAG,
+) -> PullMessageRequestHeader:
+    """The PULL_MESSAGE header (``pullKernelImpl``); ``bname`` is set as the 4.9.5+ Java
+    pull path sets it. The defaults are those of a read that commits nothing."""
+    return PullMessageRequestHeader(
+        consumer_group=consumer_group,
+        topic=mq.topic,
+        queue_id=mq.queue_id,
+        queue_offset=offset,
+        max_msg_nums=max_nums,
+        sys_flag=sys_flag,
+        commit_offset=commit_offset,
+        suspend_timeout_millis=suspend_timeout_millis,
+        subscription=subscription,
+        sub_version=sub_version,
+        expression_type=expression_type,
+        bname=mq.broker_name,
+    )
+
+
+def filter_by_tags(msgs: list[MessageExt], subscription: SubscriptionData) -> list[MessageExt]:
+    """The client-side tag re-check of ``PullAPIWrapper.processPullResult``.
+
+    The broker matches tag *hash codes*, so colliding tags slip through; with a non-empty
+    ``tags_set`` (and no class filter) only messages whose TAGS is in the set are kept;
+    messages without a tag are dropped.
+    """
+    tags = subscription.tags_set
+    if not tags or subscription.class_filter_mode:
+        return msgs
+    wanted = set(tags)
+    return [m for m in msgs if m.tags in wanted]
+
+
+class PullAPIWrapper:
+    """``PullAPIWrapper``: broker choice per queue, the PULL_MESSAGE call, result processing."""
+
+    def __init__(self, host: PullAPIHost, consumer_group: str) -> None:
+        self._instance = host
+        self.consumer_group = consumer_group
+        self._lock = threading.Lock()
+        self._pull_from_which_node: dict[MessageQueue, int] = {}
+
+    def update_pull_from_which_node(self, mq: MessageQueue, broker_id: int) -> None:
+        with self._lock:
+            self._pull_from_which_node[mq] = broker_id
+
+    def recalculate_pull_from_which_node(self, mq: MessageQueue) -> int:
+        with self._lock:
+            return self._pull_from_which_node.get(mq, MASTER_ID)
+
+    def _find_broker(self, mq: MessageQueue) -> FindBrokerResult:
+        bid = self.recalculate_pull_from_which_node(mq)
+        found = self._instance.find_broker_address_in_subscribe(mq.broker_name, bid, False)
+        if found is None:
+            self._instance.update_topic_route_info_from_name_server(mq.topic)
+            found = self._instance.find_broker_address_in_subscribe(mq.broker_name, bid, False)
+        if found is None:
+            raise ClientError(f"The broker[{mq.broker_name}] not exist")
+        return found
+
+    def _request(
+        self,
+        mq: MessageQueue,
+        sub_expression: str | None,
+        expression_type: str | None,
+        sub_version: int,
+        offset: int,
+        max_nums: int,
+        sys_flag: int,
+        commit_offset: int,
+        broker_suspend_max_time_ms: int,
+    ) -> tuple[str, PullMessageRequestHeader]:
+        """``pullKernelImpl`` up to the send: the broker to ask and the request header."""
+        found = self._find_broker(mq)
+        if not ExpressionType.is_tag_type(expression_type) and found.broker_version < Version.V4_1_0_SNAPSHOT:
+            raise ClientError(
+                f"The broker[{mq.broker_name}, {found.broker_version}] does not upgrade to support for filter "
+                "message by SQL92"
+            )
+        flag = sys_flag
+        if found.slave:
+            flag &= ~PullSysFlag.COMMIT_OFFSET  # only masters store the piggy-backed offset
+        header = build_pull_header(
+            self.consumer_group,
+            mq,
+            offset,
+            max_nums,
+            sys_flag=int(flag),
+            commit_offset=commit_offset,
+            suspend_timeout_millis=broker_suspend_max_time_ms,
+            subscription=sub_expression,
+            sub_version=sub_version,
+            expression_type=expression_type,
+        )
+        return found.broker_addr, header
+
+    def pull_kernel_impl(
+        self,
+        mq: MessageQueue,
+        sub_expression: str | None,
+        expression_type: str | None,
+        sub_version: int,
+        offset: int,
+        max_nums: int,
+        sys_flag: int,
+        commit_offset: int,
+        broker_suspend_max_time_ms: int,
+        timeout_ms: int,
+    ) -> PullResult:
+        """One blocking PULL_MESSAGE (``CommunicationMode.SYNC``; records undecoded).
+
+        A synchronous invoke: it raises ClientError on the remoting I/O thread rather than
+        wait there for an answer that thread would have to read."""
+        addr, header = self._request(
+            mq,
+            sub_expression,
+            expression_type,
+            sub_version,
+            offset,
+            max_nums,
+            sys_flag,
+            commit_offset,
+            broker_suspend_max_time_ms,
+        )
+        return self._instance.api.pull_message_sync(addr, header, timeout_ms)
+
+    def pull_kernel_impl_async(
+        self,
+        mq: MessageQueue,
+        sub_expression: str | None,
+        expression_type: str | None,
+        sub_version: int,
+        offset: int,
+        max_nums: int,
+        sys_flag: int,
+        commit_offset: int,
+        broker_suspend_max_time_ms: int,
+        timeout_ms: int,
+    ) -> concurrent.futures.Future[PullResult]:
+        """One PULL_MESSAGE whose future completes on the I/O thread (records undecoded)."""
+        addr, header = self._request(
+            mq,
+            sub_expression,
+            expression_type,
+            sub_version,
+            offset,
+            max_nums,
+            sys_flag,
+            commit_offset,
+            broker_suspend_max_time_ms,
+        )
+        return self._instance.api.pull_message_async(addr, header, timeout_ms)
+
+    def pull_read_only(
+        self, mq: MessageQueue, offset: int, max_nums: int, timeout_ms: int, *, sub_expression: str = "*"
+    ) -> PullResult:
+        """A PULL_MESSAGE that commits nothing and is never held (SUBSCRIPTION only, TAG
+        expression): the reads of the admin tools and the Spark connector. Records undecoded."""
+        return self.pull_kernel_impl(
+            mq, sub_expression, _TAG, 0, offset, max_nums, _READ_ONLY_FLAG, 0, 0, timeout_ms
+        )
+
+    def pull_read_only_async(
+        self, mq: MessageQueue, offset: int, max_nums: int, timeout_ms: int, *, sub_expression: str = "*"
+    ) -> concurrent.futures.Future[PullResult]:
+        """:meth:`pull_read_only` without waiting (the future completes on the I/O thread)."""
+        return self.pull_kernel_impl_async(
+            mq, sub_expression, _TAG, 0, offset, max_nums, _READ_ONLY_FLAG, 0, 0, timeout_ms
+        )
+
+    def process_pull_result(
+        self, mq: MessageQueue, result: PullResult, subscription: SubscriptionData
+    ) -> PullResult:
+        """``processPullResult``: remember the suggested broker, decode, re-filter, annotate."""
+        self.update_pull_from_which_node(mq, result.suggest_which_broker_id)
+        if result.pull_status is PullStatus.FOUND:
+            msgs = filter_by_tags(decode_records(result.message_binary), subscription)
+            offsets = {
+                MessageConst.MIN_OFFSET: str(result.min_offset),
+                MessageConst.MAX_OFFSET: str(result.max_offset),
+            }
+            encoded = encode_properties(offsets)
+            for msg in msgs:
+                msg.put_properties_lazily(offsets, encoded)  # no property parsing on the pull path
+                msg.broker_name = mq.broker_name
+            result.msg_found_list = msgs
+        result.message_binary = b""
+        return result
