@@ -9,7 +9,7 @@ request must name an access key, the key must be known, a request from the accou
 never restricts); otherwise the signature must match, admin-only codes need an admin
 account, and each touched resource needs its permission (from ``topicPerms``/``groupPerms``,
 else the account's default; an admin account without any listed resource passes). A send
-that only publishes to ``RMQ_SYS_TRACE_TOPIC`` skips the resource check, as in Java.
+that only publishes to ``RMQ_SYSRMQ_SYS_TRACE_TOPIC`` skips the resource check, as in Java.
 
 Every refusal is :class:`AclDenied` carrying Java's message; the remoting server turns it
 into Java's answer: SYSTEM_ERROR with ``RemotingHelper.exceptionSimpleDesc`` of the
@@ -43,7 +43,7 @@ from rocketq.acl.plain_acl_config import PlainAclData
 from rocketq.acl.signing import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE, cal_signature, combine_request_content
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import FLAG_RESPONSE, RemotingCommand
-from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX, retry_topic
+from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX, RMQ_SYS_TRACE_TOPIC, retry_topic
 
 __all__ = [
     "ACL_EXCEPTION_CLASS",
@@ -66,8 +66,6 @@ ACL_EXCEPTION_CLASS: Final = "org.apache.rocketmq.acl.common.AclException"
 #: ``MixAll.UNIQUE_MSG_QUERY_FLAG``: the validator leaves it out of the signed content.
 _UNIQUE_MSG_QUERY_FLAG: Final = "_UNIQUE_KEY_QUERY"
 _NOT_SIGNED: Final = frozenset({_UNIQUE_MSG_QUERY_FLAG})
-#: ``TopicValidator.RMQ_SYS_TRACE_TOPIC``
-_TRACE_TOPIC: Final = "RMQ_SYS_TRACE_TOPIC"
 
 _PPM: Final = "org.apache.rocketmq.acl.plain.PlainPermissionManager"
 #: The first stack frame of each refusal in Java 4.9.7 (exceptionSimpleDesc prints it).
@@ -364,7 +362,7 @@ class PlainAccessValidator:
         expected = cal_signature(access.content, owned.secret_key)
         if access.signature is None or not hmac.compare_digest(expected, access.signature):
             raise AclDenied(f"Check signature failed for accessKey={key}", "signature")
-        if access.resources.get(_TRACE_TOPIC) == PUB:
+        if access.resources.get(RMQ_SYS_TRACE_TOPIC) == PUB:
             return
         # checkPerm
         if rule is CodeRule.ADMIN and not owned.admin:

@@ -36,7 +36,7 @@ from rocketq.protocol.mixall import (
     NOT_ALLOWED_SEND_TOPICS,
     TOPIC_MAX_LENGTH,
 )
-from rocketq.remoting.tls import TlsConfig
+from rocketq.remoting.tls import TlsConfig  # re-exported: spark/ and cli/ use the client API only
 
 __all__ = [
     "CLIENT_INNER_PRODUCER_GROUP",
@@ -50,6 +50,7 @@ __all__ = [
     "PullConsumerConfig",
     "PushConsumerConfig",
     "SubscriptionType",
+    "TlsConfig",
     "change_instance_name_to_pid",
     "local_client_ip",
     "parse_namesrv_addr",

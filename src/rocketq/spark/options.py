@@ -64,10 +64,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from rocketq.client.config import validate_group, validate_topic
+from rocketq.client.config import TlsConfig, validate_group, validate_topic
 from rocketq.errors import IllegalArgumentError
 from rocketq.protocol.heartbeat import build_subscription_data
-from rocketq.remoting.tls import TlsConfig
 from rocketq.spark.offsets import EARLIEST, LATEST, OffsetSpec, split_queue_key
 
 __all__ = [
