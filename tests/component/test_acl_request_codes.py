@@ -70,6 +70,9 @@ EXPECTED_BROKER: dict[int, CodeRule] = {
     C.CLONE_GROUP_OFFSET: A,
     C.INVOKE_BROKER_TO_GET_CONSUMER_STATUS: U,
     C.VIEW_BROKER_STATS_DATA: U,
+    C.END_TRANSACTION: U,
+    C.SEND_REPLY_MESSAGE: U,
+    C.SEND_REPLY_MESSAGE_V2: U,
 }
 
 #: Name-server codes: reads open, everything else admin (rocketq; Java has no name-server ACL).

@@ -47,7 +47,7 @@ COMMANDS = {
         "delete",
         "clone-offset",
     ],
-    "message": ["query", "send", "consume", "resend", "resend-dlq"],
+    "message": ["query", "send", "consume", "resend", "resend-dlq", "trace"],
     "cluster": ["list", "runtime", "config", "ping"],
 }
 

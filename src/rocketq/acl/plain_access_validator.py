@@ -238,6 +238,11 @@ BROKER_CODE_RULES: Final[Mapping[int, CodeRule]] = types.MappingProxyType(
                 RequestCode.GET_TOPIC_CONFIG,
                 RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG,
                 RequestCode.QUERY_DATA_VERSION,
+                # As Java: the header names no topic (the half message's send was checked).
+                RequestCode.END_TRANSACTION,
+                # As Java: replies go to the cluster's reply topic, a system topic.
+                RequestCode.SEND_REPLY_MESSAGE,
+                RequestCode.SEND_REPLY_MESSAGE_V2,
             ),
             CodeRule.AUTHENTICATED,
         ),

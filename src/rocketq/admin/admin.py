@@ -51,6 +51,7 @@ from rocketq.admin.models import (
     TopicGroupStats,
     TopicStatus,
 )
+from rocketq.admin.transactions import HalfMessageState, half_message_state
 from rocketq.client.api_results import SendResult
 from rocketq.client.config import ClientConfig, parse_namesrv_addr, validate_group, validate_topic
 from rocketq.client.impl.mq_admin_impl import MQAdminImpl
@@ -737,6 +738,10 @@ class Admin:
             begin_ms=begin_ms,
             end_ms=end_ms,
         )
+
+    def half_message_state(self, uniq_key: str) -> HalfMessageState:
+        """Prepared, committed, rolled back or discarded (:mod:`rocketq.admin.transactions`)."""
+        return half_message_state(self, uniq_key)
 
     def message_track(self, msg: MessageExt) -> list[MessageTrack]:
         """``messageTrackDetail``: the consume state of ``msg`` for each group of its topic."""

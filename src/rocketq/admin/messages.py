@@ -40,6 +40,7 @@ __all__ = [
     "TOOLS_CONSUMER_GROUP",
     "message_track",
     "pull_messages",
+    "query_all_by_unique_key",
     "query_by_key",
     "query_by_offset",
     "query_by_unique_key",
@@ -145,6 +146,11 @@ def query_by_unique_key(admin: Admin, topic: str, uniq_key: str) -> MessageExt:
             ResponseCode.QUERY_NOT_FOUND, f"no message with unique key {uniq_key} in topic {topic}"
         )
     return found[0]
+
+
+def query_all_by_unique_key(admin: Admin, topic: str, uniq_key: str) -> list[MessageExt]:
+    """Every stored copy with that UNIQ_KEY in ``topic``, oldest first (at most 32)."""
+    return _query(admin, topic, uniq_key.strip(), 32, 0, _MAX_TIME, True)
 
 
 def _pull(

@@ -12,9 +12,11 @@ Lifecycle and threading:
   plain_acl.yml and check every request against it (``initialAcl``; the file is watched and
   reloaded), set the TLS mode (``tls.server.mode``); ``store.load()`` (recovery after an
   unclean stop) and ``store.start()``, load
-  topics.json / subscriptionGroup.json / consumerOffset.json, register every processor
-  (client/consumer management, admin as the default, and the lead's send, pull and query
-  processors), start the delay-level service (masters), start the server, start the pull
+  topics.json / subscriptionGroup.json / consumerOffset.json, start the transaction check
+  service (masters; it resumes from the progress in consumerOffset.json), register every
+  processor (client/consumer management, admin as the default, send, pull, query,
+  END_TRANSACTION and the reply processor), start the delay-level service (masters),
+  start the server, start the pull
   hold service, register with every name
   server (synchronously, like Java) and start the periodic tasks: registration every
   ``register_name_server_period`` (clamped to 10..60 s, first after 10 s), consumer-offset
@@ -25,7 +27,7 @@ Lifecycle and threading:
   :meth:`register_broker_all_async` may be called from any thread.
 * :meth:`BrokerController.shutdown`: cancel the periodic tasks, stop the pull hold service,
   unregister from every name server, stop the server (so nothing changes after the final
-  persist), persist topics, groups and offsets, stop the delay-level service (it persists
+  persist), stop the transaction check service, persist topics, groups and offsets, stop the delay-level service (it persists
   delayOffset.json), ``store.shutdown()``, stop the outer client.
 * A closed channel is removed from the consumer and producer tables at once (consumer
   groups are notified).
@@ -48,21 +50,30 @@ from rocketq.acl.security import install_server_security
 from rocketq.broker.broker2client import Broker2Client
 from rocketq.broker.clients import ConsumerGroupEvent, ConsumerManager, ProducerManager
 from rocketq.broker.config import BrokerConfig
+from rocketq.broker.filter import ConsumerFilterManager
 from rocketq.broker.locks import RebalanceLockManager
 from rocketq.broker.offsets import ConsumerOffsetManager
 from rocketq.broker.outer_api import BrokerOuterAPI
 from rocketq.broker.processors.admin import AdminBrokerProcessor
 from rocketq.broker.processors.client_manage import ClientManageProcessor
 from rocketq.broker.processors.consumer_manage import ConsumerManageProcessor
+from rocketq.broker.processors.end_transaction import EndTransactionProcessor
 from rocketq.broker.processors.lock import LockBatchProcessor
 from rocketq.broker.processors.pull import PullMessageProcessor
 from rocketq.broker.processors.query import QueryMessageProcessor
+from rocketq.broker.processors.reply import ReplyMessageProcessor
 from rocketq.broker.processors.send import SendMessageProcessor
 from rocketq.broker.schedule import ScheduleMessageService
 from rocketq.broker.stats import BrokerStats
 from rocketq.broker.store.message_store import MessageStore
 from rocketq.broker.subscriptions import SubscriptionGroupManager
 from rocketq.broker.topics import TopicConfigManager
+from rocketq.broker.transaction import (
+    DefaultTransactionalMessageCheckListener,
+    TransactionalMessageBridge,
+    TransactionalMessageCheckService,
+    TransactionalMessageService,
+)
 from rocketq.common.file_lock import FileLock
 from rocketq.protocol.codes import PermName, RequestCode
 from rocketq.protocol.message import HostAddr
@@ -116,6 +127,8 @@ class BrokerController:
             clock_ms=clock_ms,
             channel_expired_timeout_ms=config.channel_expired_timeout_ms,
         )
+        #: SQL92 subscriptions per topic and group, from heartbeats (ConsumerFilterManager)
+        self.consumer_filter_manager = ConsumerFilterManager(wall_ms=wall_ms)
         self.producer_manager = ProducerManager(
             clock_ms=clock_ms, channel_expired_timeout_ms=config.channel_expired_timeout_ms
         )
@@ -143,6 +156,16 @@ class BrokerController:
         self.query_processor: QueryMessageProcessor | None = None
         #: Delay-level delivery (ScheduleMessageService); masters only, created in start().
         self.schedule_service: ScheduleMessageService | None = None
+        #: Transactional messages (rocketq.broker.transaction): half/op store access, the
+        #: END_TRANSACTION lookups and the check scan; the check thread runs on masters only.
+        self.transactional_message_bridge = TransactionalMessageBridge(self)
+        self.transactional_message_service = TransactionalMessageService(
+            self.transactional_message_bridge,
+            file_reserved_time_ms=config.message_store.file_reserved_time_hours * 3_600_000,
+            wall_ms=wall_ms,
+        )
+        self.transactional_message_check_listener = DefaultTransactionalMessageCheckListener(self)
+        self.transactional_message_check_service: TransactionalMessageCheckService | None = None
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -210,6 +233,13 @@ class BrokerController:
         ):
             if not manager.load():
                 raise RuntimeError(f"cannot load {manager.config_file_path()}")
+        if self.config.broker_role != "SLAVE":
+            # BrokerController.start: the transaction check runs where halves are written,
+            # from the progress consumerOffset.json holds (so after it was loaded)
+            self.transactional_message_check_service = TransactionalMessageCheckService(
+                self, self.transactional_message_service, self.transactional_message_check_listener
+            )
+            self.transactional_message_check_service.start()
         self._register_processors()
         self.acl = install_server_security(
             self.server,
@@ -259,6 +289,10 @@ class BrokerController:
         ):
             server.register_processor(code, send)
         server.register_processor(RequestCode.PULL_MESSAGE, pull)
+        server.register_processor(RequestCode.END_TRANSACTION, EndTransactionProcessor(self))
+        reply = ReplyMessageProcessor(self)
+        server.register_processor(RequestCode.SEND_REPLY_MESSAGE, reply)
+        server.register_processor(RequestCode.SEND_REPLY_MESSAGE_V2, reply)
         server.register_processor(RequestCode.QUERY_MESSAGE, query)
         server.register_processor(RequestCode.VIEW_MESSAGE_BY_ID, query)
         lock = LockBatchProcessor(self.rebalance_lock_manager)
@@ -296,6 +330,8 @@ class BrokerController:
             except Exception:
                 log.exception("unregister from name servers failed")
         await self.server.stop()
+        if self.transactional_message_check_service is not None:
+            self.transactional_message_check_service.shutdown()  # before the final persist
         self.topic_config_manager.persist()
         self.subscription_group_manager.persist()
         self.consumer_offset_manager.persist()
@@ -428,7 +464,10 @@ class BrokerController:
     def _on_consumer_ids_changed(
         self, event: ConsumerGroupEvent, group: str, channels: list[Channel]
     ) -> None:
-        # DefaultConsumerIdsChangeListener.handle
+        # DefaultConsumerIdsChangeListener.handle (REGISTER's filter registration is done by
+        # the heartbeat, which holds the subscription list)
+        if event is ConsumerGroupEvent.UNREGISTER:
+            self.consumer_filter_manager.unregister(group)
         if event is ConsumerGroupEvent.CHANGE and self.config.notify_consumer_ids_changed_enable:
             for channel in channels:
                 self.broker2client.notify_consumer_ids_changed(channel, group)

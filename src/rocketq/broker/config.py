@@ -113,7 +113,7 @@ class BrokerConfig:
     msg_trace_topic_name: str = RMQ_SYS_TRACE_TOPIC
     #: slaveReadEnable.
     slave_read_enable: bool = False
-    #: enablePropertyFilter: SQL92 subscriptions (rocketq has no SQL92 engine).
+    #: enablePropertyFilter: serve SQL92 subscriptions (filtered on the broker, rocketq.filter).
     enable_property_filter: bool = False
     #: transferMsgByHeap: True copies a pull answer's records into one body; False writes
     #: them to the socket from the mapped commit log (``ManyMessageTransfer``), cheaper for
@@ -127,6 +127,17 @@ class BrokerConfig:
     query_thread_pool_queue_capacity: int = 20_000
     #: endTransactionPoolQueueCapacity.
     end_transaction_pool_queue_capacity: int = 100_000
+    #: rejectTransactionMessage: refuse half messages (NO_PERMISSION) instead of storing them.
+    reject_transaction_message: bool = False
+    #: transactionTimeOut: a half message younger than this is not checked yet.
+    transaction_time_out_ms: int = 6000
+    #: transactionCheckMax: checks of one half message before it is discarded into
+    #: TRANS_CHECK_MAX_TIME_TOPIC.
+    transaction_check_max: int = 15
+    #: transactionCheckInterval: the period of TransactionalMessageCheckService.
+    transaction_check_interval_ms: int = 60_000
+    #: storeReplyMessageEnable: SEND_REPLY_MESSAGE also stores the reply in <cluster>_REPLY_TOPIC.
+    store_reply_message_enable: bool = True
     #: MessageStoreConfig.brokerRole.
     broker_role: str = "ASYNC_MASTER"
     #: ConsumerManager/ProducerManager.CHANNEL_EXPIRED_TIMEOUT (a Java constant, 120 s).
@@ -175,9 +186,12 @@ class BrokerConfig:
             "channel_expired_timeout_ms",
             "client_housekeeping_interval_ms",
             "rebalance_lock_max_live_time_ms",
+            "transaction_check_interval_ms",
         ):
             if getattr(self, name) <= 0:
                 raise IllegalArgumentError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.transaction_time_out_ms < 0 or self.transaction_check_max < 0:
+            raise IllegalArgumentError("transaction_time_out_ms and transaction_check_max must be >= 0")
 
     # ------------------------------------------------------------------ derived
     @property

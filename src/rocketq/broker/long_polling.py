@@ -23,7 +23,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from rocketq.protocol.frame import RemotingCommand
@@ -50,6 +50,9 @@ class PullRequest:
     pull_from_this_offset: int
     #: tagsCode -> matched; the same filter the pull used on the consume queue
     matches: Callable[[int], bool]
+    #: properties -> matched: the SQL92 check of an arriving message (None: tags only;
+    #: ``isMatchedByCommitLog(null, properties)``)
+    matches_properties: Callable[[Mapping[str, str]], bool] | None = None
     timer: asyncio.TimerHandle | None = field(default=None, repr=False)
     done: bool = False
 
@@ -122,12 +125,19 @@ class PullRequestHoldService:
         if threading.get_ident() == self._loop_ident:
             # a send on the loop itself: no self-pipe wakeup needed, and the send's own
             # response leaves first (this runs in the next iteration)
-            loop.call_soon(self.notify_message_arriving, topic, queue_id, max_offset, tags_code)
+            loop.call_soon(self.notify_message_arriving, topic, queue_id, max_offset, tags_code, properties)
         else:
-            loop.call_soon_threadsafe(self.notify_message_arriving, topic, queue_id, max_offset, tags_code)
+            loop.call_soon_threadsafe(
+                self.notify_message_arriving, topic, queue_id, max_offset, tags_code, properties
+            )
 
     def notify_message_arriving(
-        self, topic: str, queue_id: int, max_offset: int, tags_code: int | None = None
+        self,
+        topic: str,
+        queue_id: int,
+        max_offset: int,
+        tags_code: int | None = None,
+        properties: Mapping[str, str] | None = None,
     ) -> None:
         """Wake the held requests of one queue that now have a (matching) message to read."""
         key = (topic, queue_id)
@@ -141,7 +151,11 @@ class PullRequestHoldService:
             newest = max_offset
             if newest <= pr.pull_from_this_offset:
                 newest = self._max_offset(topic, queue_id)
-            if newest > pr.pull_from_this_offset and (tags_code is None or pr.matches(tags_code)):
+            if (
+                newest > pr.pull_from_this_offset
+                and (tags_code is None or pr.matches(tags_code))
+                and (properties is None or pr.matches_properties is None or pr.matches_properties(properties))
+            ):
                 self._fire(pr)
                 continue
             keep.append(pr)

@@ -38,7 +38,6 @@ from rocketq.protocol.java import concurrent_hashmap_order
 from rocketq.protocol.mixall import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     NOT_ALLOWED_SEND_TOPICS,
-    REPLY_TOPIC_POSTFIX,
     RMQ_SYS_BENCHMARK_TOPIC,
     RMQ_SYS_OFFSET_MOVED_EVENT,
     RMQ_SYS_SCHEDULE_TOPIC,
@@ -46,6 +45,7 @@ from rocketq.protocol.mixall import (
     SYSTEM_TOPIC_PREFIX,
     SYSTEM_TOPICS,
     TOPIC_MAX_LENGTH,
+    reply_topic,
 )
 from rocketq.protocol.route import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 
@@ -142,7 +142,7 @@ class TopicConfigManager(ConfigManager):
         self._add_default(RMQ_SYS_SCHEDULE_TOPIC, SCHEDULE_TOPIC_QUEUE_NUM)
         if cfg.trace_topic_enable:
             self._add_default(cfg.msg_trace_topic_name, 1)
-        self._add_default(f"{cfg.broker_cluster_name}_{REPLY_TOPIC_POSTFIX}", 1)
+        self._add_default(reply_topic(cfg.broker_cluster_name), 1)
 
     # ------------------------------------------------------------------ queries
     def select_topic_config(self, topic: str) -> TopicConfig | None:

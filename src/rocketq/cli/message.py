@@ -1,8 +1,9 @@
-"""``rocketq message ...``: query, send, consume, resend, resend-dlq.
+"""``rocketq message ...``: query, send, consume, resend, resend-dlq, tx-state.
 
 The mqadmin commands ``queryMsgById``, ``queryMsgByKey``, ``queryMsgByUniqueKey``,
 ``queryMsgByOffset`` (with the per-group consume state of ``messageTrackDetail``),
-``sendMessage``, ``consumeMessage`` and the dashboard's message/DLQ resend, over
+``sendMessage``, ``consumeMessage``, the dashboard's message/DLQ resend and the state of a
+transactional message (:mod:`rocketq.admin.transactions`), over
 :class:`~rocketq.admin.Admin`. Output rules are those of :mod:`rocketq.cli._output`;
 ``send --file`` and ``resend-dlq`` show a progress bar on stderr.
 """
@@ -21,6 +22,7 @@ from rocketq.cli._output import (
     format_ms,
     parse_timestamp,
 )
+from rocketq.cli.message_trace import register_trace
 from rocketq.protocol.message import Message, MessageExt
 
 __all__ = ["register"]
@@ -36,6 +38,7 @@ def register(subparsers: Any) -> None:
         description="Messages (mqadmin queryMsgById/ByKey/ByUniqueKey/ByOffset, sendMessage, consumeMessage; dashboard resend and DLQ resend).",
     )
     sub = message.add_subparsers(dest="message_command", metavar="SUBCOMMAND", required=True)
+    register_trace(sub)
 
     p = sub.add_parser(
         "query",
@@ -124,6 +127,15 @@ def register(subparsers: Any) -> None:
     p.add_argument("--method", choices=[m.value for m in ResendMethod], default="produce")
     p.add_argument("--max", type=int, default=10_000, help="at most this many messages (default 10000)")
     add_admin_command(p, _resend_dlq)
+
+    p = sub.add_parser(
+        "tx-state",
+        help="where a transactional message stands: PREPARED, COMMITTED, ROLLED_BACK or DISCARDED",
+        description="Looks up the half message by its client id (UNIQ_KEY, the msgId of the send "
+        "result) and what the broker did with it.",
+    )
+    p.add_argument("-u", "--unique-key", required=True, help="the message's UNIQ_KEY")
+    add_admin_command(p, _tx_state)
 
 
 def _preview(msg: MessageExt) -> str:
@@ -317,3 +329,21 @@ def _resend_dlq(args: argparse.Namespace, admin: Admin, out: Output) -> int:
     if not results:
         out.note(f"no dead letter of {args.group} to resend")
     return _print_resends(out, results)
+
+
+def _tx_state(args: argparse.Namespace, admin: Admin, out: Output) -> int:
+    state = admin.half_message_state(args.unique_key)
+    view = {
+        "uniqKey": state.uniq_key,
+        "state": state.state.value,
+        "realTopic": state.real_topic,
+        "producerGroup": state.producer_group,
+        "halfCopies": state.half_copies,
+        "checkTimes": state.check_times,
+        "resolvedMsgId": state.resolved_msg_id,
+    }
+    if out.json_mode:
+        out.json(view)
+    else:
+        out.kv(view, title="transactional message")
+    return 0

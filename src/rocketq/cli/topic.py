@@ -12,6 +12,7 @@ from typing import Any
 
 from rocketq.admin import Admin
 from rocketq.cli._output import Output, add_admin_command, add_target_options, format_ms
+from rocketq.protocol.mixall import TRANSACTION_TOPICS
 
 __all__ = ["register"]
 
@@ -25,8 +26,14 @@ def register(subparsers: Any) -> None:
     )
     sub = topic.add_subparsers(dest="topic_command", metavar="SUBCOMMAND", required=True)
 
-    p = sub.add_parser("list", help="list every topic the name server knows (mqadmin topicList)")
+    p = sub.add_parser(
+        "list",
+        help="list every topic the name server knows (mqadmin topicList)",
+        description="List topics. The transactional system topics (RMQ_SYS_TRANS_HALF_TOPIC, "
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC) are hidden unless --system is given.",
+    )
     p.add_argument("-c", "--cluster", default=None, help="only the topics of this cluster")
+    p.add_argument("-s", "--system", action="store_true", help="also list the transactional system topics")
     add_admin_command(p, _list)
 
     p = sub.add_parser("route", help="show a topic's route: brokers and queues (mqadmin topicRoute)")
@@ -75,6 +82,9 @@ def register(subparsers: Any) -> None:
 
 def _list(args: argparse.Namespace, admin: Admin, out: Output) -> int:
     topics = admin.topic_list(args.cluster)
+    if not args.system:
+        # TopicValidator system topics a broker creates on demand for transactions
+        topics = [t for t in topics if t not in TRANSACTION_TOPICS]
     if out.json_mode:
         out.json(topics)
     else:

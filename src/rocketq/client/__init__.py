@@ -33,13 +33,17 @@ from rocketq.client.consumer.pull import PullConsumer
 from rocketq.client.consumer.push import PushConsumer, PushConsumerConfig
 from rocketq.client.consumer.schedule import MQPullConsumerScheduleService, PullTaskCallback, PullTaskContext
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
+from rocketq.client.message_selector import MessageSelector
 from rocketq.client.producer import Producer, SendCallback
+from rocketq.client.producer_transaction import TransactionProducer
+from rocketq.client.request_response import RequestCallback, create_reply_message
 from rocketq.client.selectors import (
     MessageQueueSelector,
     SelectMessageQueueByHash,
     SelectMessageQueueByRandom,
     SelectMessageQueueByRoundRobin,
 )
+from rocketq.client.transaction import LocalTransactionState, TransactionListener, TransactionSendResult
 from rocketq.protocol.heartbeat import ConsumeFromWhere, MessageModel
 from rocketq.protocol.message import Message, MessageExt
 from rocketq.protocol.message_queue import MessageQueue
@@ -59,6 +63,7 @@ __all__ = [
     "ConsumeOrderlyStatus",
     "LitePullConsumer",
     "LitePullConsumerConfig",
+    "LocalTransactionState",
     "MQClientInstance",
     "MQClientManager",
     "MQPullConsumerScheduleService",
@@ -67,6 +72,7 @@ __all__ = [
     "MessageModel",
     "MessageQueue",
     "MessageQueueSelector",
+    "MessageSelector",
     "Producer",
     "ProducerConfig",
     "PullConsumer",
@@ -77,10 +83,15 @@ __all__ = [
     "PullTaskContext",
     "PushConsumer",
     "PushConsumerConfig",
+    "RequestCallback",
     "SelectMessageQueueByHash",
     "SelectMessageQueueByRandom",
     "SelectMessageQueueByRoundRobin",
     "SendCallback",
     "SendResult",
     "SendStatus",
+    "TransactionListener",
+    "TransactionProducer",
+    "TransactionSendResult",
+    "create_reply_message",
 ]

@@ -52,6 +52,8 @@ from rocketq.client.impl.topic_route import (
     topic_route_to_subscribe_info,
 )
 from rocketq.client.latency import TopicPublishInfo
+from rocketq.client.request_response import RequestFutureHolder, receive_reply_message
+from rocketq.client.transaction import check_transaction_state
 from rocketq.common.service_thread import PeriodicService, ServiceThread
 from rocketq.errors import ClientError, RocketqError
 from rocketq.protocol.codes import RequestCode, ResponseCode
@@ -187,6 +189,8 @@ class MQClientInstance:
         self._threads: list[ServiceThread] = []
         self._rebalance: PeriodicService | None = None
         self._callback_pool: concurrent.futures.ThreadPoolExecutor | None = None
+        #: pending Producer.request calls by correlation id (RequestFutureHolder)
+        self.request_future_holder = RequestFutureHolder(f"{client_id}-request-housekeeping")
         self._started = False
         self._shutdown = False
 
@@ -253,6 +257,7 @@ class MQClientInstance:
             pool, self._callback_pool = self._callback_pool, None
         for thread in threads:
             thread.shutdown()
+        self.request_future_holder.shutdown()
         self.remoting.close()
         if pool is not None:
             current = threading.current_thread().name
@@ -312,6 +317,10 @@ class MQClientInstance:
         with self._lock:
             self._consumers.pop(group, None)
         self._unregister_client(consumer_group=group)
+
+    def select_producer(self, group: str) -> MQProducerInner | None:
+        with self._lock:
+            return self._producers.get(group)
 
     def select_consumer(self, group: str) -> MQConsumerInner | None:
         with self._lock:
@@ -605,6 +614,11 @@ class MQClientInstance:
             )
             self.rebalance_immediately()
             return None
+        if request.code == RequestCode.CHECK_TRANSACTION_STATE:
+            check_transaction_state(self, request, addr)
+            return None
+        if request.code == RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT:
+            return receive_reply_message(self.request_future_holder, request)
         group = request.ext("consumerGroup") or request.ext("group")
         consumer = self.select_consumer(group) if group else None
         if consumer is not None:

@@ -54,7 +54,18 @@ from rocketq.client.config import (
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
 from rocketq.client.produce_accumulator import ProduceAccumulator
+from rocketq.client.request_response import (
+    RequestCallback,
+    RequestFutureHolder,
+    RequestResponseFuture,
+    begin_request,
+    send_request,
+    wait_response,
+)
 from rocketq.client.selectors import SelectorLike, as_selector
+from rocketq.client.send_message_hook import SendMessageContext, SendMessageHook, run_send_hooks
+from rocketq.client.trace.async_trace_dispatcher import AsyncTraceDispatcher
+from rocketq.client.trace.hooks import SendMessageTraceHookImpl
 from rocketq.common.log_limiter import LogLimiter
 from rocketq.common.service_state import ServiceLifecycle, ServiceState
 from rocketq.errors import (
@@ -73,6 +84,7 @@ from rocketq.protocol.message import (
     MessageConst,
     MessageExt,
     compress_body,
+    decode_properties,
     encode_batch,
     encode_properties,
 )
@@ -143,6 +155,8 @@ class Producer(ServiceLifecycle):
         client_config: ClientConfig | None = None,
         manager: MQClientManager | None = None,
         clock_ms: Callable[[], int] = _now_ms,
+        enable_msg_trace: bool = False,
+        custom_trace_topic: str | None = None,
     ) -> None:
         cfg = config or ProducerConfig()
         if producer_group is not None:
@@ -160,6 +174,13 @@ class Producer(ServiceLifecycle):
         self._state = ServiceState.CREATE_JUST
         self._state_lock = threading.Lock()
         self._instance: MQClientInstance | None = None
+        #: SendMessageHooks, called around every send attempt (``registerSendMessageHook``)
+        self.send_hooks: list[SendMessageHook] = []
+        #: message trace (``enableMsgTrace``/``customizedTraceTopic``): None when off
+        self.trace_dispatcher: AsyncTraceDispatcher | None = None
+        if enable_msg_trace:
+            self.trace_dispatcher = AsyncTraceDispatcher(cfg.producer_group, "PRODUCE", custom_trace_topic)
+            self.send_hooks.append(SendMessageTraceHookImpl(self.trace_dispatcher))
         self._accumulator: ProduceAccumulator | None = None
         if cfg.auto_batch:
             self._accumulator = ProduceAccumulator(
@@ -211,6 +232,15 @@ class Producer(ServiceLifecycle):
                 raise
             self._instance = instance
             self._state = ServiceState.RUNNING
+        if self.trace_dispatcher is not None:
+            try:
+                self.trace_dispatcher.start(self.client_config)
+            except Exception:
+                log.exception("message trace of %s could not start", self.config.producer_group)
+
+    def register_send_message_hook(self, hook: SendMessageHook) -> None:
+        """Add a hook called around every send attempt (``registerSendMessageHook``)."""
+        self.send_hooks.append(hook)
 
     def shutdown(self) -> None:
         """UNREGISTER_CLIENT everywhere, then stop the instance if this was its last user."""
@@ -223,6 +253,8 @@ class Producer(ServiceLifecycle):
         if instance is not None:
             instance.unregister_producer(self.config.producer_group)
             instance.shutdown()
+        if self.trace_dispatcher is not None:
+            self.trace_dispatcher.shutdown()
 
     def _running_instance(self) -> MQClientInstance:
         instance = self._instance
@@ -530,12 +562,45 @@ class Producer(ServiceLifecycle):
         addr = self._broker_addr(mq)
         instance = self._running_instance()
         header = self._header(prep, mq)
-        if mode == "oneway":
-            instance.api.send_message_oneway(addr, header, prep.body, batch=prep.batch)
+        hook_ctx = self._hooks_before(prep, mq, addr)
+        try:
+            if mode == "oneway":
+                instance.api.send_message_oneway(addr, header, prep.body, batch=prep.batch)
+                result = None
+            else:
+                result = instance.api.send_message_sync(
+                    addr, mq.broker_name, header, prep.body, prep.uniq_id, timeout_ms, batch=prep.batch
+                )
+        except RocketqError as exc:
+            self._hooks_after(hook_ctx, None, exc)
+            raise
+        self._hooks_after(hook_ctx, result, None)
+        return result
+
+    def _hooks_before(self, prep: _Prepared, mq: MessageQueue, addr: str) -> SendMessageContext | None:
+        """``executeSendMessageHookBefore``; None (nothing to do after) without hooks."""
+        if not self.send_hooks:
             return None
-        return instance.api.send_message_sync(
-            addr, mq.broker_name, header, prep.body, prep.uniq_id, timeout_ms, batch=prep.batch
+        ctx = SendMessageContext(
+            producer_group=self.config.producer_group,
+            topic=prep.topic,
+            properties=decode_properties(prep.properties),
+            body_length=len(prep.body),
+            broker_addr=addr,
+            broker_name=mq.broker_name,
         )
+        run_send_hooks(self.send_hooks, ctx, before=True)
+        return ctx
+
+    def _hooks_after(
+        self, ctx: SendMessageContext | None, result: SendResult | None, exc: BaseException | None
+    ) -> None:
+        """``executeSendMessageHookAfter`` with the attempt's outcome."""
+        if ctx is None:
+            return
+        ctx.send_result = result
+        ctx.exception = exc
+        run_send_hooks(self.send_hooks, ctx, before=False)
 
     # ================================================================== async
     def send_async(
@@ -641,18 +706,23 @@ class Producer(ServiceLifecycle):
             finish(None, RequestTimeoutError(f"sendDefaultImpl call timeout after {timeout}ms"))
             return
         start = self._clock_ms()
+        hook_ctx: SendMessageContext | None = None
         try:
             addr = self._broker_addr(mq)
             header = self._header(prep, mq)
+            hook_ctx = self._hooks_before(prep, mq, addr)
             fut = self._running_instance().api.send_message_async(
                 addr, mq.broker_name, header, prep.body, prep.uniq_id, remaining, batch=prep.batch
             )
         except RocketqError as exc:
+            self._hooks_after(hook_ctx, None, exc)
             self._on_async_error(prep, mq, begin, timeout, retries, finish, explicit, info, exc, start)
             return
 
         def done(f: concurrent.futures.Future[SendResult]) -> None:
             exc = f.exception()
+            if hook_ctx is not None:
+                self._hooks_after(hook_ctx, None if exc is not None else f.result(), exc)
             if exc is None:
                 self._fault.update_fault_item(mq.broker_name, self._clock_ms() - start, False)
                 finish(f.result(), None)
@@ -699,6 +769,72 @@ class Producer(ServiceLifecycle):
             self._running_instance().callback_executor().submit(retry)
         except (RuntimeError, ClientError):
             finish(None, exc)
+
+    # ================================================================== request/reply
+    def request(
+        self,
+        msg: Message,
+        timeout_ms: int,
+        *,
+        queue: MessageQueue | None = None,
+        selector: SelectorLike | None = None,
+        arg: object = None,
+    ) -> Message:
+        """Send ``msg`` and wait for its reply (``DefaultMQProducer.request``).
+
+        See :mod:`rocketq.client.request_response`. Raises :class:`RequestTimeoutError` when
+        no reply came within ``timeout_ms`` (the request may still be answered later; that
+        answer is dropped) and :class:`ClientError` when the request could not be sent.
+        """
+        rf, holder, remaining = self._start_request(msg, timeout_ms, None, queue, selector, arg)
+        try:
+            return wait_response(rf, msg.topic, timeout_ms, remaining)
+        finally:
+            holder.remove(rf.correlation_id)
+
+    def request_async(
+        self,
+        msg: Message,
+        timeout_ms: int,
+        callback: RequestCallback | None = None,
+        *,
+        queue: MessageQueue | None = None,
+        selector: SelectorLike | None = None,
+        arg: object = None,
+    ) -> concurrent.futures.Future[Message]:
+        """Send ``msg``; the future gets its reply, or RequestTimeoutError after ``timeout_ms``
+        (found by the instance's request housekeeping, so up to a second late), or the send
+        error. ``callback(future)`` runs on the client's callback pool. Unlike Java 4.9.7,
+        the callback is not also called with no reply as soon as the request was sent.
+        """
+        out: concurrent.futures.Future[Message] = concurrent.futures.Future()
+        if callback is not None:
+            instance = self._running_instance()
+            out.add_done_callback(lambda f: instance.run_on_callback_pool(lambda: callback(f)))
+        self._start_request(msg, timeout_ms, out, queue, selector, arg)
+        return out
+
+    def _start_request(
+        self,
+        msg: Message,
+        timeout_ms: int,
+        future: concurrent.futures.Future[Message] | None,
+        queue: MessageQueue | None,
+        selector: SelectorLike | None,
+        arg: object,
+    ) -> tuple[RequestResponseFuture, RequestFutureHolder, int]:
+        """Register the request, then send it asynchronously (rocketq.client.request_response)."""
+        self._check_message(msg)
+        instance = self._running_instance()
+        rf, holder, left = begin_request(
+            instance, msg, timeout_ms, future, self._find_publish_info, self._clock_ms
+        )
+        send_request(
+            holder,
+            rf,
+            lambda: self._send_async_now(msg, queue=queue, selector=selector, arg=arg, timeout_ms=left),
+        )
+        return rf, holder, left
 
     # ================================================================== admin helpers
     def view_message(self, offset_msg_id: str) -> MessageExt:

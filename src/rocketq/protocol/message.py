@@ -64,6 +64,7 @@ __all__ = [
     "decode_batch",
     "decode_properties",
     "decode_record",
+    "decode_record_properties",
     "decode_records",
     "decompress_body",
     "encode_batch",
@@ -768,6 +769,29 @@ def decode_record(
         if (zlib.crc32(b[body_pos : body_pos + blen]) & 0x7FFFFFFF) != m.body_crc:
             raise MalformedFrameError(f"record at {offset}: BODYCRC mismatch")
     return m
+
+
+def decode_record_properties(record: bytes | memoryview) -> dict[str, str]:
+    """``MessageDecoder.decodeProperties``: the properties of the record at ``record[0:]``,
+    without decoding anything else (the broker's SQL92 filter reads them per pulled record).
+
+    Raises :class:`MalformedFrameError` when the lengths point past the record.
+    """
+    try:
+        magic = _INT.unpack_from(record, 4)[0]
+        sysflag = _INT.unpack_from(record, 36)[0]
+        head = _LAYOUTS[sysflag & _V6_BITS].size
+        tpos = head + _INT.unpack_from(record, head - 4)[0]
+        if magic == MAGIC_CODE_V2:
+            tlen, tstart = (record[tpos] << 8) | record[tpos + 1], tpos + 2
+        else:
+            tlen, tstart = record[tpos], tpos + 1
+        ppos = tstart + tlen
+        plen = (record[ppos] << 8) | record[ppos + 1]
+    except (struct.error, IndexError):
+        raise MalformedFrameError("record truncated before its properties") from None
+    raw = record[ppos + 2 : ppos + 2 + plen]
+    return decode_properties(bytes(raw).decode("utf-8", "replace"))
 
 
 def decode_records(buf: bytes | bytearray | memoryview, *, decompress: bool = True) -> list[MessageExt]:

@@ -60,11 +60,14 @@ class SourceClient:
         group: str | None = None,
         timeout_ms: int = 30_000,
         sub_expression: str = "*",
+        expression_type: str = "TAG",
         security: SecurityOptions | None = None,
     ) -> None:
         self.group = group or DEFAULT_READER_GROUP
         self.timeout_ms = timeout_ms
         self.sub_expression = sub_expression
+        #: ``TAG`` or ``SQL92`` (then ``sub_expression`` is the SQL text, filtered on the broker)
+        self.expression_type = expression_type
         rpc_hook, ssl_context = client_security_of(security or SecurityOptions())
         self.api = MQClientAPI.standalone(
             parse_namesrv_addr(nameserver),
@@ -194,6 +197,7 @@ class SourceClient:
             max_nums,
             self.timeout_ms,
             sub_expression=self.sub_expression if sub_expression is None else sub_expression,
+            expression_type=self.expression_type if sub_expression is None else "TAG",
         )
 
     def pull_async(
@@ -207,4 +211,5 @@ class SourceClient:
             max_nums,
             self.timeout_ms,
             sub_expression=self.sub_expression if sub_expression is None else sub_expression,
+            expression_type=self.expression_type if sub_expression is None else "TAG",
         )

@@ -13,6 +13,10 @@ Read options (``spark.read`` / ``spark.readStream``):
 ``nameserver``            required; ``host:port[;host:port...]``
 ``topic``                 required; one topic or a comma-separated list
 ``subExpression``         tag filter (``TagA || TagB``), default ``*``
+``sqlFilter``             an SQL92 expression over message properties (RocketMQ's
+                          ``MessageSelector.bySql``), evaluated on the broker, which
+                          must run with ``enablePropertyFilter=true``; excludes
+                          ``subExpression``. Checked when the options are parsed.
 ``startingOffsets``       ``earliest`` (batch default) | ``latest`` (streaming default)
                           | JSON ``{"topic": {"broker-a:0": 12, ...}}`` (-2 earliest,
                           -1 latest; queues not listed start at the earliest offset)
@@ -66,7 +70,8 @@ from typing import Final
 
 from rocketq.client.config import TlsConfig, validate_group, validate_topic
 from rocketq.errors import IllegalArgumentError
-from rocketq.protocol.heartbeat import build_subscription_data
+from rocketq.filter import compile_sql
+from rocketq.protocol.heartbeat import ExpressionType, build_subscription_data
 from rocketq.spark.offsets import EARLIEST, LATEST, OffsetSpec, split_queue_key
 
 __all__ = [
@@ -110,6 +115,7 @@ READ_OPTIONS: Final[frozenset[str]] = SECURITY_OPTIONS | frozenset(
         "nameserver",
         "topic",
         "subexpression",
+        "sqlfilter",
         "startingoffsets",
         "startingtimestamp",
         "endingoffsets",
@@ -237,6 +243,8 @@ class ReadOptions:
     nameserver: str
     topics: tuple[str, ...]
     sub_expression: str = "*"
+    #: an SQL92 selector (expressionType SQL92) filtered on the broker; None: tags only
+    sql_filter: str | None = None
     #: "earliest", "latest" or parsed JSON offsets.
     starting_offsets: str | OffsetSpec = "earliest"
     starting_timestamp_ms: int | None = None
@@ -253,9 +261,24 @@ class ReadOptions:
 
     @property
     def tags(self) -> tuple[str, ...]:
-        """The tag set of ``sub_expression`` (empty for ``*``), for the client-side re-check."""
+        """The tag set of ``sub_expression`` (empty for ``*`` and with ``sqlFilter``), for
+        the client-side re-check."""
+        if self.sql_filter is not None:
+            return ()
         sd = build_subscription_data(self.topics[0], self.sub_expression, sub_version=0)
         return tuple(sd.tags_set)
+
+    @property
+    def filtered(self) -> bool:
+        """Whether the broker may skip offsets (a tag filter or an SQL92 filter)."""
+        return self.sql_filter is not None or bool(self.tags)
+
+    @property
+    def subscription(self) -> tuple[str, str]:
+        """What pulls carry: ``(subscription, expressionType)``."""
+        if self.sql_filter is not None:
+            return self.sql_filter, ExpressionType.SQL92.value
+        return self.sub_expression, ExpressionType.TAG.value
 
 
 def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
@@ -274,6 +297,13 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         validate_topic(topic)
     sub = opts.get("subexpression", "*").strip() or "*"
     build_subscription_data(topics[0], sub, sub_version=0)  # syntax check
+    sql_filter = opts.get("sqlfilter")
+    if sql_filter is not None:
+        if not sql_filter.strip():
+            raise IllegalArgumentError("option sqlFilter is empty")
+        if sub != "*":
+            raise IllegalArgumentError("options subExpression and sqlFilter exclude each other")
+        compile_sql(sql_filter)  # FilterParseError (an IllegalArgumentError) names the problem
     ts = _int(opts, "startingtimestamp", None, minimum=0)
     start_raw = opts.get("startingoffsets")
     if ts is not None and start_raw is not None:
@@ -315,6 +345,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         nameserver=ns,
         topics=topics,
         sub_expression=sub,
+        sql_filter=sql_filter,
         starting_offsets=starting,
         starting_timestamp_ms=ts,
         ending_offsets=ending,

@@ -200,17 +200,21 @@ def read_range(part: QueueRange, *, batch_bytes: int = BATCH_BYTES) -> Iterator[
 
     Runs on an executor with its own client, closed (I/O thread joined) when the range is
     done or the iterator is closed. Pulls stay in flight while answers are decoded. Only
-    messages whose tag passes ``subExpression`` are yielded.
+    messages whose tag passes ``subExpression`` are yielded; with ``sqlFilter`` the broker
+    evaluates the expression and only the matching messages arrive (a broker without
+    ``enablePropertyFilter`` answers SYSTEM_ERROR, raised as a BrokerError).
     """
     options = part.options
     mq = part.mq
     end = part.end
     tags = options.tags
+    subscription, expression_type = options.subscription
     with SourceClient(
         options.nameserver,
         group=options.consumer_group,
         timeout_ms=options.pull_timeout_ms,
-        sub_expression=options.sub_expression,
+        sub_expression=subscription,
+        expression_type=expression_type,
         security=options.security,
     ) as client:
         offset = part.start
@@ -244,7 +248,7 @@ def read_range(part: QueueRange, *, batch_bytes: int = BATCH_BYTES) -> Iterator[
         # consume-queue file (300,000 entries by default), and the size stays: adopting it
         # would cut every later pull to that file's remainder (992 messages of 4,096 after
         # the first file: four times the pulls).
-        depth = 1 if tags else PULL_DEPTH
+        depth = 1 if options.filtered else PULL_DEPTH
         step = batch
         missed_before = False  # the previous answer did not end at its request's guess
         inflight: collections.deque[tuple[int, int, concurrent.futures.Future[PullResult]]] = (
@@ -273,7 +277,7 @@ def read_range(part: QueueRange, *, batch_bytes: int = BATCH_BYTES) -> Iterator[
                 _data_loss(options, mq, offset, min(nxt, end), f"the earliest offset is now {nxt}")
                 new_offset = nxt
             elif status is PullStatus.NO_MATCHED_MSG and nxt > offset:
-                new_offset = nxt  # filtered out by tag on the broker
+                new_offset = nxt  # filtered out (by tag or SQL92) on the broker
             else:
                 # NO_NEW_MSG (or OFFSET_ILLEGAL pointing back) below the planned end: the
                 # queue holds fewer messages than when the range was planned.

@@ -12,9 +12,11 @@ Invariants:
   group before the response (as the golden capture shows). Producer groups are registered
   per channel. The answer is SUCCESS without extFields or remark.
 * UNREGISTER_CLIENT answers SUCCESS with ``"extFields":{}`` (a header class response).
+* HEART_BEAT also registers each group's SQL92 subscriptions with the
+  ``ConsumerFilterManager`` (Java does it on the REGISTER event every heartbeat fires).
 * CHECK_CLIENT_CONFIG: TAG subscriptions pass; anything else needs
-  ``enable_property_filter`` (rocketq has no SQL92 engine, so even then SQL92 is refused
-  with SUBSCRIPTION_PARSE_FAILED).
+  ``enable_property_filter`` (else SYSTEM_ERROR: 4.9.7 has no FILTER_NOT_SUPPORTED code)
+  and must compile (else SUBSCRIPTION_PARSE_FAILED with the compiler's message).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING
 from rocketq.broker.clients import ClientChannelInfo
 from rocketq.broker.processors import decode_request_header, header_response, plain_response
 from rocketq.errors import RocketqError
+from rocketq.filter import FilterParseError, compile_expression
 from rocketq.protocol.bodies import CheckClientRequestBody
 from rocketq.protocol.codes import PermName, RequestCode, ResponseCode, TopicSysFlag
 from rocketq.protocol.frame import RemotingCommand
@@ -104,6 +107,7 @@ class ClientManageProcessor:
                 consumer.subscription_data_set,
                 notify,
             )
+            broker.consumer_filter_manager.register_subscriptions(group, consumer.subscription_data_set)
             if changed:
                 log.info(
                     "registered consumer group %s changed by %s (%s)", group, client_id, channel.remote_addr
@@ -147,10 +151,15 @@ class ClientManageProcessor:
                     ResponseCode.SYSTEM_ERROR,
                     f"The broker does not support consumer to filter message by {sub.expression_type}",
                 )
-            # FilterFactory has no SQL92 compiler in rocketq: report it as a parse failure.
-            return plain_response(
-                request,
-                ResponseCode.SUBSCRIPTION_PARSE_FAILED,
-                f"expression type {sub.expression_type} is not supported by rocketq",
-            )
+            try:
+                compile_expression(sub.expression_type, sub.sub_string or "")
+            except FilterParseError as exc:
+                log.warning(
+                    "client %s@%s filters by %r, which does not compile: %s",
+                    body.client_id if body is not None else None,
+                    body.group if body is not None else None,
+                    sub.sub_string,
+                    exc,
+                )
+                return plain_response(request, ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc))
         return plain_response(request, ResponseCode.SUCCESS)

@@ -3,7 +3,14 @@
 Mirrors ``org.apache.rocketmq.broker.processor.PullMessageProcessor`` (4.9.x) and the
 reference sections 6.1-6.3. Invariants:
 
-* Validation runs in Java's order (6.1) with Java's codes and remarks.
+* Validation runs in Java's order (6.1) with Java's codes and remarks. An SQL92
+  subscription needs ``enablePropertyFilter`` (else SYSTEM_ERROR, as Java); one sent with
+  the pull is compiled on the spot (SUBSCRIPTION_PARSE_FAILED if it does not), otherwise
+  the group's registered filter data must exist (FILTER_DATA_NOT_EXIST) and be at least
+  the request's ``subVersion`` (FILTER_DATA_NOT_LATEST).
+* Filtering is ``ExpressionMessageFilter``'s: tags codes on the consume queue, the SQL92
+  expression over each candidate record's properties; skipped records still advance
+  ``nextBeginOffset``. Tag and unfiltered pulls never decode a record.
 * The response body is the stored records, sliced from the store: the stored format is
   the wire format, nothing is decoded on this path.
 * A PULL_NOT_FOUND with the SUSPEND flag on the first pass is held (no response now); the
@@ -20,15 +27,22 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from rocketq.broker.filter import ConsumerFilterData, ExpressionMessageFilter
+from rocketq.broker.filter.consumer_filter_manager import build_filter_data
 from rocketq.broker.long_polling import PullRequest, PullRequestHoldService
 from rocketq.broker.processors import decode_request_header, error_response
 from rocketq.broker.store import GetMessageStatus, MessageExtBrokerInner
-from rocketq.errors import ProtocolError
+from rocketq.errors import IllegalArgumentError, ProtocolError
 from rocketq.protocol import fastjson
 from rocketq.protocol.codes import PermName, PullSysFlag, ResponseCode, SerializeType
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
-from rocketq.protocol.heartbeat import MessageModel, SubscriptionData, build_subscription_data
+from rocketq.protocol.heartbeat import (
+    ExpressionType,
+    MessageModel,
+    SubscriptionData,
+    build_subscription_data,
+)
 from rocketq.protocol.message import MessageConst, encode_properties, tags_code
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import MASTER_ID, RMQ_SYS_OFFSET_MOVED_EVENT
@@ -38,11 +52,10 @@ from rocketq.remoting.server import Channel
 if TYPE_CHECKING:
     from rocketq.broker.broker import BrokerController
 
-__all__ = ["PullMessageProcessor", "subscription_matcher"]
+__all__ = ["PullMessageProcessor"]
 
 log = logging.getLogger(__name__)
 
-#: ``TopicValidator.RMQ_SYS_OFFSET_MOVED_EVENT``
 # plain ints: IntFlag arithmetic builds enum members on every request (py-spy: 6 % of a drain)
 _PERM_READ = int(PermName.PERM_READ)
 _SUSPEND = int(PullSysFlag.SUSPEND)
@@ -58,19 +71,6 @@ _STATUS_CODE = {
     GetMessageStatus.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
     GetMessageStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
 }
-
-
-def subscription_matcher(sub: SubscriptionData | None) -> tuple[bool, frozenset[int]]:
-    """``ExpressionMessageFilter.isMatchedByConsumeQueue`` reduced to (match_all, codes)."""
-    if sub is None or sub.class_filter_mode or sub.sub_string == "*" or not sub.code_set:
-        return True, frozenset()
-    return False, frozenset(sub.code_set)
-
-
-def _to_int32(code: int) -> int:
-    """Java ``tagsCode.intValue()``: the low 32 bits, signed."""
-    code &= 0xFFFFFFFF
-    return code - 0x100000000 if code & 0x80000000 else code
 
 
 class PullMessageProcessor:
@@ -165,11 +165,24 @@ class PullMessageProcessor:
             )
 
         sub: SubscriptionData | None
+        filter_data: ConsumerFilterData | None = None
         if has_subscription:
             try:
                 sub = build_subscription_data(
                     topic, header.subscription, expression_type=header.expression_type or "TAG"
                 )
+                if not ExpressionType.is_tag_type(sub.expression_type):
+                    # ConsumerFilterManager.build: null when it does not compile
+                    filter_data = build_filter_data(
+                        topic,
+                        group,
+                        header.subscription,
+                        header.expression_type,
+                        int(header.sub_version or 0),
+                        int(time.time() * 1000),
+                    )
+                    if filter_data is None:
+                        raise IllegalArgumentError(f"cannot compile {header.subscription!r}")
             except Exception:
                 return error_response(
                     request,
@@ -197,25 +210,45 @@ class PullMessageProcessor:
                 return error_response(
                     request, ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
                 )
-        if sub is not None and sub.expression_type not in (None, "", "TAG"):
+            if not ExpressionType.is_tag_type(sub.expression_type):
+                filter_data = broker.consumer_filter_manager.get(topic, group)
+                if filter_data is None:
+                    return error_response(
+                        request,
+                        ResponseCode.FILTER_DATA_NOT_EXIST,
+                        "The broker's consumer filter data is not exist!Your expression may be wrong!",
+                    )
+                if filter_data.client_version < int(header.sub_version or 0):
+                    return error_response(
+                        request,
+                        ResponseCode.FILTER_DATA_NOT_LATEST,
+                        "the consumer's consumer filter data not latest",
+                    )
+        if (
+            sub is not None
+            and not ExpressionType.is_tag_type(sub.expression_type)
+            and not cfg.enable_property_filter
+        ):
             return error_response(
                 request,
                 ResponseCode.SYSTEM_ERROR,
-                "The broker does not support consumer to filter message by SQL92",
+                f"The broker does not support consumer to filter message by {sub.expression_type}",
             )
 
-        match_all, codes = subscription_matcher(sub)
-
-        def matches(code: int) -> bool:
-            return match_all or _to_int32(code) in codes
-
+        message_filter = ExpressionMessageFilter(sub, filter_data)
+        matches = (
+            message_filter.unit_matcher
+            if not message_filter.matches_all_units
+            else message_filter.is_matched_by_consume_queue
+        )
         result = broker.store.get_message(
             group,
             topic,
             queue_id,
             queue_offset,
             int(header.max_msg_nums or 32),
-            None if match_all else matches,
+            None if message_filter.matches_all_units else matches,
+            message_filter.is_matched_by_commit_log if message_filter.filters_records else None,
         )
         status = result.status
         if status in (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE):
@@ -264,7 +297,15 @@ class PullMessageProcessor:
             self.hold_service.suspend(
                 topic,
                 queue_id,
-                PullRequest(request, channel, timeout_ms, now, queue_offset, matches),
+                PullRequest(
+                    request,
+                    channel,
+                    timeout_ms,
+                    now,
+                    queue_offset,
+                    matches,
+                    message_filter.is_matched_by_properties if message_filter.filters_records else None,
+                ),
             )
             response = None
         elif code == ResponseCode.PULL_OFFSET_MOVED:

@@ -13,6 +13,9 @@ Mirrors ``org.apache.rocketmq.broker.processor.SendMessageProcessor`` and
   ``WAIT`` removed (single messages), so records are byte-identical to Java's.
 * Under SYNC_FLUSH the response is written only once the bytes are durable (or with
   FLUSH_DISK_TIMEOUT); a message sent with ``WAIT=false`` does not wait.
+* A message with ``TRAN_MSG=true`` is stored as a half message in
+  ``RMQ_SYS_TRANS_HALF_TOPIC`` (:mod:`rocketq.broker.transaction`), or refused with
+  NO_PERMISSION under ``rejectTransactionMessage``; the answer names the half's offsets.
 * Send responses always carry the ``MSG_REGION`` and ``TRACE_ON`` extFields: the Java
   client reads them without a null check (``MQClientAPIImpl.processSendResponse``).
 """
@@ -122,8 +125,22 @@ class SendMessageProcessor:
     async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
         if request.code == RequestCode.CONSUMER_SEND_MSG_BACK:
             return await self._consumer_send_msg_back(channel, request)
+        checked = self._decode_and_check(channel, request, request.code == RequestCode.SEND_MESSAGE)
+        if isinstance(checked, RemotingCommand):
+            return checked
+        header, queue_id = checked
+        if header.batch:
+            return await self._send_batch(channel, request, header, queue_id)
+        return await self._send_one(channel, request, header, queue_id)
+
+    # ------------------------------------------------------------------ checks
+    def _decode_and_check(
+        self, channel: Channel, request: RemotingCommand, v1: bool
+    ) -> RemotingCommand | tuple[_SendHeader, int]:
+        """The send header (V1 names, or V2 one-letter ones) and ``msgCheck``: an error
+        response, or the header and the queue id to use."""
         header: _SendHeader | RemotingCommand
-        if request.code == RequestCode.SEND_MESSAGE:
+        if v1:
             header = decode_request_header(request, SendMessageRequestHeader)
         else:
             # V2 one-letter fields; a missing one is reported by its wire name, as in Java.
@@ -135,11 +152,8 @@ class SendMessageProcessor:
         error, queue_id = self._msg_check(channel, request, header)
         if error is not None:
             return error
-        if header.batch:
-            return await self._send_batch(channel, request, header, queue_id)
-        return await self._send_one(channel, request, header, queue_id)
+        return header, queue_id
 
-    # ------------------------------------------------------------------ checks
     def _response(self, request: RemotingCommand, code: int, remark: str | None) -> RemotingCommand:
         cfg = self.broker.config
         resp = request.make_response(code, remark)
@@ -243,13 +257,17 @@ class SendMessageProcessor:
             store_host=broker.store_host,
             reconsume_times=reconsume_times,
         )
-        if props.get(MessageConst.TRAN_MSG) == "true":
-            return self._response(
-                request,
-                ResponseCode.NO_PERMISSION,
-                f"the broker[{broker.broker_addr}] sending transaction message is forbidden",
-            )
-        result = broker.store.put_message(inner)
+        if (props.get(MessageConst.TRAN_MSG) or "").lower() == "true":  # Boolean.parseBoolean
+            if broker.config.reject_transaction_message:
+                return self._response(
+                    request,
+                    ResponseCode.NO_PERMISSION,
+                    f"the broker[{broker.broker_addr}] sending transaction message is forbidden",
+                )
+            # TransactionalMessageService.prepareMessage: stored as a half message
+            result = broker.transactional_message_bridge.put_half_message(inner)
+        else:
+            result = broker.store.put_message(inner)
         wait_flush = wait != "false"
         return await self._handle_put_result(
             request, result, topic, queue_id, 1, len(request.body), wait_flush

@@ -15,6 +15,7 @@ from rocketq.broker.store.status import (
     PutMessageResult,
     PutMessageStatus,
     QueryMessageResult,
+    RecordFilter,
     StoreStats,
 )
 
@@ -32,5 +33,6 @@ __all__ = [
     "PutMessageResult",
     "PutMessageStatus",
     "QueryMessageResult",
+    "RecordFilter",
     "StoreStats",
 ]

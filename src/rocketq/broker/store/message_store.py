@@ -54,6 +54,7 @@ from rocketq.broker.store.status import (
     PutMessageResult,
     PutMessageStatus,
     QueryMessageResult,
+    RecordFilter,
     StoreStats,
 )
 from rocketq.common.service_thread import PeriodicService, ServiceThread
@@ -566,6 +567,7 @@ class MessageStore:
         offset: int,
         max_msg_nums: int,
         message_filter: MessageFilter | None = None,
+        record_filter: RecordFilter | None = None,
     ) -> GetMessageResult:
         """``DefaultMessageStore.getMessage``: raw records of one queue from ``offset``.
 
@@ -576,6 +578,12 @@ class MessageStore:
         NO_MATCHED_MESSAGE / MESSAGE_WAS_REMOVING with next = offset + units scanned
         (filtered units count). NO_MATCHED_LOGIC_QUEUE only for a negative queue id: Java
         creates a missing consume queue on lookup and so answers NO_MESSAGE_IN_QUEUE.
+
+        ``message_filter`` sees each unit's tags code (``isMatchedByConsumeQueue``);
+        ``record_filter`` each stored record that passed it (``isMatchedByCommitLog``, the
+        SQL92 filter). A record either refuses is skipped but counted as scanned, so
+        ``next_begin_offset`` moves past it, and NO_MATCHED_MESSAGE is answered when
+        nothing matched.
         """
         memory = self._memory_bytes
         max_offset_py = self.commit_log.max_offset()
@@ -621,7 +629,7 @@ class MessageStore:
                     disk_bytes = cfg.max_transfer_bytes_on_message_in_disk
                     disk_count = cfg.max_transfer_count_on_message_in_disk
                     fast = None
-                    if message_filter is None:
+                    if message_filter is None and record_filter is None:
                         fast = contiguous_run(
                             self.commit_log, self.config, buf, units, max_msg_nums, max_offset_py, memory
                         )
@@ -673,6 +681,12 @@ class MessageStore:
                                     status = GetMessageStatus.MESSAGE_WAS_REMOVING
                                 next_phy_file_start = commit_log.roll_next_file(offset_py)
                                 continue
+                        if (
+                            record_filter is not None
+                            and mf is not None
+                            and not record_filter(mf.view[offset_py - file_lo : end_py - file_lo])
+                        ):
+                            continue
                         if offset_py != run_hi:
                             if run_hi > run_lo and mf is not None:
                                 buffers.append(mf.view[run_lo - file_lo : run_hi - file_lo])

@@ -25,11 +25,14 @@ __all__ = [
     "PutMessageResult",
     "PutMessageStatus",
     "QueryMessageResult",
+    "RecordFilter",
     "StoreStats",
 ]
 
 #: Consume-queue level filter: ``tagsCode -> matched`` (``MessageFilter.isMatchedByConsumeQueue``).
 MessageFilter = Callable[[int], bool]
+#: Commit-log level filter: ``stored record -> matched`` (``MessageFilter.isMatchedByCommitLog``).
+RecordFilter = Callable[[memoryview], bool]
 
 
 class PutMessageStatus(enum.Enum):

@@ -112,6 +112,8 @@ class ConsumeMessageContext:
     success: bool = False
     status: str = ""
     props: dict[str, str] = field(default_factory=dict)
+    #: a hook's own state between before and after (Java's ``mqTraceContext``)
+    mq_trace_context: object = None
 
 
 class ConsumeMessageHook(Protocol):

@@ -51,6 +51,7 @@ from rocketq.client.impl.mq_admin_impl import MQAdminImpl
 from rocketq.client.impl.pull_api_wrapper import PullAPIWrapper, build_pull_sys_flag
 from rocketq.client.impl.topic_route import topic_route_to_subscribe_info
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager, request_not_supported
+from rocketq.client.message_selector import MessageSelector, build_subscription, check_client_in_broker
 from rocketq.common.scheduler import ScheduledExecutor
 from rocketq.common.service_state import ServiceLifecycle, ServiceState
 from rocketq.errors import ClientError, IllegalArgumentError, RocketqError
@@ -61,7 +62,6 @@ from rocketq.protocol.heartbeat import (
     MessageModel,
     SubscriptionData,
     build_subscription_data,
-    check_tag_expression,
 )
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.message_queue import MessageQueue
@@ -258,6 +258,11 @@ class LitePullConsumer(ServiceLifecycle):
             assigned = list(self._assigned)
         for topic in subscribed:
             self._refresh_subscribe_info(topic)
+        try:
+            check_client_in_broker(instance, cfg.consumer_group, list(self._pending_subscriptions.values()))
+        except ClientError:
+            self.shutdown()
+            raise
         if subscribed:
             instance.send_heartbeat_to_all_broker_with_lock()
             instance.rebalance_immediately()
@@ -303,22 +308,23 @@ class LitePullConsumer(ServiceLifecycle):
 
     # ================================================================== subscribe / assign
     def subscribe(
-        self, topic: str, sub_expression: str | None = "*", *, expression_type: str = "TAG"
+        self,
+        topic: str,
+        sub_expression: str | MessageSelector | None = "*",
+        *,
+        expression_type: str = "TAG",
     ) -> None:
-        """Consume ``topic`` with the group's rebalancing (``subscribe``); a TAG expression is
-        checked as :meth:`PushConsumer.subscribe` does (``check_tag_expression``)."""
+        """Consume ``topic`` with the group's rebalancing (``subscribe``): a tag expression
+        (checked as :meth:`PushConsumer.subscribe` does, ``check_tag_expression``) or a
+        :class:`MessageSelector` (``MessageSelector.by_sql(...)``, broker-filtered)."""
         validate_topic(topic)
-        if expression_type == "TAG":
-            warning = check_tag_expression(sub_expression)
-            if warning:
-                log.warning("%s", warning)
+        if isinstance(sub_expression, str) and expression_type != "TAG":
+            sub_expression = MessageSelector(expression_type, sub_expression)
         with self._lock:
             if self._subscription_type is SubscriptionType.ASSIGN:
                 raise ClientError("Subscribe and assign are mutually exclusive.")
             self._subscription_type = SubscriptionType.SUBSCRIBE
-            sd = build_subscription_data(
-                topic, sub_expression, sub_version=0, expression_type=expression_type
-            )
+            sd = build_subscription(topic, sub_expression, sub_version=0)
             self._pending_subscriptions[topic] = sd
             rebalance = self._rebalance
             running = self._state is ServiceState.RUNNING

@@ -60,7 +60,10 @@ from rocketq.client.consumer.rebalance_push import RebalancePushImpl
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.client.impl.pull_api_wrapper import PullAPIWrapper, build_pull_sys_flag
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager, request_not_supported
+from rocketq.client.message_selector import MessageSelector, build_subscription, check_client_in_broker
 from rocketq.client.producer import Producer
+from rocketq.client.trace.async_trace_dispatcher import AsyncTraceDispatcher
+from rocketq.client.trace.hooks import ConsumeMessageTraceHookImpl
 from rocketq.common.log_limiter import LogLimiter
 from rocketq.common.scheduler import ScheduledExecutor
 from rocketq.common.service_state import ServiceLifecycle, ServiceState
@@ -85,7 +88,6 @@ from rocketq.protocol.heartbeat import (
     MessageModel,
     SubscriptionData,
     build_subscription_data,
-    check_tag_expression,
 )
 from rocketq.protocol.message import Message, MessageConst, MessageExt, decode_record
 from rocketq.protocol.message_queue import MessageQueue
@@ -140,6 +142,8 @@ class PushConsumer(ServiceLifecycle):
         client_config: ClientConfig | None = None,
         allocate_strategy: AllocateMessageQueueStrategy | None = None,
         manager: MQClientManager | None = None,
+        enable_msg_trace: bool = False,
+        custom_trace_topic: str | None = None,
     ) -> None:
         cfg = config or PushConsumerConfig(consumer_group=consumer_group or DEFAULT_CONSUMER_GROUP)
         if consumer_group is not None and cfg.consumer_group != consumer_group:
@@ -155,6 +159,11 @@ class PushConsumer(ServiceLifecycle):
         self._listener: MessageListenerConcurrently | None = None
         self._orderly_listener: MessageListenerOrderly | None = None
         self.hooks: list[ConsumeMessageHook] = []
+        #: message trace (``enableMsgTrace``/``customizedTraceTopic``): None when off
+        self.trace_dispatcher: AsyncTraceDispatcher | None = None
+        if enable_msg_trace:
+            self.trace_dispatcher = AsyncTraceDispatcher(cfg.consumer_group, "CONSUME", custom_trace_topic)
+            self.hooks.append(ConsumeMessageTraceHookImpl(self.trace_dispatcher))
         self.stats = ConsumerStatsManager()
         self._state = ServiceState.CREATE_JUST
         self._state_lock = threading.Lock()
@@ -224,18 +233,17 @@ class PushConsumer(ServiceLifecycle):
         reb = self._rebalance
         return reb.owned_queues(topic) if reb is not None else set()
 
-    def subscribe(self, topic: str, expression: str | None = "*") -> None:
-        """Subscribe ``topic`` with a tag expression (``"*"``, ``"TagA || TagB"``).
+    def subscribe(self, topic: str, expression: str | MessageSelector | None = "*") -> None:
+        """Subscribe ``topic`` with a tag expression (``"*"``, ``"TagA || TagB"``) or a
+        :class:`MessageSelector` (``MessageSelector.by_sql("a > 1")``: filtered on the
+        broker, which needs ``enablePropertyFilter``).
 
         ``"TagA | TagB"`` or ``"TagA && TagB"`` raise ``IllegalArgumentError`` (``||`` is the
         only operator); a tag with a space or ``,`` is logged as a likely mistake
         (:func:`~rocketq.protocol.heartbeat.check_tag_expression`).
         """
         validate_topic(topic)
-        warning = check_tag_expression(expression)
-        if warning:
-            log.warning("%s", warning)
-        sd = build_subscription_data(topic, expression)
+        sd = build_subscription(topic, expression)
         self._subscriptions[topic] = sd
         reb = self._rebalance
         if reb is not None:
@@ -329,6 +337,16 @@ class PushConsumer(ServiceLifecycle):
             self._state = ServiceState.RUNNING
         for topic in [*self._subscriptions, retry_topic(cfg.consumer_group)]:
             self._refresh_subscribe_info(topic)
+        try:
+            check_client_in_broker(instance, cfg.consumer_group, self._subscriptions.values())
+        except ClientError:
+            self.shutdown()
+            raise
+        if self.trace_dispatcher is not None:
+            try:
+                self.trace_dispatcher.start(self.client_config)
+            except Exception:
+                log.exception("message trace of %s could not start", cfg.consumer_group)
         for topic in self._subscriptions:
             self._await_route_later(topic)
         instance.send_heartbeat_to_all_broker_with_lock()
@@ -404,6 +422,8 @@ class PushConsumer(ServiceLifecycle):
             if instance is not None:
                 instance.unregister_consumer(self.config.consumer_group)
                 instance.shutdown()
+            if self.trace_dispatcher is not None:
+                self.trace_dispatcher.shutdown()
 
     def suspend(self) -> None:
         """Pause pulling (``suspend``): pulls are re-tried every second until :meth:`resume`."""

@@ -42,6 +42,7 @@ from rocketq.client.api_results import (
 )
 from rocketq.errors import BrokerError, ClientError, ConnectError, MalformedFrameError, RemotingError
 from rocketq.protocol.bodies import (
+    CheckClientRequestBody,
     GetConsumerListByGroupResponseBody,
     LockBatchRequestBody,
     LockBatchResponseBody,
@@ -76,9 +77,16 @@ from rocketq.protocol.headers import (
     UpdateConsumerOffsetRequestHeader,
     ViewMessageRequestHeader,
 )
-from rocketq.protocol.heartbeat import HeartbeatData
-from rocketq.protocol.message import MessageExt, decode_record, decode_records
+from rocketq.protocol.heartbeat import HeartbeatData, SubscriptionData
+from rocketq.protocol.message import (
+    MessageConst,
+    MessageExt,
+    decode_properties,
+    decode_record,
+    decode_records,
+)
 from rocketq.protocol.message_queue import MessageQueue
+from rocketq.protocol.mixall import REPLY_MESSAGE_FLAG
 from rocketq.protocol.route import ClusterInfo, TopicConfig, TopicList, TopicRouteData
 from rocketq.remoting.client import RemotingClient, RpcHook
 
@@ -263,7 +271,8 @@ class MQClientAPI:
     def build_send_request(
         self, header: SendMessageRequestHeader, body: bytes, *, batch: bool = False
     ) -> RemotingCommand:
-        """SEND_MESSAGE_V2 (310) or SEND_BATCH_MESSAGE (320) with the V2 one-letter header.
+        """SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) or, for a reply message,
+        SEND_REPLY_MESSAGE_V2 (325), with the V2 one-letter header.
 
         ``MQClientAPIImpl.sendMessage``: the Java producer always uses V2 names; the broker
         picks its batch path from header ``m`` (batch), so it must be set for code 320.
@@ -271,6 +280,15 @@ class MQClientAPI:
         header.batch = batch
         v2 = SendMessageRequestHeaderV2.from_v1(header)
         code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        props = header.properties
+        if (
+            not batch
+            and props
+            and MessageConst.MSG_TYPE in props
+            and decode_properties(props).get(MessageConst.MSG_TYPE) == REPLY_MESSAGE_FLAG
+        ):
+            # MQClientAPIImpl.sendMessage: a reply (MSG_TYPE=reply) goes as SEND_REPLY_MESSAGE_V2
+            code = RequestCode.SEND_REPLY_MESSAGE_V2
         return self.request(code, v2, body)
 
     @staticmethod
@@ -452,6 +470,14 @@ class MQClientAPI:
             client_id=client_id, producer_group=producer_group, consumer_group=consumer_group
         )
         self.invoke_checked(addr, RequestCode.UNREGISTER_CLIENT, header, timeout_ms)
+
+    def check_client_in_broker(
+        self, addr: str, group: str, client_id: str, subscription: SubscriptionData, timeout_ms: int
+    ) -> None:
+        """CHECK_CLIENT_CONFIG (46): does the broker accept this subscription's filter?
+        A refusal raises BrokerError (``MQClientAPIImpl.checkClientInBroker``)."""
+        body = CheckClientRequestBody(client_id=client_id, group=group, subscription_data=subscription)
+        self.invoke_checked(addr, RequestCode.CHECK_CLIENT_CONFIG, None, timeout_ms, body.to_json())
 
     def get_consumer_id_list_by_group(self, addr: str, group: str, timeout_ms: int) -> list[str]:
         """GET_CONSUMER_LIST_BY_GROUP (38): the client ids of the group's live consumers."""

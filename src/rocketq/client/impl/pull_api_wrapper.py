@@ -253,21 +253,52 @@ class PullAPIWrapper:
         return self._instance.api.pull_message_async(addr, header, timeout_ms)
 
     def pull_read_only(
-        self, mq: MessageQueue, offset: int, max_nums: int, timeout_ms: int, *, sub_expression: str = "*"
+        self,
+        mq: MessageQueue,
+        offset: int,
+        max_nums: int,
+        timeout_ms: int,
+        *,
+        sub_expression: str = "*",
+        expression_type: str = _TAG,
     ) -> PullResult:
-        """A PULL_MESSAGE that commits nothing and is never held (SUBSCRIPTION only, TAG
-        expression): the reads of the admin tools and the Spark connector. Records undecoded."""
-        return self.pull_kernel_impl(
-            mq, sub_expression, _TAG, 0, offset, max_nums, _READ_ONLY_FLAG, 0, 0, timeout_ms
-        )
+        """A PULL_MESSAGE that commits nothing and is never held (SUBSCRIPTION only): the
+        reads of the admin tools and the Spark connector. Records undecoded.
+
+        ``expression_type`` SQL92 sends ``sub_expression`` as an SQL92 selector. Such
+        readers never heartbeat, so they never learn a broker's version and
+        ``pullKernelImpl``'s version check is not made: a broker that cannot filter
+        answers SYSTEM_ERROR itself."""
+        addr, header = self._read_only_request(mq, offset, max_nums, sub_expression, expression_type)
+        return self._instance.api.pull_message_sync(addr, header, timeout_ms)
 
     def pull_read_only_async(
-        self, mq: MessageQueue, offset: int, max_nums: int, timeout_ms: int, *, sub_expression: str = "*"
+        self,
+        mq: MessageQueue,
+        offset: int,
+        max_nums: int,
+        timeout_ms: int,
+        *,
+        sub_expression: str = "*",
+        expression_type: str = _TAG,
     ) -> concurrent.futures.Future[PullResult]:
         """:meth:`pull_read_only` without waiting (the future completes on the I/O thread)."""
-        return self.pull_kernel_impl_async(
-            mq, sub_expression, _TAG, 0, offset, max_nums, _READ_ONLY_FLAG, 0, 0, timeout_ms
+        addr, header = self._read_only_request(mq, offset, max_nums, sub_expression, expression_type)
+        return self._instance.api.pull_message_async(addr, header, timeout_ms)
+
+    def _read_only_request(
+        self, mq: MessageQueue, offset: int, max_nums: int, sub_expression: str, expression_type: str
+    ) -> tuple[str, PullMessageRequestHeader]:
+        found = self._find_broker(mq)  # the read-only flag has no COMMIT_OFFSET to clear
+        header = build_pull_header(
+            self.consumer_group,
+            mq,
+            offset,
+            max_nums,
+            subscription=sub_expression,
+            expression_type=expression_type,
         )
+        return found.broker_addr, header
 
     def process_pull_result(
         self, mq: MessageQueue, result: PullResult, subscription: SubscriptionData
