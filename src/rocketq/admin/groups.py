@@ -2,19 +2,23 @@
 
 The mqadmin sub-commands ``updateSubGroup`` / ``deleteSubGroup`` (``UpdateSubGroupSubCommand``,
 ``DeleteSubscriptionGroupCommand``), ``cloneGroupOffset`` (``CloneGroupOffsetCommand``),
-``getBrokerConfig`` (``GetBrokerConfigCommand``), ``consumerProgress`` without ``-g``
+``getBrokerConfig`` (``GetBrokerConfigCommand``), ``updateBrokerConfig``
+(``UpdateBrokerConfigSubCommand``), ``consumerProgress`` without ``-g``
 (``ConsumerProgressSubCommand``: one summary row per group) and a health check
 (``ping``: GET_BROKER_RUNTIME_INFO of every registered broker, timed).
 
 Targets follow mqadmin: ``broker_addr`` (``-b``), else every master of ``cluster`` (``-c``),
 else (rocketq) every master the name server knows. The RPCs are UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
 (200, body ``SubscriptionGroupConfig``), DELETE_SUBSCRIPTIONGROUP (207), CLONE_GROUP_OFFSET (314)
-and GET_BROKER_CONFIG (26, a Java properties body), each as ``MQClientAPIImpl`` sends it.
+GET_BROKER_CONFIG (26, a Java properties body) and UPDATE_BROKER_CONFIG (25, no header, a
+``key=value`` lines body; with ``-c`` every broker of the cluster, masters and slaves, like
+``CommandUtil.fetchMasterAndSlaveAddrByClusterName``), each as ``MQClientAPIImpl`` sends it.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,7 +26,7 @@ from rocketq.errors import BrokerError, ClientError, RocketqError
 from rocketq.protocol.bodies import SubscriptionGroupConfig
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.headers import CloneGroupOffsetRequestHeader, DeleteSubscriptionGroupRequestHeader
-from rocketq.protocol.java_properties import parse_properties
+from rocketq.protocol.java_properties import format_properties, parse_properties
 from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX, dlq_topic, retry_topic
 
 if TYPE_CHECKING:
@@ -36,6 +40,7 @@ __all__ = [
     "delete_group",
     "groups_summary",
     "ping",
+    "update_broker_config",
     "update_group",
 ]
 
@@ -118,6 +123,45 @@ def broker_config(admin: Admin, broker_addr: str) -> dict[str, str]:
     response = admin.client.invoke_checked(broker_addr, RequestCode.GET_BROKER_CONFIG, None, admin.timeout_ms)
     props = parse_properties(response.body.decode("utf-8")) if response.body else {}
     return dict(sorted(props.items()))
+
+
+def update_broker_config(
+    admin: Admin,
+    props: Mapping[str, str],
+    *,
+    cluster: str | None = None,
+    broker_addr: str | None = None,
+) -> list[str]:
+    """``mqadmin updateBrokerConfig``: set ``broker.conf`` keys on one broker (``broker_addr``)
+    or on every broker of ``cluster``; the broker addresses, in order.
+
+    The broker checks the keys: an unknown key, a bad value or one that cannot change while it
+    runs raises ``BrokerError`` (SYSTEM_ERROR, the remark says which and why) and changes
+    nothing on that broker; brokers after it are not asked.
+    """
+    if not props:
+        raise ClientError("nothing to update: give at least one key and value")
+    if broker_addr is not None:
+        addrs = [broker_addr]
+    elif cluster is not None:
+        info = admin.cluster_info()
+        names = info.cluster_addr_table.get(cluster)
+        if names is None:
+            raise ClientError(f"cluster [{cluster}] not exist")
+        addrs = [
+            addr
+            for name in sorted(names)
+            if (bd := info.broker_addr_table.get(name)) is not None
+            for _, addr in sorted(bd.broker_addrs.items())
+        ]
+        if not addrs:
+            raise ClientError(f"no broker found in cluster [{cluster}]")
+    else:
+        raise ClientError("say which brokers: a broker address or a cluster name")
+    body = format_properties(props).encode("utf-8")
+    for addr in addrs:
+        admin.client.invoke_checked(addr, RequestCode.UPDATE_BROKER_CONFIG, None, admin.timeout_ms, body)
+    return addrs
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,11 @@ Lifecycle and threading:
   unregister from every name server, stop the server (so nothing changes after the final
   persist), stop the transaction check service, persist topics, groups and offsets, stop the delay-level service (it persists
   delayOffset.json), ``store.shutdown()``, stop the outer client.
+* :meth:`BrokerController.update_config` (UPDATE_BROKER_CONFIG, ``Configuration.update``):
+  validate, persist to ``<store>/config/broker.properties``, then swap in the new frozen
+  config (the store and the managers read it from then on) and bump the configuration's
+  data version; a ``brokerPermission`` change bumps the topic data version and registers
+  with every name server before returning. See ``rocketq.broker.config`` for the keys.
 * A closed channel is removed from the consumer and producer tables at once (consumer
   groups are notified).
 """
@@ -49,7 +54,7 @@ from rocketq.acl.plain_permission_manager import PlainPermissionManager
 from rocketq.acl.security import install_server_security
 from rocketq.broker.broker2client import Broker2Client
 from rocketq.broker.clients import ConsumerGroupEvent, ConsumerManager, ProducerManager
-from rocketq.broker.config import BrokerConfig
+from rocketq.broker.config import BrokerConfig, java_key, persist_updated_keys
 from rocketq.broker.filter import ConsumerFilterManager
 from rocketq.broker.locks import RebalanceLockManager
 from rocketq.broker.offsets import ConsumerOffsetManager
@@ -345,6 +350,32 @@ class BrokerController:
         if self.acl is not None:
             self.acl.shutdown()
         log.info("broker %s shut down", self.config.broker_name)
+
+    async def update_config(self, props: dict[str, str]) -> dict[str, str]:
+        """``updateBrokerConfig``: apply ``broker.conf`` keys to the running broker.
+
+        Returns the accepted keys (Java key -> value). Raises ``IllegalArgumentError`` (unknown
+        key, bad value, a key that cannot change while running: nothing is applied) or
+        ``OSError`` (the change could not be persisted: nothing is applied either).
+        """
+        new, accepted = self.config.with_updates(props)
+        if not accepted:
+            return accepted
+        # Configuration.update persists; rocketq persists first, so an applied change is durable
+        persist_updated_keys(self.config.store_path_root_dir, accepted)
+        self.config = new
+        self.store.update_config(new.message_store)
+        self.topic_config_manager.update_config(new)
+        self.subscription_group_manager.update_config(new)
+        self.configuration_version.next_version(self._wall_ms())
+        log.info("broker config updated: %s", accepted)
+        if java_key("broker_permission") in accepted:
+            # AdminBrokerProcessor.updateBrokerConfig: nextVersion, then registerBrokerAll at once
+            self.topic_config_manager.bump_data_version()
+            executor = self._executor
+            if executor is not None and not self._shut_down:
+                await asyncio.get_running_loop().run_in_executor(executor, self._register_broker_all, False)
+        return accepted
 
     # ------------------------------------------------------------------ periodic tasks
     def _schedule(

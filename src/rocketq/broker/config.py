@@ -12,6 +12,20 @@ file to ``<file>.bak`` and renames the temp file into place, so a crash never le
 half-written config; :func:`read_config_file` falls back to ``.bak`` like
 ``ConfigManager.load``/``loadBak``.
 
+Changing a running broker (``updateBrokerConfig``, ``Configuration.update``):
+:meth:`BrokerConfig.with_updates` validates the keys and returns a new frozen config. Only
+the keys of :data:`LIVE_UPDATE_KEYS` may change: each is read by the broker or its store on
+every request or loop pass, so swapping the config applies it at once. Every other key
+(ports, host, store paths, names, role, file sizes, periods fixed at start, ...) is refused
+while the broker runs, with a remark naming the keys and saying to edit ``broker.conf`` and
+restart; Java accepts them and applies them at the next start (a documented deviation: an
+accepted key that silently does nothing until a restart misleads). Accepted changes are
+persisted to ``<storePathRootDir>/config/broker.properties``
+(:func:`persist_updated_keys`), which the ``rocketq broker``/``server`` commands read at
+start after ``broker.conf`` and before their options and ``--set``; Java rewrites the
+``-c`` file instead (``Configuration.persist``) and loses the change when started without
+one.
+
 Invariants (``__post_init__``, violations raise ``IllegalArgumentError``): names are
 non-empty, ``broker_id >= 0``, ports in ``0..65535`` (0 = OS-assigned), positive periods,
 ``broker_permission`` within ``PermName`` bits.
@@ -31,22 +45,72 @@ from typing import Any
 
 from rocketq.broker.store.config import MessageStoreConfig
 from rocketq.errors import IllegalArgumentError
-from rocketq.protocol.java_properties import parse_properties
+from rocketq.protocol.java_properties import format_properties, parse_properties
 from rocketq.protocol.mixall import RMQ_SYS_TRACE_TOPIC
 from rocketq.remoting.tls import TlsConfig
 
 __all__ = [
+    "LIVE_UPDATE_KEYS",
+    "UPDATED_KEYS_FILE",
     "BrokerConfig",
     "ConfigManager",
     "config_file_path",
     "java_key",
     "load_properties",
+    "load_updated_keys",
+    "persist_updated_keys",
     "read_config_file",
     "unknown_key_message",
     "write_config_file",
 ]
 
 log = logging.getLogger(__name__)
+
+
+#: The ``broker.conf`` keys ``updateBrokerConfig`` applies to a running broker. Each is read on
+#: every request or loop pass (audited in BrokerController, its processors, TopicConfigManager,
+#: SubscriptionGroupManager, MessageStore and CleanCommitLogService), so a swapped config
+#: applies at once. Note: with ``autoCreateTopicEnable`` turned on live, a broker started with
+#: it off still has no TBW102 topic (created at start, as in Java), so nothing is auto-created
+#: until a restart; turned off live, auto-creation stops at once.
+LIVE_UPDATE_KEYS: frozenset[str] = frozenset(
+    {
+        # BrokerConfig
+        "brokerPermission",
+        "autoCreateTopicEnable",
+        "autoCreateSubscriptionGroup",
+        "notifyConsumerIdsChangedEnable",
+        "registerBrokerTimeoutMills",
+        "compressedRegister",
+        "shortPollingTimeMills",
+        "regionId",
+        "traceOn",
+        "slaveReadEnable",
+        "enablePropertyFilter",
+        "transferMsgByHeap",
+        "sendThreadPoolQueueCapacity",
+        "pullThreadPoolQueueCapacity",
+        "queryThreadPoolQueueCapacity",
+        "endTransactionPoolQueueCapacity",
+        # MessageStoreConfig
+        "maxMessageSize",
+        "maxTransferBytesOnMessageInMemory",
+        "maxTransferCountOnMessageInMemory",
+        "maxTransferBytesOnMessageInDisk",
+        "maxTransferCountOnMessageInDisk",
+        "fileReservedTime",
+        "deleteWhen",
+        "diskMaxUsedSpaceRatio",
+        "diskSpaceWarningLevelRatio",
+        "diskSpaceCleanForciblyRatio",
+        "cleanFileForciblyEnable",
+        "defaultQueryMaxNum",
+    }
+)
+
+#: BrokerPathConfigHelper's default brokerConfigPath name, under ``<storePathRootDir>/config``:
+#: the keys changed by ``updateBrokerConfig``.
+UPDATED_KEYS_FILE = "broker.properties"
 
 
 def _default_store() -> MessageStoreConfig:
@@ -264,6 +328,49 @@ class BrokerConfig:
             + sorted(TlsConfig.property_names())
         )
 
+    def with_updates(self, props: Mapping[str, str]) -> tuple[BrokerConfig, dict[str, str]]:
+        """``updateBrokerConfig``: this config with ``props`` (``broker.conf`` keys) applied.
+
+        Returns the new config and the accepted changes as Java key -> text (every given key of
+        :data:`LIVE_UPDATE_KEYS`, changed or not). Raises ``IllegalArgumentError`` naming the
+        key for an unknown key (:func:`unknown_key_message`), a value that does not parse or
+        breaks an invariant, or a key outside :data:`LIVE_UPDATE_KEYS` whose value differs
+        from the running one (it cannot change while the broker runs); nothing is applied then.
+        """
+        broker_fields = _java_fields(BrokerConfig)
+        store_fields = _java_fields(MessageStoreConfig)
+        broker_kwargs: dict[str, Any] = {}
+        store_kwargs: dict[str, Any] = {}
+        accepted: dict[str, str] = {}
+        fixed: list[str] = []
+        for key, text in props.items():
+            owner: object = self
+            kwargs = broker_kwargs
+            f = broker_fields.get(key)
+            if f is None or f.name == "message_store":
+                f = store_fields.get(key)
+                if f is None:
+                    raise IllegalArgumentError(unknown_key_message(key))
+                owner, kwargs = self.message_store, store_kwargs
+            name = java_key(f.name)
+            value = _convert(f, key, text)
+            if name not in LIVE_UPDATE_KEYS:
+                if value != getattr(owner, f.name):
+                    fixed.append(name)
+                continue
+            kwargs[f.name] = value
+            accepted[name] = "" if value is None else _java_text(value)
+        if fixed:
+            raise IllegalArgumentError(
+                f"broker config {', '.join(sorted(fixed))} cannot change while the broker runs: "
+                "edit broker.conf (or the --set options) and restart the broker. Keys that "
+                f"apply at once: {', '.join(sorted(LIVE_UPDATE_KEYS))}"
+            )
+        store = (
+            dataclasses.replace(self.message_store, **store_kwargs) if store_kwargs else self.message_store
+        )
+        return dataclasses.replace(self, message_store=store, **broker_kwargs), accepted
+
     def to_properties(self) -> dict[str, str]:
         """All settings as Java keys -> text (``Configuration.getAllConfigsFormatString``)."""
         out: dict[str, str] = {}
@@ -372,6 +479,26 @@ def load_properties(path: str | Path) -> dict[str, str]:
 def config_file_path(store_root: str, name: str) -> str:
     """``BrokerPathConfigHelper``: ``<root>/config/<name>`` (topics.json, consumerOffset.json, ...)."""
     return os.path.join(store_root, "config", name)
+
+
+def load_updated_keys(store_root: str) -> dict[str, str]:
+    """The keys ``updateBrokerConfig`` persisted under ``store_root`` (empty if none)."""
+    text = read_config_file(config_file_path(store_root, UPDATED_KEYS_FILE))
+    return parse_properties(text) if text is not None else {}
+
+
+def persist_updated_keys(store_root: str, updates: Mapping[str, str]) -> str:
+    """Add ``updates`` to ``<store_root>/config/broker.properties`` (``Configuration.persist``,
+    rocketq's file: only the keys changed at run time); returns the path. Raises ``OSError``."""
+    merged = load_updated_keys(store_root)
+    merged.update(updates)
+    path = config_file_path(store_root, UPDATED_KEYS_FILE)
+    header = (
+        "# Broker settings changed at run time (rocketq cluster update-config / mqadmin\n"
+        "# updateBrokerConfig). Read at start after broker.conf and before --set.\n"
+    )
+    write_config_file(path, header + format_properties(dict(sorted(merged.items()))))
+    return path
 
 
 def write_config_file(path: str, text: str) -> None:

@@ -70,6 +70,10 @@ class SubscriptionGroupManager(ConfigManager):
         }
         self.data_version = DataVersion(timestamp=wall_ms(), counter=0)
 
+    def update_config(self, config: BrokerConfig) -> None:
+        """Read ``config`` from now on (updateBrokerConfig of ``autoCreateSubscriptionGroup``)."""
+        self._config = config
+
     def find_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
         """The group's config; auto-created with Java defaults if allowed, else None."""
         found = self.subscription_group_table.get(group)

@@ -168,7 +168,17 @@ class TopicConfigManager(ConfigManager):
             dv = self.data_version
         return TopicConfigSerializeWrapper(topic_config_table=self.ordered_table(), data_version=dv)
 
+    def update_config(self, config: BrokerConfig) -> None:
+        """Read ``config`` from now on (updateBrokerConfig: ``autoCreateTopicEnable`` is read
+        per auto-creation; the default topics made at start stay as they are)."""
+        self._config = config
+
     # ------------------------------------------------------------------ changes
+    def bump_data_version(self) -> None:
+        """``getDataVersion().nextVersion()`` (updateBrokerConfig of ``brokerPermission``)."""
+        with self._lock:
+            self._bump()
+
     def _bump(self) -> None:
         self.data_version = next_data_version(self.data_version, self._wall_ms())
 

@@ -1,5 +1,5 @@
 """``rocketq cluster ...``: list (mqadmin clusterList), runtime (mqadmin brokerStatus), config
-(mqadmin getBrokerConfig) and ping (a health check).
+(mqadmin getBrokerConfig), update-config (mqadmin updateBrokerConfig) and ping (a health check).
 
 Output rules are those of :mod:`rocketq.cli._output`. ``cluster list`` exits 1 when the name
 server knows no broker; ``cluster ping`` exits 1 unless every registered broker answers.
@@ -23,8 +23,8 @@ def register(subparsers: Any) -> None:
     """Add ``cluster`` and its subcommands to the ``rocketq`` parser."""
     cluster = subparsers.add_parser(
         "cluster",
-        help="clusters and brokers: list, runtime",
-        description="Clusters and brokers (mqadmin clusterList, brokerStatus).",
+        help="clusters and brokers: list, runtime, config, update-config, ping",
+        description="Clusters and brokers (mqadmin clusterList, brokerStatus, getBrokerConfig, updateBrokerConfig).",
     )
     sub = cluster.add_subparsers(dest="cluster_command", metavar="SUBCOMMAND", required=True)
 
@@ -40,6 +40,21 @@ def register(subparsers: Any) -> None:
     p = sub.add_parser("config", help="every setting of one broker (mqadmin getBrokerConfig)")
     p.add_argument("-b", "--broker-addr", required=True, help="broker address ip:port")
     add_admin_command(p, _config)
+
+    p = sub.add_parser(
+        "update-config",
+        help="change one setting of running brokers (mqadmin updateBrokerConfig)",
+        description="Change one broker.conf key of running brokers (mqadmin updateBrokerConfig). "
+        "The change applies at once and is kept in <store>/config/broker.properties across restarts. "
+        "Keys that cannot change while a broker runs (ports, addresses, names, store paths, file sizes, "
+        "...) are refused: edit broker.conf and restart. docs/configuration.md lists the keys.",
+    )
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("-b", "--broker-addr", default=None, help="only this broker (ip:port)")
+    target.add_argument("-c", "--cluster", default=None, help="every broker of this cluster")
+    p.add_argument("-k", "--key", required=True, help="the broker.conf key, e.g. brokerPermission")
+    p.add_argument("-v", "--value", required=True, help="its new value")
+    add_admin_command(p, _update_config)
 
     p = sub.add_parser(
         "ping",
@@ -113,6 +128,18 @@ def _config(args: argparse.Namespace, admin: Admin, out: Output) -> int:
         out.json(config)
     else:
         out.kv(config, title=f"Config of broker {args.broker_addr}")
+    return 0
+
+
+def _update_config(args: argparse.Namespace, admin: Admin, out: Output) -> int:
+    addrs = group_ops.update_broker_config(
+        admin, {args.key: args.value}, cluster=args.cluster, broker_addr=args.broker_addr
+    )
+    if out.json_mode:
+        out.json({"key": args.key, "value": args.value, "brokers": addrs})
+    else:
+        for addr in addrs:
+            out.line(f"update broker config success, {addr}")
     return 0
 
 

@@ -65,23 +65,30 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _table(cls: type, *, key: Any = None, skip: frozenset[str] = frozenset()) -> list[str]:
+def _table(
+    cls: type, *, key: Any = None, skip: frozenset[str] = frozenset(), live: frozenset[str] = frozenset()
+) -> list[str]:
     docs = _comments(cls)
     head = "| key | field | default | meaning |" if key else "| field | default | meaning |"
     lines = [head, "|---|---|---|---|" if key else "|---|---|---|"]
     for f in dataclasses.fields(cls):
         if not f.init or f.name.startswith("_") or f.name in skip:
             continue
-        cells = [f"`{f.name}`", f"`{_cell(_default(f))}`", _cell(docs.get(f.name, ""))]
+        meaning = _cell(docs.get(f.name, ""))
         if key:
-            cells.insert(0, f"`{key(f.name)}`")
+            name = key(f.name)
+            if name in live:
+                meaning = "*(live)* " + meaning
+        cells = [f"`{f.name}`", f"`{_cell(_default(f))}`", meaning]
+        if key:
+            cells.insert(0, f"`{name}`")
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
 def render() -> str:
     """The whole reference as Markdown."""
-    from rocketq.broker.config import BrokerConfig, java_key
+    from rocketq.broker.config import LIVE_UPDATE_KEYS, BrokerConfig, java_key
     from rocketq.broker.store.config import MessageStoreConfig
     from rocketq.client.config import (
         ClientConfig,
@@ -114,13 +121,23 @@ def render() -> str:
     out += [
         "## Broker (`broker.conf` keys)",
         "",
+        "Keys marked *(live)* can be changed on a running broker with `rocketq cluster update-config "
+        "-b ADDR | -c CLUSTER -k KEY -v VALUE` (mqadmin `updateBrokerConfig`): the change applies at once "
+        "and is kept in `<storePathRootDir>/config/broker.properties`, which `rocketq broker`/`server` read "
+        "at start after `broker.conf` and before their options and `--set` (delete a line there to go back "
+        "to `broker.conf`'s value). A `brokerPermission` change is registered with the name servers before "
+        "the command returns. Every other key is refused while the broker runs, with a message naming it: "
+        "edit `broker.conf` and restart (Java accepts such keys and applies them only at the next start). "
+        "`autoCreateTopicEnable` turned on live does not create the `TBW102` topic a broker started "
+        "without it lacks (Java neither): auto-creation then starts after a restart.",
+        "",
         "### `BrokerConfig`",
         "",
-        *_table(BrokerConfig, key=java_key, skip=frozenset({"message_store", "tls"})),
+        *_table(BrokerConfig, key=java_key, skip=frozenset({"message_store", "tls"}), live=LIVE_UPDATE_KEYS),
         "",
         "### `MessageStoreConfig`",
         "",
-        *_table(MessageStoreConfig, key=java_key),
+        *_table(MessageStoreConfig, key=java_key, live=LIVE_UPDATE_KEYS),
         "",
         "## Name server",
         "",

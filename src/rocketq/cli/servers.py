@@ -172,7 +172,13 @@ def _run(body: Callable[[asyncio.Event], Awaitable[None]]) -> int:
 
 
 def _broker_config(args: argparse.Namespace, *, namesrv_addr: str | None, host: str | None) -> Any:
-    from rocketq.broker.config import BrokerConfig, load_properties
+    from rocketq.broker.config import (
+        UPDATED_KEYS_FILE,
+        BrokerConfig,
+        config_file_path,
+        load_properties,
+        load_updated_keys,
+    )
 
     props: dict[str, str] = load_properties(args.config) if args.config else {}
     overrides = _parse_sets(args.set)
@@ -191,7 +197,17 @@ def _broker_config(args: argparse.Namespace, *, namesrv_addr: str | None, host: 
         overrides["storePathRootDir"] = args.store
     if args.broker_name:
         overrides["brokerName"] = args.broker_name
-    return BrokerConfig.from_properties(props, overrides)
+    config = BrokerConfig.from_properties(props, overrides)
+    # keys changed at run time (updateBrokerConfig) win over broker.conf, lose to the options
+    updated = load_updated_keys(config.store_path_root_dir)
+    if not updated:
+        return config
+    log.info(
+        "broker settings changed by update-config earlier (%s): %s",
+        config_file_path(config.store_path_root_dir, UPDATED_KEYS_FILE),
+        ", ".join(f"{k}={v}" for k, v in updated.items()),
+    )
+    return BrokerConfig.from_properties({**props, **updated}, overrides)
 
 
 def _namesrv_keys(sets: dict[str, str]) -> dict[str, str]:

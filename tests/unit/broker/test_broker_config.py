@@ -10,9 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketq.broker.config import (
+    LIVE_UPDATE_KEYS,
+    UPDATED_KEYS_FILE,
     BrokerConfig,
     java_key,
     load_properties,
+    load_updated_keys,
+    persist_updated_keys,
     read_config_file,
     write_config_file,
 )
@@ -140,3 +144,40 @@ def test_chm_order_matches_golden_config_files(name: str, pattern: str, capacity
     )  # bucket order, independent of insertion here
     # and a plain sort would not do it: the test can fail
     assert sorted(keys) != keys
+
+
+def test_live_update_keys_are_known_keys() -> None:
+    assert set(BrokerConfig.known_keys()) >= LIVE_UPDATE_KEYS
+
+
+def test_with_updates_applies_live_keys_and_refuses_the_rest(tmp_path: Path) -> None:
+    cfg = BrokerConfig.from_properties({"storePathRootDir": str(tmp_path), "listenPort": "0"})
+    new, accepted = cfg.with_updates(
+        {"brokerPermission": "4", "max_message_size": "1024", "autoCreateTopicEnable": "false"}
+    )
+    assert accepted == {"brokerPermission": "4", "maxMessageSize": "1024", "autoCreateTopicEnable": "false"}
+    assert (new.broker_permission, new.message_store.max_message_size, new.auto_create_topic_enable) == (
+        4,
+        1024,
+        False,
+    )
+    assert cfg.broker_permission == 6 and new.message_store.store_path_root_dir == str(tmp_path)
+    # a restart-only key with its running value is no change; with another value it is refused
+    assert cfg.with_updates({"listenPort": "0"}) == (cfg, {})
+    with pytest.raises(IllegalArgumentError, match="listenPort, mappedFileSizeCommitLog cannot change"):
+        cfg.with_updates({"mappedFileSizeCommitLog": "4096", "listenPort": "1", "brokerPermission": "4"})
+    with pytest.raises(IllegalArgumentError, match="did you mean brokerPermission"):
+        cfg.with_updates({"brokerPermision": "4"})
+    with pytest.raises(IllegalArgumentError, match="PermName bits"):
+        cfg.with_updates({"brokerPermission": "16"})
+    with pytest.raises(IllegalArgumentError, match="delete_when must be HH"):
+        cfg.with_updates({"deleteWhen": "25"})
+
+
+def test_updated_keys_file_accumulates(tmp_path: Path) -> None:
+    root = str(tmp_path)
+    assert load_updated_keys(root) == {}
+    path = persist_updated_keys(root, {"brokerPermission": "4"})
+    persist_updated_keys(root, {"maxMessageSize": "1024", "brokerPermission": "6"})
+    assert path == str(tmp_path / "config" / UPDATED_KEYS_FILE)
+    assert load_updated_keys(root) == {"brokerPermission": "6", "maxMessageSize": "1024"}

@@ -16,6 +16,10 @@ Invariants:
   consumer offsets, then re-registers.
 * Every response has Java's shape: ``extFields`` present (``{}``) exactly where Java builds
   the response from a header class; tests compare with the golden frames.
+* UPDATE_BROKER_CONFIG (25): the body is ``key=value`` lines (``MixAll.string2Properties``);
+  an unknown key, a bad value or a key that cannot change while running answers SYSTEM_ERROR
+  with a remark naming it and changes nothing; success is a plain SUCCESS
+  (``createResponseCommand(null)``), after the name servers have the new permission.
 * Calls to a client (``callConsumer``: GET_CONSUMER_RUNNING_INFO 307 and
   CONSUME_MESSAGE_DIRECTLY 309) go over the client's own channel and relay its answer;
   INVOKE_BROKER_TO_RESET_OFFSET (222) and INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223) are
@@ -41,7 +45,7 @@ from rocketq.broker.processors import (
     plain_response,
 )
 from rocketq.broker.topics import validate_topic
-from rocketq.errors import RemotingError, RequestTimeoutError, RocketqError
+from rocketq.errors import IllegalArgumentError, RemotingError, RequestTimeoutError, RocketqError
 from rocketq.protocol.bodies import (
     BrokerStatsData,
     BrokerStatsItem,
@@ -84,7 +88,7 @@ from rocketq.protocol.headers import (
     ViewBrokerStatsDataRequestHeader,
 )
 from rocketq.protocol.java import hashmap_order
-from rocketq.protocol.java_properties import format_properties
+from rocketq.protocol.java_properties import format_properties, parse_properties
 from rocketq.protocol.message_id import decode_offset_msg_id
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import RMQ_SYS_SCHEDULE_TOPIC
@@ -220,6 +224,7 @@ class AdminBrokerProcessor:
         RequestCode.DELETE_TOPIC_IN_BROKER,
         RequestCode.GET_ALL_TOPIC_CONFIG,
         RequestCode.GET_BROKER_CONFIG,
+        RequestCode.UPDATE_BROKER_CONFIG,
         RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
         RequestCode.GET_MAX_OFFSET,
         RequestCode.GET_MIN_OFFSET,
@@ -259,6 +264,8 @@ class AdminBrokerProcessor:
             return await self.consume_message_directly(channel, request)
         if code == RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS:
             return await self.get_consumer_status(channel, request)
+        if code == RequestCode.UPDATE_BROKER_CONFIG:
+            return await self.update_broker_config(channel, request)
         handler = self._SYNC.get(code)
         if handler is None:
             # AdminBrokerProcessor.getUnknownCmdResponse
@@ -333,6 +340,24 @@ class AdminBrokerProcessor:
         return header_response(
             request, GetBrokerConfigResponseHeader(version=version), body=content.encode("utf-8")
         )
+
+    async def update_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """``AdminBrokerProcessor.updateBrokerConfig``; an empty body changes nothing (Java too)."""
+        if request.body:
+            try:
+                props = parse_properties(request.body.decode("utf-8"))
+            except UnicodeDecodeError:
+                return plain_response(request, ResponseCode.SYSTEM_ERROR, "string2Properties error")
+            log.info("updateBrokerConfig, new config: %s client: %s", props, channel.remote_addr)
+            try:
+                await self.broker.update_config(props)
+            except IllegalArgumentError as exc:
+                return plain_response(request, ResponseCode.SYSTEM_ERROR, str(exc))
+            except OSError as exc:
+                return plain_response(
+                    request, ResponseCode.SYSTEM_ERROR, f"cannot persist the broker config: {exc}"
+                )
+        return plain_response(request, ResponseCode.SUCCESS)
 
     def get_broker_runtime_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         body = KVTable(table=runtime_info(self.broker)).to_json()

@@ -60,6 +60,10 @@ class CleanCommitLogService:
         #: True while puts must be refused (``RunningFlags`` DISK_FULL bit).
         self.disk_full = False
 
+    def update_config(self, config: MessageStoreConfig) -> None:
+        """Read ``config`` from the next pass on (updateBrokerConfig: retention and disk ratios)."""
+        self._config = config
+
     def run(self, now_ms: int) -> int:
         """One pass (``deleteExpiredFiles``); returns the number of segments deleted."""
         config = self._config

@@ -129,6 +129,14 @@ class MessageStore:
         self._group_commit: GroupCommitService | None = None
         self._services: list[ServiceThread] = []
 
+    def update_config(self, config: MessageStoreConfig) -> None:
+        """Use ``config`` from now on (updateBrokerConfig). Only the settings read per call or
+        per pass take effect (``maxMessageSize``, the transfer limits, ``defaultQueryMaxNum``,
+        retention and the disk ratios: ``rocketq.broker.config.LIVE_UPDATE_KEYS``); the
+        rest was fixed at construction and the broker refuses to change it."""
+        self.config = config
+        self._clean_commit_log.update_config(config)
+
     # ================================================================== lifecycle
 
     def load(self) -> bool:

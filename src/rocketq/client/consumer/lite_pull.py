@@ -20,6 +20,10 @@ How it works:
   client instance every 5 s and at shutdown.
 * ``seek`` drops what is cached for the queue and restarts its task at the new offset.
 * The start offset of a queue without a committed offset follows ``consume_from_where``.
+* A subscribed topic with no route yet is looked up again on a short backoff (1 s doubling
+  to 8 s, :class:`~rocketq.client.consumer.route_backoff.RouteBackoff`, shared with the push
+  consumer) until it exists, then rebalanced at once (rocketq only; Java waits for the
+  30 s route poll).
 
 ``commit_sync`` is stronger than Java's 4.9.7 ``commitSync`` (which only updates memory):
 it also writes the offsets to the broker with acknowledged UPDATE_CONSUMER_OFFSET
@@ -47,6 +51,7 @@ from rocketq.client.consumer.offset_store import (
 )
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.rebalance import RebalanceImpl, compute_pull_from_where
+from rocketq.client.consumer.route_backoff import RouteBackoff
 from rocketq.client.impl.mq_admin_impl import MQAdminImpl
 from rocketq.client.impl.pull_api_wrapper import PullAPIWrapper, build_pull_sys_flag
 from rocketq.client.impl.topic_route import topic_route_to_subscribe_info
@@ -220,6 +225,14 @@ class LitePullConsumer(ServiceLifecycle):
         self._rebalance: _LiteRebalance | None = None
         self._scheduler: ScheduledExecutor | None = None
         self._next_auto_commit_ms = 0
+        self._route_backoff = RouteBackoff(
+            schedule=self._schedule,
+            is_missing=self.is_subscribe_topic_need_update,
+            refresh=self._refresh_subscribe_info,
+            instance=lambda: self._instance,
+            running=lambda: self._state is ServiceState.RUNNING,
+            group=self.config.consumer_group,
+        )
 
     # ================================================================== lifecycle
     @property
@@ -266,6 +279,8 @@ class LitePullConsumer(ServiceLifecycle):
         if subscribed:
             instance.send_heartbeat_to_all_broker_with_lock()
             instance.rebalance_immediately()
+        for topic in subscribed:
+            self._route_backoff.watch(topic)
         if assigned:
             self._start_pull_tasks(assigned)
 
@@ -334,6 +349,7 @@ class LitePullConsumer(ServiceLifecycle):
             self._refresh_subscribe_info(topic)
             self._instance.send_heartbeat_to_all_broker_with_lock()
             self._instance.rebalance_immediately()
+            self._route_backoff.watch(topic)
 
     def unsubscribe(self, topic: str) -> None:
         with self._lock:
@@ -370,6 +386,11 @@ class LitePullConsumer(ServiceLifecycle):
     def fetch_message_queues(self, topic: str) -> set[MessageQueue]:
         """Every readable queue of ``topic`` (``fetchMessageQueues``)."""
         return self._check_running()[3].fetch_subscribe_message_queues(topic)
+
+    def _schedule(self, task: Callable[[], None], delay_ms: int) -> None:
+        scheduler = self._scheduler
+        if scheduler is not None:
+            scheduler.schedule(task, delay_ms)
 
     def _refresh_subscribe_info(self, topic: str) -> None:
         inst, rebalance = self._instance, self._rebalance

@@ -23,7 +23,8 @@ Invariants:
 * The committed offset is never past an unconsumed message (ProcessQueue rule), so a crash
   re-delivers and never loses.
 * A subscribed topic with no route yet is looked up again on a short backoff (1 s doubling
-  to 8 s, ``ROUTE_RETRY_*_MS``) until it exists, then rebalanced at once (rocketq only).
+  to 8 s, :class:`~rocketq.client.consumer.route_backoff.RouteBackoff`) until it exists,
+  then rebalanced at once (rocketq only).
 * ``shutdown()`` stops pulling, waits (bounded) for running listeners, persists offsets,
   unlocks orderly queues, sends UNREGISTER_CLIENT and leaves no thread behind.
 """
@@ -57,6 +58,7 @@ from rocketq.client.consumer.offset_store import (
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.pull_message_service import PullMessageService, PullRequest
 from rocketq.client.consumer.rebalance_push import RebalancePushImpl
+from rocketq.client.consumer.route_backoff import RouteBackoff
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.client.impl.pull_api_wrapper import PullAPIWrapper, build_pull_sys_flag
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager, request_not_supported
@@ -105,11 +107,6 @@ log = logging.getLogger(__name__)
 #: Repeated pull failures (a broker restarting fails every queue's pull every second): one
 #: line per broker per 10 s, with the count of the lines left out.
 _log_limiter = LogLimiter(log)
-
-#: A topic subscribed before it exists: first route retry after this long (then doubling) ...
-ROUTE_RETRY_FIRST_MS = 1000
-#: ... up to this interval, until the route appears (issue #20; Java waits for the 30 s poll).
-ROUTE_RETRY_MAX_MS = 8000
 
 #: DefaultMQPushConsumerImpl constants
 PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL = 50
@@ -174,6 +171,15 @@ class PushConsumer(ServiceLifecycle):
         self._offset_store: OffsetStore | None = None
         self._pull_service: PullMessageService | None = None
         self._scheduler: ScheduledExecutor | None = None
+        #: a topic subscribed before it exists: its route is looked up again on a backoff
+        self._route_backoff = RouteBackoff(
+            schedule=self.schedule,
+            is_missing=self._subscribe_info_missing,
+            refresh=self._refresh_subscribe_info,
+            instance=lambda: self._instance,
+            running=lambda: self._state is ServiceState.RUNNING,
+            group=self.config.consumer_group,
+        )
         self._consume_service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None
         self._inner_producer: Producer | None = None
         self._inner_producer_lock = threading.Lock()
@@ -249,7 +255,7 @@ class PushConsumer(ServiceLifecycle):
         if reb is not None:
             reb.add_subscription(sd)
             self._refresh_subscribe_info(topic)
-            self._await_route_later(topic)
+            self._route_backoff.watch(topic)
             instance = self._instance
             if instance is not None:
                 instance.send_heartbeat_to_all_broker_with_lock()
@@ -348,7 +354,7 @@ class PushConsumer(ServiceLifecycle):
             except Exception:
                 log.exception("message trace of %s could not start", cfg.consumer_group)
         for topic in self._subscriptions:
-            self._await_route_later(topic)
+            self._route_backoff.watch(topic)
         instance.send_heartbeat_to_all_broker_with_lock()
         instance.rebalance_immediately()
         if cfg.message_model is MessageModel.CLUSTERING:
@@ -357,28 +363,9 @@ class PushConsumer(ServiceLifecycle):
             for delay_ms in (500, 2000, 5000):
                 self.schedule(self._pick_up_retry_topic, delay_ms)
 
-    def _await_route_later(self, topic: str, delay_ms: int = ROUTE_RETRY_FIRST_MS) -> None:
-        """rocketq only: a subscribed topic without a route is looked up again after 1 s, 2 s,
-        4 s and then every 8 s until it exists, so a consumer started before its topic gets
-        the first messages within seconds instead of at the next 30 s route poll (Java waits
-        for that poll). One name server request per missing topic per interval; it stops once
-        the route is known, by this or by the route loop."""
+    def _subscribe_info_missing(self, topic: str) -> bool:
         reb = self._rebalance
-        if reb is not None and reb.is_subscribe_info_missing(topic):
-            self.schedule(lambda: self._await_route(topic, delay_ms), delay_ms)
-
-    def _await_route(self, topic: str, delay_ms: int) -> None:
-        reb, instance = self._rebalance, self._instance
-        if reb is None or instance is None or self._state is not ServiceState.RUNNING:
-            return
-        if reb.is_subscribe_info_missing(topic):
-            self._refresh_subscribe_info(topic)
-        if reb.is_subscribe_info_missing(topic):
-            self._await_route_later(topic, min(delay_ms * 2, ROUTE_RETRY_MAX_MS))
-        else:
-            log.info("topic %s of %s now has a route: rebalancing", topic, self.config.consumer_group)
-            instance.send_heartbeat_to_all_broker_with_lock()  # its broker may be new to us
-            instance.rebalance_immediately()
+        return reb is not None and reb.is_subscribe_info_missing(topic)
 
     def _pick_up_retry_topic(self) -> None:
         reb, instance = self._rebalance, self._instance
