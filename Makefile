@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench clean venv interop-deps
+.PHONY: demo test lint typecheck pytest bench clean venv interop-deps browser
 
 NODE_STAMP := tests/interop/node_modules/.installed
 
@@ -18,6 +18,19 @@ interop-deps: $(NODE_STAMP)
 $(NODE_STAMP): tests/interop/package.json tests/interop/package-lock.json
 	cd tests/interop && npm ci --no-audit --no-fund --loglevel=error
 	touch $(NODE_STAMP)
+
+# The dashboard's browser tests drive Debian's chromium (headless) with Playwright; Playwright's
+# own browser download is never used. Where chromium cannot be installed the tests skip LOUDLY.
+browser:
+	@if ! command -v chromium >/dev/null && ! test -x /usr/bin/chromium; then \
+		if command -v apt-get >/dev/null; then \
+			$(SUDO) apt-get update -qq && \
+			$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null || \
+			echo "!!! browser: could not install chromium; the dashboard browser tests will be SKIPPED !!!"; \
+		else \
+			echo "!!! browser: no apt-get here; install chromium by hand or the dashboard browser tests are SKIPPED !!!"; \
+		fi; \
+	fi
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,7 +48,7 @@ lint: venv
 typecheck: venv
 	$(VENV)/bin/mypy
 
-pytest: venv interop-deps
+pytest: venv interop-deps browser
 	$(PY) -m pytest -q
 
 test: lint typecheck pytest

@@ -6,6 +6,7 @@ typed methods of one class, :class:`Admin` (a context manager), returning the mo
 """
 
 from rocketq.admin.admin import DEFAULT_TIMEOUT_MS, Admin, ProgressCallback
+from rocketq.admin.groups import GroupSummary
 from rocketq.admin.models import (
     BrokerSummary,
     ClientConnection,
@@ -34,6 +35,7 @@ __all__ = [
     "ClusterView",
     "ConsumerProgress",
     "GroupConnections",
+    "GroupSummary",
     "MessageTrack",
     "ProgressCallback",
     "QueueProgress",

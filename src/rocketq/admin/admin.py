@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 
 from rocketq.acl.client_security import client_security_of
+from rocketq.admin import groups as _groups
 from rocketq.admin import messages as _messages
 from rocketq.admin.api import AdminAPI
 from rocketq.admin.models import (
@@ -60,7 +61,13 @@ from rocketq.client.impl.pull_api_wrapper import PullAPIWrapper
 from rocketq.client.instance import MQClientManager
 from rocketq.client.producer import Producer
 from rocketq.errors import BrokerError, ClientError, IllegalArgumentError, RocketqError
-from rocketq.protocol.bodies import Connection, ConsumerRunningInfo, ConsumeStats, OffsetWrapper
+from rocketq.protocol.bodies import (
+    Connection,
+    ConsumerRunningInfo,
+    ConsumeStats,
+    OffsetWrapper,
+    SubscriptionGroupConfig,
+)
 from rocketq.protocol.codes import LanguageCode, PermName, ResponseCode, Version
 from rocketq.protocol.message import Message, MessageExt
 from rocketq.protocol.message_queue import MessageQueue
@@ -778,6 +785,32 @@ class Admin:
     ) -> list[SendResult]:
         """Send ``messages`` one by one with the admin's producer (``mqadmin sendMessage``)."""
         return _messages.send_messages(self, messages, progress=progress)
+
+    # ================================================================== groups and broker config (rocketq.admin.groups)
+    def broker_config(self, addr: str) -> dict[str, str]:
+        """GET_BROKER_CONFIG of one broker (``mqadmin getBrokerConfig``)."""
+        return _groups.broker_config(self, addr)
+
+    def group_configs(self, cluster: str | None = None) -> dict[str, SubscriptionGroupConfig]:
+        """Every subscription group of the masters, by name."""
+        return _groups.group_configs(self, cluster)
+
+    def group_summaries(self) -> list[_groups.GroupSummary]:
+        """Every group (``%RETRY%`` topics and subscription groups) with clients, TPS and lag."""
+        return _groups.groups_summary(self, extra=self.group_configs())
+
+    def create_group(self, group: str, *, cluster: str | None = None, retry_max_times: int = 16) -> list[str]:
+        """``mqadmin updateSubGroup`` on every master; returns their addresses."""
+        validate_group(group)
+        config = SubscriptionGroupConfig(group_name=group, retry_max_times=retry_max_times)
+        return _groups.update_group(self, config, cluster=cluster)
+
+    def delete_group(
+        self, group: str, *, cluster: str | None = None, remove_offset: bool = True
+    ) -> list[str]:
+        """``mqadmin deleteSubGroup`` on every master (its retry and DLQ topics too)."""
+        validate_group(group)
+        return _groups.delete_group(self, group, cluster=cluster, remove_offset=remove_offset)
 
 
 def _connection(c: Connection) -> ClientConnection:

@@ -5,7 +5,9 @@ The mqadmin sub-commands ``updateSubGroup`` / ``deleteSubGroup`` (``UpdateSubGro
 ``getBrokerConfig`` (``GetBrokerConfigCommand``), ``updateBrokerConfig``
 (``UpdateBrokerConfigSubCommand``), ``consumerProgress`` without ``-g``
 (``ConsumerProgressSubCommand``: one summary row per group) and a health check
-(``ping``: GET_BROKER_RUNTIME_INFO of every registered broker, timed).
+(``ping``: GET_BROKER_RUNTIME_INFO of every registered broker, timed), and the subscription
+groups of the masters (``examineSubscriptionGroupConfig`` / GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+201), the group list of the dashboard.
 
 Targets follow mqadmin: ``broker_addr`` (``-b``), else every master of ``cluster`` (``-c``),
 else (rocketq) every master the name server knows. The RPCs are UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
@@ -18,12 +20,12 @@ GET_BROKER_CONFIG (26, a Java properties body) and UPDATE_BROKER_CONFIG (25, no 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rocketq.errors import BrokerError, ClientError, RocketqError
-from rocketq.protocol.bodies import SubscriptionGroupConfig
+from rocketq.protocol.bodies import SubscriptionGroupConfig, SubscriptionGroupWrapper
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.headers import CloneGroupOffsetRequestHeader, DeleteSubscriptionGroupRequestHeader
 from rocketq.protocol.java_properties import format_properties, parse_properties
@@ -38,6 +40,7 @@ __all__ = [
     "broker_config",
     "clone_group_offset",
     "delete_group",
+    "group_configs",
     "groups_summary",
     "ping",
     "update_broker_config",
@@ -188,13 +191,30 @@ class GroupSummary:
         }
 
 
-def groups_summary(admin: Admin) -> list[GroupSummary]:
-    """Every consumer group (the name server's ``%RETRY%<group>`` topics, as mqadmin finds them)
-    with its live clients and lag; a group no broker has offsets for shows lag 0."""
+def group_configs(admin: Admin, cluster: str | None = None) -> dict[str, SubscriptionGroupConfig]:
+    """Every subscription group of the masters of ``cluster`` (else of all), by name; the
+    first master's config wins (GET_ALL_SUBSCRIPTIONGROUP_CONFIG on each)."""
+    out: dict[str, SubscriptionGroupConfig] = {}
+    for addr in _targets(admin, cluster, None):
+        response = admin.client.invoke_checked(
+            addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, None, admin.timeout_ms
+        )
+        for name, sgc in SubscriptionGroupWrapper.from_json(response.body).subscription_group_table.items():
+            out.setdefault(name, sgc)
+    return dict(sorted(out.items()))
+
+
+def groups_summary(admin: Admin, *, extra: Iterable[str] = ()) -> list[GroupSummary]:
+    """Every consumer group (the name server's ``%RETRY%<group>`` topics, as mqadmin finds them,
+    and the names in ``extra``) with its live clients and lag; a group no broker has offsets
+    for shows lag 0."""
     groups = sorted(
-        t[len(RETRY_GROUP_TOPIC_PREFIX) :]
-        for t in admin.topic_list()
-        if t.startswith(RETRY_GROUP_TOPIC_PREFIX)
+        {
+            t[len(RETRY_GROUP_TOPIC_PREFIX) :]
+            for t in admin.topic_list()
+            if t.startswith(RETRY_GROUP_TOPIC_PREFIX)
+        }
+        | set(extra)
     )
     out = []
     for group in groups:

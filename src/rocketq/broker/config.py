@@ -211,6 +211,11 @@ class BrokerConfig:
     #: RebalanceLockManager lease of an orderly consumer's queue lock
     #: (``rocketmq.broker.rebalance.lockMaxLiveTime``); key ``rebalanceLockMaxLiveTime``.
     rebalance_lock_max_live_time_ms: int = 60_000
+    #: metricsExporterType (RocketMQ 5): DISABLE, or PROM to serve Prometheus metrics
+    #: (``rocketq.broker.metrics``, needs ``rocketq[metrics]``); 5.x's OTLP_GRPC/LOG are not offered.
+    metrics_exporter_type: str = "DISABLE"
+    #: metricsPromExporterPort (RocketMQ 5): the ``/metrics`` port with PROM (0 = OS-assigned).
+    metrics_prom_exporter_port: int = 5557
     #: aclEnable: check every request against plain_acl.yml (``PlainAccessValidator``).
     acl_enable: bool = False
     #: aclPlainFile: Java's ``-Drocketmq.acl.plain.file`` (relative to ROCKETMQ_HOME, or
@@ -238,6 +243,14 @@ class BrokerConfig:
         if self.broker_role not in ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE"):
             raise IllegalArgumentError(
                 f"broker_role must be ASYNC_MASTER, SYNC_MASTER or SLAVE: {self.broker_role!r}"
+            )
+        if self.metrics_exporter_type not in ("DISABLE", "PROM"):
+            raise IllegalArgumentError(
+                f"metrics_exporter_type must be DISABLE or PROM: {self.metrics_exporter_type!r}"
+            )
+        if not 0 <= self.metrics_prom_exporter_port <= 65535:
+            raise IllegalArgumentError(
+                f"metrics_prom_exporter_port out of range: {self.metrics_prom_exporter_port}"
             )
         if not 0 <= self.broker_permission <= 0xF:
             raise IllegalArgumentError(f"broker_permission must be PermName bits: {self.broker_permission}")

@@ -82,6 +82,16 @@ class RebalanceLockManager:
             entry = self._table.get(group, {}).get(mq)
             return entry is not None and entry.client_id == client_id and not self._expired(entry, now)
 
+    def live_lock_counts(self) -> dict[str, int]:
+        """Live leases per group (groups holding none are left out); for metrics."""
+        now = self._clock_ms()
+        with self._lock:
+            counts = {
+                group: sum(1 for entry in table.values() if not self._expired(entry, now))
+                for group, table in self._table.items()
+            }
+        return {group: n for group, n in counts.items() if n}
+
     def holder(self, group: str, mq: MessageQueue) -> str | None:
         """The client holding a live lease on ``mq``, if any (for admin views)."""
         now = self._clock_ms()

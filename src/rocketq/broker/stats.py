@@ -12,6 +12,12 @@ counters into three tiers (every 10 s x 7, every 10 min x 7, every hour x 25, as
 ``StatsItem``'s ``csListMinute/Hour/Day``); :meth:`BrokerStats.stats_item` measures from the
 oldest snapshot of a tier to the live counters, so figures are available at once.
 
+Latencies (:class:`~rocketq.common.histogram.Histogram`, milliseconds): ``send_latency``
+and ``pull_latency`` time each SEND/PULL request's processing on the broker; with
+``long_poll_holds`` (pulls parked by long polling) they are read at scrape time by
+:mod:`rocketq.broker.metrics` (RocketMQ 5's ``rocketmq_rpc_latency``), recorded whether or
+not metrics are served: one bisect and two additions per request.
+
 Invariants: counters only grow; :meth:`BrokerStats.sample` is called about once a second
 by the broker (any cadence works, windows use the samples' own timestamps);
 :meth:`BrokerStats.record_day` (Java ``record()``, daily at midnight) moves
@@ -25,6 +31,8 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from rocketq.common.histogram import Histogram
 
 __all__ = [
     "GROUP_GET_NUMS",
@@ -97,6 +105,9 @@ class BrokerStats:
         self.msg_put_total_yesterday_morning = 0
         self.msg_get_total_today_morning = 0
         self.msg_get_total_yesterday_morning = 0
+        self.long_poll_holds = 0
+        self.send_latency = Histogram()
+        self.pull_latency = Histogram()
         self.topic_put: dict[str, StatsItem] = {}
         self.group_get: dict[str, StatsItem] = {}
         # (ms, put msgs, got msgs, found times, miss times)
@@ -132,6 +143,19 @@ class BrokerStats:
                 self.get_found_times += 1
             else:
                 self.get_miss_times += 1
+
+    def inc_long_poll_hold(self) -> None:
+        """A pull found nothing and was parked by long polling (``PullRequestHoldService``)."""
+        with self._lock:
+            self.long_poll_holds += 1
+
+    def counters(self) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]], int]:
+        """A consistent copy for metrics: per-topic put and per-``topic@group`` get
+        ``(msgs, bytes)``, and the long-poll hold count."""
+        with self._lock:
+            puts = {t: (i.msgs, i.size) for t, i in self.topic_put.items()}
+            gets = {k: (i.msgs, i.size) for k, i in self.group_get.items()}
+            return puts, gets, self.long_poll_holds
 
     def topic_put_nums(self, topic: str) -> int:
         item = self.topic_put.get(topic)

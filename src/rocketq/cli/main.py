@@ -21,6 +21,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "rocketq.cli.message",
     "rocketq.cli.cluster",
     "rocketq.cli.demo",
+    "rocketq.cli.dashboard",
 )
 
 

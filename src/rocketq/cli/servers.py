@@ -5,6 +5,10 @@ Java ``broker.conf``, or both in one process (``server``, used by the embedded c
 
 Contract (the embedded cluster relies on it):
 
+* ``--metrics-port P`` (broker and server; needs ``rocketq[metrics]``; or RocketMQ 5's
+  broker.conf keys ``metricsExporterType=PROM`` and ``metricsPromExporterPort``) also serves
+  Prometheus metrics (:mod:`rocketq.broker.metrics`) and adds ``"metrics": "host:port"`` to
+  the ready line.
 * When ready, each command prints ONE JSON line on stdout (and, with ``--ready-file F``,
   writes the same line to ``F`` atomically): ``namesrv`` -> ``{"namesrv": "host:port"}``;
   ``broker`` -> ``{"broker": "ip:port", "broker_name": ..., "namesrv": ...}``; ``server`` ->
@@ -68,6 +72,7 @@ def register(subparsers: Any) -> None:
     b.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra broker.conf key")
     b.add_argument("--ready-file", default=None)
     _add_log_level(b)
+    _add_metrics_port(b)
     b.set_defaults(func=_cmd_broker)
 
     s = subparsers.add_parser("server", help="run a name server and a broker in one process")
@@ -86,6 +91,7 @@ def register(subparsers: Any) -> None:
     )
     s.add_argument("--ready-file", default=None)
     _add_log_level(s)
+    _add_metrics_port(s)
     s.set_defaults(func=_cmd_server)
 
 
@@ -104,6 +110,45 @@ def _add_log_level(parser: argparse.ArgumentParser) -> None:
         choices=LOG_LEVELS,
         help="threshold of the log on stderr (default INFO)",
     )
+
+
+def _add_metrics_port(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve Prometheus metrics at /metrics on this port (0 = OS-assigned; off by default; "
+        "needs rocketq[metrics])",
+    )
+
+
+def _metrics_port(args: argparse.Namespace, config: Any) -> int | None:
+    """``--metrics-port``, else the broker config's ``metricsExporterType=PROM`` and
+    ``metricsPromExporterPort`` (RocketMQ 5's keys), else None (off).
+
+    Fails fast, before anything starts, when metrics are asked for without prometheus_client.
+    """
+    port: int | None = args.metrics_port
+    if port is None and config.metrics_exporter_type == "PROM":
+        port = config.metrics_prom_exporter_port
+    if port is None:
+        return None
+    import importlib.util
+
+    if importlib.util.find_spec("prometheus_client") is None:
+        raise IllegalArgumentError("broker metrics need prometheus_client: pip install 'rocketq[metrics]'")
+    return port
+
+
+def _start_metrics(port: int | None, broker: Any, host: str) -> Any:
+    """The broker's metrics server on ``port``, or None when off."""
+    if port is None:
+        return None
+    from rocketq.broker.metrics import start_metrics_server
+
+    server = start_metrics_server(broker, port, host)
+    log.info("metrics at http://%s/metrics", server.addr)
+    return server
 
 
 def _setup_logging(level: str) -> None:
@@ -249,24 +294,29 @@ def _cmd_broker(args: argparse.Namespace) -> int:
 
     try:
         config = _broker_config(args, namesrv_addr=args.namesrv_addr, host=args.host)
+        metrics_port = _metrics_port(args, config)
     except (IllegalArgumentError, OSError) as exc:
         return _fail(str(exc))
 
     async def body(stop: asyncio.Event) -> None:
         broker = BrokerController(config)
+        metrics = None
         try:
             await broker.start()
-            _announce(
-                {
-                    "broker": broker.broker_addr,
-                    "broker_name": config.broker_name,
-                    "namesrv": config.namesrv_addr,
-                },
-                args.ready_file,
-            )
+            metrics = _start_metrics(metrics_port, broker, config.listen_host)
+            line: dict[str, object] = {
+                "broker": broker.broker_addr,
+                "broker_name": config.broker_name,
+                "namesrv": config.namesrv_addr,
+            }
+            if metrics is not None:
+                line["metrics"] = metrics.addr
+            _announce(line, args.ready_file)
             await stop.wait()
             log.info("broker: shutting down")
         finally:
+            if metrics is not None:
+                metrics.close()
             await broker.shutdown()
 
     return _run(body)
@@ -282,6 +332,7 @@ def _cmd_server(args: argparse.Namespace) -> int:
         # the broker's settings are checked before anything starts; the name server's
         # address, known once it listens, is filled in below
         checked = _broker_config(args, namesrv_addr=None, host=args.host)
+        metrics_port = _metrics_port(args, checked)
         namesrv_config = NamesrvConfig(
             host=args.host,
             listen_port=args.namesrv_port,
@@ -299,14 +350,21 @@ def _cmd_server(args: argparse.Namespace) -> int:
         namesrv = NamesrvController(namesrv_config)
         await namesrv.start()
         broker: BrokerController | None = None
+        metrics = None
         try:
             config = _broker_config(args, namesrv_addr=namesrv.addr, host=args.host)
             broker = BrokerController(config)
             await broker.start()
-            _announce({"namesrv": namesrv.addr, "brokers": [broker.broker_addr]}, args.ready_file)
+            metrics = _start_metrics(metrics_port, broker, args.host)
+            line: dict[str, object] = {"namesrv": namesrv.addr, "brokers": [broker.broker_addr]}
+            if metrics is not None:
+                line["metrics"] = metrics.addr
+            _announce(line, args.ready_file)
             await stop.wait()
             log.info("server: shutting down")
         finally:
+            if metrics is not None:
+                metrics.close()
             if broker is not None:
                 await broker.shutdown()
             await namesrv.shutdown()

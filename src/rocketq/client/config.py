@@ -24,6 +24,7 @@ import re
 import socket
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rocketq.errors import ClientError, IllegalArgumentError
 from rocketq.protocol.codes import LanguageCode, SerializeType
@@ -37,6 +38,9 @@ from rocketq.protocol.mixall import (
     TOPIC_MAX_LENGTH,
 )
 from rocketq.remoting.tls import TlsConfig  # re-exported: spark/ and cli/ use the client API only
+
+if TYPE_CHECKING:
+    from rocketq.client.metrics import ClientMetrics
 
 __all__ = [
     "CLIENT_INNER_PRODUCER_GROUP",
@@ -194,6 +198,8 @@ class ClientConfig:
     serialize_type: SerializeType = SerializeType.JSON
     #: ``unitMode``
     unit_mode: bool = False
+    #: opt-in client metrics (:mod:`rocketq.client.metrics`); None = none recorded.
+    metrics: ClientMetrics | None = field(default=None, compare=False)
     #: ``SessionCredentials.accessKey``: with ``secret_key``, every request is signed
     #: (``AclClientRPCHook``), for brokers and name servers that run with ACL.
     access_key: str | None = None

@@ -53,6 +53,7 @@ from rocketq.client.config import (
 )
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
+from rocketq.client.metrics import safely
 from rocketq.client.produce_accumulator import ProduceAccumulator
 from rocketq.client.request_response import (
     RequestCallback,
@@ -442,7 +443,17 @@ class Producer(ServiceLifecycle):
         timeout_ms: int | None = None,
     ) -> SendResult:
         """Send and wait for the broker (``DefaultMQProducer.send``); a list is a batch."""
-        result = self._send(msg, "sync", queue, selector, arg, timeout_ms)
+        metrics = self.client_config.metrics
+        if metrics is None:
+            result = self._send(msg, "sync", queue, selector, arg, timeout_ms)
+        else:
+            started, ok = time.perf_counter(), False
+            try:
+                result = self._send(msg, "sync", queue, selector, arg, timeout_ms)
+                ok = result is not None and result.status is SendStatus.SEND_OK
+            finally:
+                cost = (time.perf_counter() - started) * 1000.0
+                safely(lambda: metrics.on_send(_topic_of(msg), cost, ok))
         assert result is not None  # sync sends always produce a result
         return result
 
@@ -620,6 +631,32 @@ class Producer(ServiceLifecycle):
         block the caller on the first send to a topic. With ``config.auto_batch``, small
         single messages are batched while a batch of their topic is in flight.
         """
+        metrics = self.client_config.metrics
+        started = time.perf_counter()
+        fut = self._send_async_any(
+            msg, callback, queue=queue, selector=selector, arg=arg, timeout_ms=timeout_ms
+        )
+        if metrics is not None:
+            topic = _topic_of(msg)
+
+            def record(f: concurrent.futures.Future[SendResult]) -> None:
+                ok = f.exception() is None and f.result().status is SendStatus.SEND_OK
+                cost = (time.perf_counter() - started) * 1000.0
+                safely(lambda: metrics.on_send(topic, cost, ok))
+
+            fut.add_done_callback(record)
+        return fut
+
+    def _send_async_any(
+        self,
+        msg: Message | Sequence[Message],
+        callback: SendCallback | None = None,
+        *,
+        queue: MessageQueue | None = None,
+        selector: SelectorLike | None = None,
+        arg: object = None,
+        timeout_ms: int | None = None,
+    ) -> concurrent.futures.Future[SendResult]:
         acc = self._accumulator
         if (
             acc is not None
@@ -873,3 +910,9 @@ class Producer(ServiceLifecycle):
                 last = exc
         if not created:
             raise ClientError(f"create topic {new_topic} failed: {last}")
+
+
+def _topic_of(msg: Message | Sequence[Message]) -> str:
+    """The topic of a message or of a batch's first message (metrics labels)."""
+    first = msg if isinstance(msg, Message) else next(iter(msg), None)
+    return first.topic if first is not None else ""

@@ -92,7 +92,11 @@ class PullMessageProcessor:
         await self.hold_service.stop()
 
     async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
-        return self.process_request(channel, request, broker_allow_suspend=True)
+        started = time.perf_counter()
+        try:
+            return self.process_request(channel, request, broker_allow_suspend=True)
+        finally:
+            self.broker.stats.pull_latency.observe((time.perf_counter() - started) * 1000.0)
 
     def _execute_when_wakeup(self, pr: PullRequest) -> None:
         try:
@@ -294,6 +298,7 @@ class PullMessageProcessor:
         elif code == ResponseCode.PULL_NOT_FOUND and broker_allow_suspend and has_suspend:
             timeout_ms = suspend_timeout_ms if cfg.long_polling_enable else cfg.short_polling_time_mills
             now = time.monotonic_ns() // 1_000_000
+            broker.stats.inc_long_poll_hold()
             self.hold_service.suspend(
                 topic,
                 queue_id,

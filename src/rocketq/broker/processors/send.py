@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from typing import TYPE_CHECKING
 
 from rocketq.broker.processors import decode_request_header
@@ -123,6 +124,13 @@ class SendMessageProcessor:
         self._random = random.Random()
 
     async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        started = time.perf_counter()
+        try:
+            return await self._process(channel, request)
+        finally:
+            self.broker.stats.send_latency.observe((time.perf_counter() - started) * 1000.0)
+
+    async def _process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
         if request.code == RequestCode.CONSUMER_SEND_MSG_BACK:
             return await self._consumer_send_msg_back(channel, request)
         checked = self._decode_and_check(channel, request, request.code == RequestCode.SEND_MESSAGE)

@@ -23,6 +23,7 @@ from concurrent.futures import Future
 
 from rocketq.broker.store.commit_log import CommitLog
 from rocketq.broker.store.config import MessageStoreConfig
+from rocketq.common.histogram import Histogram
 from rocketq.common.service_thread import ServiceThread
 
 __all__ = ["FlushRealTimeService", "GroupCommitService"]
@@ -63,9 +64,13 @@ class FlushRealTimeService(ServiceThread):
 class GroupCommitService(ServiceThread):
     """SYNC_FLUSH: group commit of waiting puts."""
 
-    def __init__(self, commit_log: CommitLog, config: MessageStoreConfig) -> None:
+    def __init__(
+        self, commit_log: CommitLog, config: MessageStoreConfig, flush_latency: Histogram | None = None
+    ) -> None:
         super().__init__("GroupCommitService", interval_s=None, join_timeout_s=30.0)
         self._commit_log = commit_log
+        #: milliseconds of each flush that had waiting puts (rocketq.broker.metrics reads it)
+        self.flush_latency = flush_latency
         self._timeout_s = config.sync_flush_timeout_ms / 1000
         self._lock = threading.Lock()
         self._requests: list[tuple[int, float, Future[bool]]] = []
@@ -94,7 +99,10 @@ class GroupCommitService(ServiceThread):
             # GroupCommitService: also flush when nobody waits (WAIT=false puts)
             self._commit_log.flush(0)
             return
+        started = time.perf_counter()
         self._commit_log.flush(0)
+        if self.flush_latency is not None:
+            self.flush_latency.observe((time.perf_counter() - started) * 1000.0)
         flushed = self._commit_log.flushed_where
         now = time.monotonic()
         keep = []

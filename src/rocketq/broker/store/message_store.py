@@ -57,6 +57,7 @@ from rocketq.broker.store.status import (
     RecordFilter,
     StoreStats,
 )
+from rocketq.common.histogram import Histogram
 from rocketq.common.service_thread import PeriodicService, ServiceThread
 from rocketq.errors import IllegalArgumentError, MalformedFrameError
 from rocketq.protocol.codes import TRANSACTION_TYPE_MASK, MessageSysFlag
@@ -127,6 +128,8 @@ class MessageStore:
             self.commit_log, self._all_consume_queues, self.index_service
         )
         self._group_commit: GroupCommitService | None = None
+        #: SYNC_FLUSH group-commit flush latency, ms (rocketmq_storage_flush_latency)
+        self.flush_latency = Histogram()
         self._services: list[ServiceThread] = []
 
     def update_config(self, config: MessageStoreConfig) -> None:
@@ -167,7 +170,7 @@ class MessageStore:
         with open(self.config.abort_path, "w"):
             pass
         if self.config.flush_disk_type == SYNC_FLUSH:
-            self._group_commit = GroupCommitService(self.commit_log, self.config)
+            self._group_commit = GroupCommitService(self.commit_log, self.config, self.flush_latency)
             flush: ServiceThread = self._group_commit
         else:
             flush = FlushRealTimeService(self.commit_log, self.config)

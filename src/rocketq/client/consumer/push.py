@@ -63,6 +63,7 @@ from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.client.impl.pull_api_wrapper import PullAPIWrapper, build_pull_sys_flag
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager, request_not_supported
 from rocketq.client.message_selector import MessageSelector, build_subscription, check_client_in_broker
+from rocketq.client.metrics import safely
 from rocketq.client.producer import Producer
 from rocketq.client.trace.async_trace_dispatcher import AsyncTraceDispatcher
 from rocketq.client.trace.hooks import ConsumeMessageTraceHookImpl
@@ -330,6 +331,11 @@ class PushConsumer(ServiceLifecycle):
                     consume_message_batch_max_size=cfg.consume_message_batch_max_size,
                     consume_timeout_ms=cfg.consume_timeout_minutes * 60_000,
                 )
+            metrics = self.client_config.metrics
+            if metrics is not None:
+                self.hooks.append(metrics.consume_hook(cfg.consumer_group))
+                reb.metrics = metrics
+                metrics.watch_cache(cfg.consumer_group, instance.client_id, self._cached_by_topic)
             try:
                 register_and_start(instance, cfg.consumer_group, self)
             except BaseException:
@@ -407,6 +413,9 @@ class PushConsumer(ServiceLifecycle):
             if producer is not None:
                 producer.shutdown()
             if instance is not None:
+                metrics = self.client_config.metrics
+                if metrics is not None:
+                    metrics.unwatch_cache(self.config.consumer_group, instance.client_id)
                 instance.unregister_consumer(self.config.consumer_group)
                 instance.shutdown()
             if self.trace_dispatcher is not None:
@@ -670,7 +679,17 @@ class PushConsumer(ServiceLifecycle):
 
         fut.add_done_callback(done)
 
+    def _cached_by_topic(self) -> list[tuple[str, int, int]]:
+        """(topic, cached messages, cached bytes) of each process queue (client metrics)."""
+        reb = self._rebalance
+        if reb is None:
+            return []
+        return [(mq.topic, pq.msg_count, pq.msg_size) for mq, pq in list(reb.process_queue_table.items())]
+
     def _flow_control(self, pr: PullRequest, what: str, value: int) -> None:
+        metrics = self.client_config.metrics
+        if metrics is not None:
+            safely(lambda: metrics.on_flow_control(self.consumer_group, what))
         self._queue_flow_control_times += 1
         if self._queue_flow_control_times % 1000 == 1:
             log.warning("flow control (%s=%d) on %s, pull again in 50 ms", what, value, pr.message_queue)

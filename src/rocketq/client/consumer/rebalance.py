@@ -37,6 +37,7 @@ from rocketq.client.consumer.allocate import (
 from rocketq.client.consumer.offset_store import OffsetStore, ReadOffsetType
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.pull_message_service import PullRequest
+from rocketq.client.metrics import ClientMetrics, safely
 from rocketq.errors import RocketqError
 from rocketq.protocol.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
 from rocketq.protocol.message_queue import MessageQueue
@@ -160,6 +161,8 @@ class RebalanceImpl:
         self.subscription_inner: dict[str, SubscriptionData] = {}
         self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
         self.topic_subscribe_info_table: dict[str, set[MessageQueue]] = {}
+        #: opt-in client metrics (rebalance changes, failed lock renewals); set by the consumer
+        self.metrics: ClientMetrics | None = None
 
     # ------------------------------------------------------------------ hooks
     def consume_type(self) -> ConsumeType:
@@ -251,11 +254,20 @@ class RebalanceImpl:
             if topic.topic is None:
                 continue
             try:
-                self.rebalance_by_topic(topic.topic, is_order)
+                if self.rebalance_by_topic(topic.topic, is_order) and self.metrics is not None:
+                    self._report_rebalance(self.metrics, topic.topic)
             except RocketqError as exc:
                 if not topic.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                     log.warning("rebalance of %s/%s failed: %s", self.consumer_group, topic.topic, exc)
         self.truncate_message_queue_not_my_topic()
+
+    def _report_rebalance(self, metrics: ClientMetrics, topic: str) -> None:
+        with self._lock:
+            owned = sum(1 for mq in self.process_queue_table if mq.topic == topic)
+        safely(lambda: metrics.on_rebalance(self.consumer_group, topic, owned))
+
+    def _report_lock_failures(self, metrics: ClientMetrics, missed: int) -> None:
+        safely(lambda: metrics.on_lock_renew_failed(self.consumer_group, missed))
 
     def rebalance_by_topic(self, topic: str, is_order: bool) -> bool:
         """``rebalanceByTopic``; True when the owned set of ``topic`` changed."""
@@ -410,7 +422,11 @@ class RebalanceImpl:
                 locked = self.host.lock_batch_mq(addr, self.consumer_group, sorted(mqs), _LOCK_TIMEOUT_MS)
             except RocketqError as exc:
                 log.warning("lockAll on %s failed: %s", broker_name, exc)
+                if self.metrics is not None:
+                    self._report_lock_failures(self.metrics, len(mqs))
                 continue
+            if self.metrics is not None and len(locked) < len(mqs):
+                self._report_lock_failures(self.metrics, len(mqs) - len(locked))
             now = self._clock_ms()
             with self._lock:
                 for mq in mqs:
