@@ -45,6 +45,7 @@ import concurrent.futures
 import contextlib
 import logging
 import os
+import threading
 import time
 from collections.abc import Awaitable, Callable
 
@@ -55,6 +56,7 @@ from rocketq.acl.security import install_server_security
 from rocketq.broker.broker2client import Broker2Client
 from rocketq.broker.clients import ConsumerGroupEvent, ConsumerManager, ProducerManager
 from rocketq.broker.config import BrokerConfig, java_key, persist_updated_keys
+from rocketq.broker.config_persist_service import ConfigPersistService
 from rocketq.broker.filter import ConsumerFilterManager
 from rocketq.broker.locks import RebalanceLockManager
 from rocketq.broker.offsets import ConsumerOffsetManager
@@ -174,6 +176,13 @@ class BrokerController:
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        #: Config files written off the loop, coalesced (auto-creates from floods).
+        self.config_persist_service = ConfigPersistService()
+        for manager in (self.topic_config_manager, self.subscription_group_manager):
+            manager.persister = self.config_persist_service.request
+        #: A full registration is queued and not started yet: later requests ride on it.
+        self._register_queued = False
+        self._register_lock = threading.Lock()
         self._outer_started = False
         self._started = False
         self._shut_down = False
@@ -238,6 +247,7 @@ class BrokerController:
         ):
             if not manager.load():
                 raise RuntimeError(f"cannot load {manager.config_file_path()}")
+        self.config_persist_service.start()
         if self.config.broker_role != "SLAVE":
             # BrokerController.start: the transaction check runs where halves are written,
             # from the progress consumerOffset.json holds (so after it was loaded)
@@ -337,6 +347,7 @@ class BrokerController:
         await self.server.stop()
         if self.transactional_message_check_service is not None:
             self.transactional_message_check_service.shutdown()  # before the final persist
+        self.config_persist_service.shutdown()
         self.topic_config_manager.persist()
         self.subscription_group_manager.persist()
         self.consumer_offset_manager.persist()
@@ -419,10 +430,19 @@ class BrokerController:
         executor = self._executor
         if executor is None or self._shut_down:
             return
+        with self._register_lock:
+            if self._register_queued:
+                return  # the queued one has not read the topic table yet: it covers this
+            self._register_queued = True
         try:
-            executor.submit(self._register_broker_all, oneway)
+            executor.submit(self._register_queued_all, oneway)
         except RuntimeError:  # executor shut down concurrently
             log.debug("registration after shutdown ignored")
+
+    def _register_queued_all(self, oneway: bool) -> None:
+        with self._register_lock:
+            self._register_queued = False
+        self._register_broker_all(oneway)
 
     async def register_increment_broker_data(self, tc: TopicConfig) -> None:
         """``registerIncrementBrokerData``: register one topic (synchronously, with answers)."""

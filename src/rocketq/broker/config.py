@@ -38,7 +38,8 @@ import difflib
 import logging
 import os
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,8 +135,8 @@ class BrokerConfig:
     broker_ip2: str | None = None
     #: NettyServerConfig.listenPort (0 = OS-assigned, rocketq only).
     listen_port: int = 10911
-    #: rocketq only: the interface the server binds (Java binds every interface; rocketq
-    #: stays on loopback unless told otherwise, and warns when exposed with ACL off).
+    #: rocketq only: the interface the server binds; loopback unless set (Java binds every
+    #: interface; ``0.0.0.0`` does that here, and with ACL off the broker warns at start).
     listen_host: str = "127.0.0.1"
     #: namesrvAddr: ``;``-separated ``host:port`` list (None = no name server).
     namesrv_addr: str | None = None
@@ -543,6 +544,10 @@ def read_config_file(path: str) -> str | None:
     return None
 
 
+#: ConfigManager.persist is synchronized in Java; one lock for all managers (writes are rare).
+_PERSIST_LOCK = threading.Lock()
+
+
 class ConfigManager:
     """Base of the broker's JSON-file managers (``org.apache.rocketmq.common.ConfigManager``).
 
@@ -551,6 +556,18 @@ class ConfigManager:
     its ``.bak``); :meth:`persist` rewrites it atomically. Errors while persisting are logged,
     never raised into the request path (Java logs them too).
     """
+
+    #: Set by the broker (``ConfigPersistService.request``): :meth:`persist_soon` hands the
+    #: write to it instead of writing on the caller's thread.
+    persister: Callable[[ConfigManager], None] | None = None
+
+    def persist_soon(self) -> None:
+        """Persist now, or with a ``persister`` coalesced and off the caller's thread."""
+        persister = self.persister
+        if persister is None:
+            self.persist()
+        else:
+            persister(self)
 
     def config_file_path(self) -> str:
         raise NotImplementedError
@@ -576,9 +593,13 @@ class ConfigManager:
         return True
 
     def persist(self) -> None:
-        """Write the config file now (``ConfigManager.persist``)."""
+        """Write the config file now (``ConfigManager.persist``). Serialised with every
+        other persist (the loop's and ``ConfigPersistService``'s share ``path.tmp``)."""
         path = self.config_file_path()
         try:
-            write_config_file(path, self.encode(pretty=True))
+            with _PERSIST_LOCK:
+                write_config_file(path, self.encode(pretty=True))
+        except OSError as exc:  # e.g. a full disk: expected, no traceback
+            log.error("cannot persist %s: %s", path, exc)
         except Exception:
             log.exception("cannot persist %s", path)

@@ -42,8 +42,8 @@ class NamesrvConfig:
     ``orderMessageEnable`` is off and the KV table lives in ``~/namesrv/kvConfig.json``.
     """
 
-    #: Address to bind. ``0.0.0.0`` listens on every interface (Java's behaviour); rocketq
-    #: stays on loopback unless told otherwise, and warns when exposed with ACL off.
+    #: Address to bind: loopback unless set; ``0.0.0.0`` listens on every interface (with ACL
+    #: off the name server warns at start).
     host: str = "127.0.0.1"
     #: ``NettyServerConfig.listenPort`` (``NamesrvStartup`` forces 9876); 0 = OS-assigned.
     listen_port: int = 9876

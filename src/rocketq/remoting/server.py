@@ -12,9 +12,20 @@ Invariants:
   peer through ``opaque``. The server copies opaque, response flag and the request's
   serialize type onto whatever a processor returns (the 4.9.x processor callback).
 * Frames written in one loop iteration leave in one ``send`` per connection.
-* A malformed frame, an over-long length prefix or an idle period of ``idle_timeout_s``
-  closes *that* connection only; a processor exception becomes a SYSTEM_ERROR answer and
-  the connection stays up.
+* A malformed frame (any header the decoder cannot take: bad JSON, 1e999, deep nesting,
+  values outside Java's types), an over-long length prefix, an idle period of
+  ``idle_timeout_s`` or a frame that does not complete within ``frame_read_timeout_s`` of
+  its first byte closes *that* connection only, with one rate-limited WARNING line and no
+  traceback; a processor exception becomes a SYSTEM_ERROR answer and the connection stays
+  up (a typed :class:`~rocketq.errors.RocketqError` is logged as a WARNING without
+  traceback, anything else is a bug and logged with one).
+* Memory held for unfinished frames is bounded: a frame of at least
+  :data:`~rocketq.protocol.frame.LARGE_FRAME` bytes reserves its announced length from
+  one server-wide budget of ``max_pending_frame_bytes`` when its length prefix arrives;
+  a frame that does not fit is refused by closing its connection. Smaller frames are held
+  at most one per connection. So the heap held for unfinished frames stays under
+  ``max_pending_frame_bytes + connections x (LARGE_FRAME + 256 KiB read chunk)``
+  (256 MiB + 384 KiB per connection by default).
 * With a request validator installed (:meth:`RemotingServer.set_request_validator`, the
   broker's and name server's ACL), every request that has a processor is checked first
   (Java's server RPC hook ``doBeforeRequest``); a refusal is answered (unless oneway) and the
@@ -38,13 +49,15 @@ import socket
 import ssl
 import threading
 from collections.abc import Callable, Coroutine, Generator, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
-from rocketq.errors import ConnectError, ProtocolError, RequestTimeoutError
+from rocketq.common.log_limiter import LogLimiter
+from rocketq.errors import ConnectError, ProtocolError, RequestTimeoutError, RocketqError
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.frame import (
     FLAG_ONEWAY,
     FLAG_RESPONSE,
+    LARGE_FRAME,
     MAX_FRAME_LENGTH,
     FrameDecoder,
     RemotingCommand,
@@ -53,6 +66,8 @@ from rocketq.remoting.helper import RequestIdCounter, exception_desc, machinery_
 from rocketq.remoting.tls import TLS_HANDSHAKE_BYTE, TlsMode
 
 __all__ = [
+    "DEFAULT_FRAME_READ_TIMEOUT_S",
+    "DEFAULT_MAX_PENDING_FRAME_BYTES",
     "Channel",
     "ChannelListener",
     "LoopThread",
@@ -65,6 +80,12 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
+
+#: A frame must be complete this long after its first byte arrived (no Java counterpart:
+#: Netty holds a partial frame until the channel goes idle, which a trickle never does).
+DEFAULT_FRAME_READ_TIMEOUT_S: Final = 30.0
+#: Server-wide budget for the announced lengths of unfinished large frames.
+DEFAULT_MAX_PENDING_FRAME_BYTES: Final = 256 * 1024 * 1024
 
 #: Called with the channel that connected or closed (``ChannelEventListener``).
 ChannelListener = Callable[["Channel"], None]
@@ -117,6 +138,10 @@ class Channel:
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._lost: asyncio.Future[None] = self._loop.create_future()
         self.last_active = self._loop.time()
+        #: Loop time the unfinished frame being read started at; -1.0 when none is.
+        self.frame_started = -1.0
+        #: Bytes of the server's pending-frame budget this channel holds (its large frame).
+        self.reserved = 0
 
     def __repr__(self) -> str:
         return f"<Channel {self.remote_addr} -> {self.local_addr} closed={self.closed}>"
@@ -315,32 +340,47 @@ class _ServerProtocol(asyncio.Protocol):
         if channel.closed:
             return
         channel.received()
+        now = channel.last_active
+        decoder = self._decoder
+        server = self._server
         try:
-            commands = self._decoder.feed(data)
-        except ProtocolError as exc:
+            commands = decoder.feed(data)
+        except Exception as exc:
             # NettyDecoder: a frame it cannot decode closes the channel
-            # (RemotingUtil.closeChannel); other connections are untouched.
-            log.warning(
-                "%s: malformed frame from %s, closing it: %s", self._server.name, channel.remote_addr, exc
-            )
-            channel.abort()
+            # (RemotingUtil.closeChannel); other connections are untouched. Whatever a
+            # hostile header provokes ends here: one WARNING line, no traceback.
+            server._refuse(channel, "malformed frame", exc)
             return
-        dispatch = self._server._dispatch
-        # Responses produced while this chunk is handled leave together, in one send.
-        channel.hold_writes()
-        try:
-            for cmd in commands:
-                if cmd.flag & FLAG_RESPONSE:
-                    channel.on_response(cmd)
-                else:
-                    dispatch(channel, cmd)
-        finally:
-            channel.release_writes()
+        if commands:
+            dispatch = server._dispatch
+            # Responses produced while this chunk is handled leave together, in one send.
+            channel.hold_writes()
+            try:
+                for cmd in commands:
+                    if cmd.flag & FLAG_RESPONSE:
+                        channel.on_response(cmd)
+                    else:
+                        dispatch(channel, cmd)
+            finally:
+                channel.release_writes()
+        if decoder.buffered:
+            # an unfinished frame: its clock starts, and a large one takes from the budget
+            if commands or channel.frame_started < 0:
+                channel.frame_started = now
+            length = decoder.pending_length
+            if length != channel.reserved and (length >= LARGE_FRAME or channel.reserved):
+                server._reserve(channel, length if length >= LARGE_FRAME else 0)
+        elif channel.frame_started >= 0:
+            channel.frame_started = -1.0
+            if channel.reserved:
+                server._reserve(channel, 0)
 
     def connection_lost(self, exc: Exception | None) -> None:
         channel = self._channel
         if channel is not None:
             channel.on_lost(exc)
+            if channel.reserved:
+                self._server._reserve(channel, 0)
             self._server._on_close(channel)
 
 
@@ -496,7 +536,9 @@ class RemotingServer:
 
     Defaults: ``host`` 127.0.0.1, ``port`` 0 (OS-assigned; see :attr:`port` after
     :meth:`start`), ``max_frame_length`` 16 MiB (``NettyDecoder``), ``idle_timeout_s`` 120
-    (``NettyServerConfig.serverChannelMaxIdleTimeSeconds``).
+    (``NettyServerConfig.serverChannelMaxIdleTimeSeconds``), ``frame_read_timeout_s``
+    :data:`DEFAULT_FRAME_READ_TIMEOUT_S` and ``max_pending_frame_bytes``
+    :data:`DEFAULT_MAX_PENDING_FRAME_BYTES` (see the module docstring for both).
     """
 
     def __init__(
@@ -507,14 +549,29 @@ class RemotingServer:
         name: str = "server",
         max_frame_length: int = MAX_FRAME_LENGTH,
         idle_timeout_s: float = 120.0,
+        frame_read_timeout_s: float = DEFAULT_FRAME_READ_TIMEOUT_S,
+        max_pending_frame_bytes: int = DEFAULT_MAX_PENDING_FRAME_BYTES,
     ) -> None:
         if idle_timeout_s <= 0:
             raise ValueError(f"idle_timeout_s must be > 0, got {idle_timeout_s}")
+        if frame_read_timeout_s <= 0:
+            raise ValueError(f"frame_read_timeout_s must be > 0, got {frame_read_timeout_s}")
+        if max_pending_frame_bytes < max_frame_length:
+            raise ValueError(
+                f"max_pending_frame_bytes ({max_pending_frame_bytes}) must hold one frame of {max_frame_length}"
+            )
         self.host = host
         self._port = port
         self.name = name
         self.max_frame_length = max_frame_length
         self.idle_timeout_s = idle_timeout_s
+        self.frame_read_timeout_s = frame_read_timeout_s
+        self.max_pending_frame_bytes = max_pending_frame_bytes
+        #: Bytes of the pending-frame budget held right now (read it on the loop).
+        self.pending_frame_bytes = 0
+        #: Repeated warnings (bad frames, slow peers, unknown codes): one line per kind and
+        #: peer host every 10 s, with a count of those left out.
+        self.log_limiter = LogLimiter(log)
         self._processors: dict[int, RequestProcessor] = {}
         self._default_processor: RequestProcessor | None = None
         self._connect_listeners: list[ChannelListener] = []
@@ -654,13 +711,48 @@ class RemotingServer:
             except Exception:
                 log.exception("%s: on_close listener failed", self.name)
 
+    def _refuse(self, channel: Channel, what: str, detail: object) -> None:
+        """Close ``channel`` for ``what`` with one rate-limited WARNING line (no traceback)."""
+        host = channel.remote_addr.rpartition(":")[0]
+        self.log_limiter.warning(
+            (what, host), "%s: %s from %s, closing it: %s", self.name, what, channel.remote_addr, detail
+        )
+        channel.abort()
+
+    def _reserve(self, channel: Channel, length: int) -> bool:
+        """Make ``channel`` hold ``length`` bytes of the pending-frame budget (0 releases);
+        False (and the channel refused) when the budget cannot cover it."""
+        held = channel.reserved
+        total = self.pending_frame_bytes - held + length
+        if length > held and total > self.max_pending_frame_bytes:
+            self.pending_frame_bytes -= held
+            channel.reserved = 0
+            self._refuse(
+                channel,
+                "frame over the pending-frame budget",
+                f"{length} bytes announced, {self.pending_frame_bytes} of "
+                f"{self.max_pending_frame_bytes} held by unfinished frames",
+            )
+            return False
+        self.pending_frame_bytes = total
+        channel.reserved = length
+        return True
+
     def _dispatch(self, channel: Channel, cmd: RemotingCommand) -> None:
+        try:
+            self._dispatch_one(channel, cmd)
+        except Exception as exc:  # a bug in the machinery; the connection stays up
+            self._respond_error(channel, cmd, exc)
+
+    def _dispatch_one(self, channel: Channel, cmd: RemotingCommand) -> None:
         processor = self._processors.get(cmd.code, self._default_processor)
         if processor is None:
             # NettyRemotingAbstract.processRequestCommand: no processor and no default ->
             # REQUEST_CODE_NOT_SUPPORTED, remark with a leading space, written even for oneway.
             remark = f" request type {cmd.code} not supported"
-            log.error("%s%s", channel.remote_addr, remark)
+            self.log_limiter.log(
+                logging.ERROR, ("unsupported", cmd.code), "%s%s", channel.remote_addr, remark
+            )
             channel._write_bytes(
                 machinery_response(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark).encode()
             )
@@ -730,13 +822,24 @@ class RemotingServer:
         channel._write_parts(head, body)
 
     def _respond_error(self, channel: Channel, cmd: RemotingCommand, exc: Exception) -> None:
-        log.error(
-            "%s: processing request code %d from %s failed",
-            self.name,
-            cmd.code,
-            channel.remote_addr,
-            exc_info=exc,
-        )
+        if isinstance(exc, RocketqError):
+            # a typed error about the request (bad input): expected, no traceback
+            self.log_limiter.warning(
+                ("request failed", cmd.code, type(exc)),
+                "%s: request code %d from %s refused: %s",
+                self.name,
+                cmd.code,
+                channel.remote_addr,
+                exception_desc(exc),
+            )
+        else:
+            log.error(
+                "%s: processing request code %d from %s failed",
+                self.name,
+                cmd.code,
+                channel.remote_addr,
+                exc_info=exc,
+            )
         if not cmd.flag & FLAG_ONEWAY:
             # NettyRemotingAbstract: SYSTEM_ERROR with RemotingHelper.exceptionSimpleDesc(e).
             response = machinery_response(cmd, ResponseCode.SYSTEM_ERROR, exception_desc(exc))
@@ -745,18 +848,34 @@ class RemotingServer:
     async def _idle_scan(self) -> None:
         # IdleStateHandler(0, 0, serverChannelMaxIdleTimeSeconds) + NettyConnectManageHandler:
         # an ALL_IDLE event closes the channel.
+        # A frame not complete within frame_read_timeout_s closes the channel too.
         idle = self.idle_timeout_s
-        period = min(max(idle / 4.0, 0.01), 5.0)
+        read_timeout = self.frame_read_timeout_s
+        period = min(max(min(idle, read_timeout) / 4.0, 0.01), 5.0)
         loop = self.loop
         while True:
             await asyncio.sleep(period)
-            limit = loop.time() - idle
+            now = loop.time()
+            limit = now - idle
+            frame_limit = now - read_timeout
             for channel in list(self._channels):
-                if channel.last_active < limit and not channel.closed:
-                    log.info(
-                        "%s: channel %s idle for %.1f s, closing it", self.name, channel.remote_addr, idle
+                if channel.closed:
+                    continue
+                if channel.last_active < limit:
+                    self.log_limiter.info(
+                        ("idle", channel.remote_addr.rpartition(":")[0]),
+                        "%s: channel %s idle for %.1f s, closing it",
+                        self.name,
+                        channel.remote_addr,
+                        idle,
                     )
                     channel._close_now()
+                elif 0 <= channel.frame_started < frame_limit:
+                    self._refuse(
+                        channel,
+                        "frame not completed in time",
+                        f"{read_timeout:.1f} s after its first byte",
+                    )
 
 
 _L = TypeVar("_L", bound="LoopThread")
