@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frame import RemotingCommand, decode_frame
 from rocketq.protocol.route import TopicConfig
 from rocketq.remoting.server import Channel, RemotingServer, ServerThread
+from rocketq.testing.waits import wait_until
 from tests.conftest import load_golden_frames
 
 GOLDEN_BOOT_MS = 1795307988786
@@ -105,4 +107,34 @@ def test_registration_survives_a_dead_name_server(tmp_path: Path) -> None:
         broker._register_broker_all(False)  # logged, not raised
         broker._unregister_broker_all()
     finally:
+        broker.outer_api.shutdown()
+
+
+def test_registrations_asked_while_one_is_queued_ride_on_it(
+    tmp_path: Path, namesrv: tuple[ServerThread, Capture]
+) -> None:
+    # a flood of auto-created topics asks for a full registration each time; one queued
+    # registration reads the topic table when it runs, so it covers all of them (issue #21)
+    thread, capture = namesrv
+    cfg = BrokerConfig(
+        namesrv_addr=f"127.0.0.1:{thread.port}",
+        message_store=MessageStoreConfig(store_path_root_dir=str(tmp_path)),
+    )
+    broker = BrokerController(cfg)
+    broker.outer_api.start()
+    executor = concurrent.futures.ThreadPoolExecutor(1)
+    gate = threading.Event()
+    executor.submit(gate.wait, 5)  # the registration thread is busy ...
+    broker._executor = executor
+    try:
+        for _ in range(100):  # ... while 100 changes ask to register
+            broker.register_broker_all_async(oneway=True)
+        gate.set()
+        wait_until(lambda: len(capture.requests) >= 1, 5, "the registration")
+        broker.register_broker_all_async(oneway=True)  # a change after it ran registers again
+        wait_until(lambda: len(capture.requests) >= 2, 5, "the second registration")
+        executor.shutdown(wait=True)
+        assert len(capture.requests) == 2
+    finally:
+        executor.shutdown(wait=True)
         broker.outer_api.shutdown()

@@ -433,3 +433,22 @@ def test_mutated_bodies_give_value_or_typed_error(data: st.DataObject) -> None:
         body[pos] = data.draw(st.integers(0, 255))
     with contextlib.suppress(JsonError):
         loads(bytes(body))
+
+
+@dataclass
+class _Longs(JsonBean):
+    value: int = 0
+
+
+@pytest.mark.parametrize(
+    "text", ['{"value":9223372036854775808}', '{"value":-1e30}', '{"value":"1' + "0" * 80 + '"}']
+)
+def test_an_integer_past_a_java_long_is_refused(text: str) -> None:
+    # fastjson fails a number that does not fit the long/int property (issue #21)
+    with pytest.raises(JsonError):
+        _Longs.from_json(text)
+
+
+def test_integers_within_a_java_long_are_read() -> None:
+    assert _Longs.from_json('{"value":9223372036854775807}').value == 2**63 - 1
+    assert _Longs.from_json('{"value":"-9223372036854775808"}').value == -(2**63)

@@ -307,3 +307,75 @@ def test_a_server_decoder_does_not_allocate_for_a_length_prefix_alone() -> None:
     stream, expected = _large_stream()
     plain = FrameDecoder()
     assert [c for k in range(0, len(stream), 50_000) for c in plain.feed(stream[k : k + 50_000])] == expected
+
+
+# ---------------------------------------------------------------------- hostile headers (issue #21)
+@pytest.mark.parametrize(
+    "header",
+    [
+        b'{"code":1e999}',
+        b'{"code":-1e999}',
+        b'{"code":Infinity}',
+        b'{"code":NaN}',
+        b'{"code":1,"opaque":2147483648}',
+        b'{"code":-2147483649}',
+        b'{"code":99999999999999999999999}',
+        b'{"code":true}',
+        b'{"code":{"a":1}}',
+        b'{"code":[1]}',
+        b'{"code":1,"flag":"x"}',
+        b'{"code":1,"version":1e10}',
+        b'{"code":1,"language":{"x":1}}',
+        b'{"code":1,"language":1e999}',
+        b'{"code":1,"remark":{"a":1}}',
+        b'{"code":1,"remark":[1]}',
+        b'{"code":1,"extFields":{"a":{"b":"c"}}}',
+        b'{"code":1,"extFields":{"a":[1]}}',
+        b'{"code":1,"extFields":{"a":1e999}}',
+        b'{"code":1,"extFields":{"a":NaN}}',
+        b'{"code":1,"extFields":' + b'{"a":' * 5000 + b"1" + b"}" * 5000 + b"}",
+        b'{"code":1,"x":' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"code":1' + b"0" * 5000 + b"}",
+    ],
+)
+def test_hostile_json_headers_are_malformed_frames(header: bytes) -> None:
+    # fastjson's RemotingCommand reader takes ints within int32 and a flat String map;
+    # anything else ends the connection, never with an OverflowError/RecursionError
+    with pytest.raises(MalformedFrameError):
+        FrameDecoder().feed(_frame(header))
+
+
+@pytest.mark.parametrize(
+    ("header", "code", "opaque", "ext", "remark"),
+    [
+        (b'{"code":"12","opaque":"-3"}', 12, -3, None, None),
+        (b'{"code":12.9,"opaque":2147483647}', 12, 2147483647, None, None),
+        (b'{"code":-2147483648,"flag":null}', -(2**31), 0, None, None),
+        (
+            b'{"code":1,"extFields":{"a":1,"b":true,"c":2.5,"d":null}}',
+            1,
+            0,
+            {"a": "1", "b": "true", "c": "2.5"},
+            None,
+        ),
+        (b'{"code":1,"remark":7}', 1, 0, None, "7"),
+    ],
+)
+def test_lenient_header_values_are_read_like_fastjson(
+    header: bytes, code: int, opaque: int, ext: dict[str, str] | None, remark: str | None
+) -> None:
+    (cmd,) = FrameDecoder().feed(_frame(header))
+    assert (cmd.code, cmd.opaque, cmd.ext_fields, cmd.remark) == (code, opaque, ext, remark)
+
+
+def test_pending_length_reports_the_announced_frame() -> None:
+    frame = RemotingCommand(code=10, body=b"x" * 1000).encode()
+    dec = FrameDecoder()
+    assert dec.pending_length == 0
+    dec.feed(frame[:3])
+    assert dec.pending_length == 0  # the length prefix is not complete yet
+    dec.feed(frame[3:10])
+    assert dec.pending_length == len(frame)
+    assert len(dec.feed(frame[10:])) == 1
+    assert dec.pending_length == 0

@@ -31,6 +31,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 
+from rocketq.acl.client_security import client_security_of
 from rocketq.admin import groups as _groups
 from rocketq.admin import messages as _messages
 from rocketq.admin import trace as _trace
@@ -157,12 +158,15 @@ class Admin:
         )
         self.timeout_ms = timeout_ms
         self.producer_group = producer_group
+        rpc_hook, ssl_context = client_security_of(self.client_config)
         self.client = MQClientAPI.standalone(
             self._namesrv,
             name=f"rocketq-admin-{self._serial}",
             connect_timeout_ms=self.client_config.connect_timeout_ms,
             language=self.client_config.language,
             serialize_type=self.client_config.serialize_type,
+            rpc_hook=rpc_hook,
+            ssl_context=ssl_context,
         )
         self._remoting = self.client.remoting  # the admin's own I/O thread, started on first use
         #: the thread-free core: routes (cached), queue offsets, the tools' reads

@@ -8,7 +8,10 @@ Lifecycle and threading:
 * ``__init__`` builds everything without I/O (unit tests drive processors directly).
 * :meth:`BrokerController.start` (a coroutine, on the loop that will serve requests):
   the exclusive lock on ``<store>/lock`` first (``FileLockedError`` when another process
-  runs a broker there: nothing of that store is read or written), ``store.load()`` (recovery after an unclean stop) and ``store.start()``, load
+  runs a broker there: nothing of that store is read or written); with ``aclEnable`` load
+  plain_acl.yml and check every request against it (``initialAcl``; the file is watched and
+  reloaded), set the TLS mode (``tls.server.mode``); ``store.load()`` (recovery after an
+  unclean stop) and ``store.start()``, load
   topics.json / subscriptionGroup.json / consumerOffset.json, start the transaction check
   service (masters; it resumes from the progress in consumerOffset.json), register every
   processor (client/consumer management, admin as the default, send, pull, query,
@@ -42,12 +45,18 @@ import concurrent.futures
 import contextlib
 import logging
 import os
+import threading
 import time
 from collections.abc import Awaitable, Callable
 
+from rocketq.acl.client_security import client_security
+from rocketq.acl.plain_access_validator import broker_rule
+from rocketq.acl.plain_permission_manager import PlainPermissionManager
+from rocketq.acl.security import install_server_security
 from rocketq.broker.broker2client import Broker2Client
 from rocketq.broker.clients import ConsumerGroupEvent, ConsumerManager, ProducerManager
 from rocketq.broker.config import BrokerConfig, java_key, persist_updated_keys
+from rocketq.broker.config_persist_service import ConfigPersistService
 from rocketq.broker.filter import ConsumerFilterManager
 from rocketq.broker.locks import RebalanceLockManager
 from rocketq.broker.offsets import ConsumerOffsetManager
@@ -133,7 +142,12 @@ class BrokerController:
         self.rebalance_lock_manager = RebalanceLockManager(
             lock_max_live_time_ms=config.rebalance_lock_max_live_time_ms, clock_ms=clock_ms
         )
-        self.outer_api = BrokerOuterAPI(config.namesrv_addr_list)
+        rpc_hook, ssl_context = client_security(
+            access_key=config.access_key, secret_key=config.secret_key, tls=config.tls
+        )
+        self.outer_api = BrokerOuterAPI(config.namesrv_addr_list, rpc_hook=rpc_hook, ssl_context=ssl_context)
+        #: plain_acl.yml and its watch, with aclEnable (created in start()).
+        self.acl: PlainPermissionManager | None = None
         #: Configuration.getDataVersionJson (GET_BROKER_CONFIG's ``version``)
         self.configuration_version = DataVersion(timestamp=wall_ms(), counter=0)
         self.server = RemotingServer(
@@ -162,6 +176,13 @@ class BrokerController:
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        #: Config files written off the loop, coalesced (auto-creates from floods).
+        self.config_persist_service = ConfigPersistService()
+        for manager in (self.topic_config_manager, self.subscription_group_manager):
+            manager.persister = self.config_persist_service.request
+        #: A full registration is queued and not started yet: later requests ride on it.
+        self._register_queued = False
+        self._register_lock = threading.Lock()
         self._outer_started = False
         self._started = False
         self._shut_down = False
@@ -226,6 +247,7 @@ class BrokerController:
         ):
             if not manager.load():
                 raise RuntimeError(f"cannot load {manager.config_file_path()}")
+        self.config_persist_service.start()
         if self.config.broker_role != "SLAVE":
             # BrokerController.start: the transaction check runs where halves are written,
             # from the progress consumerOffset.json holds (so after it was loaded)
@@ -234,6 +256,14 @@ class BrokerController:
             )
             self.transactional_message_check_service.start()
         self._register_processors()
+        self.acl = install_server_security(
+            self.server,
+            role=f"broker {self.config.broker_name}",
+            acl_enable=self.config.acl_enable,
+            acl_plain_file=self.config.acl_plain_file,
+            tls=self.config.tls,
+            rule=broker_rule,
+        )
         self.server.add_channel_listener(self._on_channel_close)
         await self.server.start()
         self.outer_api.start()
@@ -317,6 +347,7 @@ class BrokerController:
         await self.server.stop()
         if self.transactional_message_check_service is not None:
             self.transactional_message_check_service.shutdown()  # before the final persist
+        self.config_persist_service.shutdown()
         self.topic_config_manager.persist()
         self.subscription_group_manager.persist()
         self.consumer_offset_manager.persist()
@@ -327,6 +358,8 @@ class BrokerController:
             executor.shutdown(wait=True)
         self.outer_api.shutdown()
         self._store_lock.release()
+        if self.acl is not None:
+            self.acl.shutdown()
         log.info("broker %s shut down", self.config.broker_name)
 
     async def update_config(self, props: dict[str, str]) -> dict[str, str]:
@@ -397,10 +430,19 @@ class BrokerController:
         executor = self._executor
         if executor is None or self._shut_down:
             return
+        with self._register_lock:
+            if self._register_queued:
+                return  # the queued one has not read the topic table yet: it covers this
+            self._register_queued = True
         try:
-            executor.submit(self._register_broker_all, oneway)
+            executor.submit(self._register_queued_all, oneway)
         except RuntimeError:  # executor shut down concurrently
             log.debug("registration after shutdown ignored")
+
+    def _register_queued_all(self, oneway: bool) -> None:
+        with self._register_lock:
+            self._register_queued = False
+        self._register_broker_all(oneway)
 
     async def register_increment_broker_data(self, tc: TopicConfig) -> None:
         """``registerIncrementBrokerData``: register one topic (synchronously, with answers)."""

@@ -18,12 +18,12 @@ Mirrors ``org.apache.rocketmq.store.schedule.ScheduleMessageService`` (4.9.x; re
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from rocketq.broker.config import write_config_file
 from rocketq.broker.store import MessageExtBrokerInner, MessageStore, PutMessageStatus
 from rocketq.common.service_thread import ServiceThread
 from rocketq.protocol import fastjson
@@ -103,10 +103,10 @@ class ScheduleMessageService:
         with self._lock:
             table = dict(self.offset_table)
         text = fastjson.dumps({"offsetTable": table}, pretty=True)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".json.tmp")
-        tmp.write_text(text)
-        os.replace(tmp, self.path)
+        try:
+            write_config_file(str(self.path), text)
+        except OSError as exc:  # a full disk: the offsets are rebuilt from the last file
+            log.error("cannot persist %s: %s", self.path, exc)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:

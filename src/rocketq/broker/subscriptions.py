@@ -10,7 +10,10 @@ Invariants:
 * :meth:`SubscriptionGroupManager.find_subscription_group_config` auto-creates a group
   with Java defaults when ``auto_create_subscription_group`` is on (or the group is a
   system group, ``MixAll.isSysConsumerGroup``: prefix ``CID_RMQ_SYS_``), bumping the data
-  version and persisting ``<root>/config/subscriptionGroup.json``.
+  version and persisting ``<root>/config/subscriptionGroup.json`` (``persist_soon``:
+  coalesced, off the event loop). Auto-creation of non-system groups is bounded like the
+  topics' (``topics.AUTO_CREATE_PER_SECOND``/``AUTO_CREATE_BURST``): over it the group is
+  not created now and the client's next heartbeat asks again.
 * The file is written in ``ConcurrentHashMap(1024)`` iteration order, fastjson pretty
   format (``{"dataVersion":...,"subscriptionGroupTable":...}``), byte-compatible with a
   4.9.7 broker's file.
@@ -24,7 +27,13 @@ import time
 from collections.abc import Callable
 
 from rocketq.broker.config import BrokerConfig, ConfigManager, config_file_path
-from rocketq.broker.topics import next_data_version
+from rocketq.broker.topics import (
+    AUTO_CREATE_BURST,
+    AUTO_CREATE_LOG,
+    AUTO_CREATE_PER_SECOND,
+    next_data_version,
+)
+from rocketq.common.token_bucket import TokenBucket
 from rocketq.protocol import fastjson
 from rocketq.protocol.bodies import SubscriptionGroupConfig, SubscriptionGroupWrapper
 from rocketq.protocol.java import concurrent_hashmap_order
@@ -69,6 +78,8 @@ class SubscriptionGroupManager(ConfigManager):
             g: SubscriptionGroupConfig(group_name=g) for g in SYSTEM_GROUPS
         }
         self.data_version = DataVersion(timestamp=wall_ms(), counter=0)
+        #: Bounds auto-creation by anonymous clients (system groups are exempt).
+        self.auto_create_limit = TokenBucket(AUTO_CREATE_PER_SECOND, AUTO_CREATE_BURST)
 
     def update_config(self, config: BrokerConfig) -> None:
         """Read ``config`` from now on (updateBrokerConfig of ``autoCreateSubscriptionGroup``)."""
@@ -79,7 +90,14 @@ class SubscriptionGroupManager(ConfigManager):
         found = self.subscription_group_table.get(group)
         if found is not None:
             return found
-        if not (self._config.auto_create_subscription_group or is_sys_consumer_group(group)):
+        system = is_sys_consumer_group(group)
+        if not (self._config.auto_create_subscription_group or system):
+            return None
+        if not system and not self.auto_create_limit.try_acquire():
+            # a flood of new names: not created now, the client's next heartbeat retries
+            AUTO_CREATE_LOG.warning(
+                "group", "auto-creation of subscription groups over its bound, %s not created now", group
+            )
             return None
         with self._lock:
             found = self.subscription_group_table.get(group)
@@ -89,7 +107,7 @@ class SubscriptionGroupManager(ConfigManager):
             self.subscription_group_table[group] = found
             self.data_version = next_data_version(self.data_version, self._wall_ms())
         log.info("auto-created subscription group %s", group)
-        self.persist()
+        self.persist_soon()
         return found
 
     def update_subscription_group_config(self, sgc: SubscriptionGroupConfig) -> None:

@@ -15,8 +15,13 @@ Invariants:
   broker creates it lazily (``TransactionalMessageBridge``), and the golden start-up
   registration body does not list it.
 * Every change bumps :attr:`data_version` (counter + 1, timestamp = wall clock) and
-  rewrites ``<root>/config/topics.json``; auto-created topics also trigger a oneway
-  re-registration through ``register_hook`` (``registerBrokerAll(false, true, true)``).
+  rewrites ``<root>/config/topics.json`` (auto-created topics through ``persist_soon``:
+  coalesced, off the event loop, see ``ConfigPersistService``); auto-created topics also
+  trigger a oneway re-registration through ``register_hook`` (``registerBrokerAll(false,
+  true, true)``; the broker folds requests made while one is queued into it).
+* Auto-creation from sends is bounded (rocketq only, Java has no bound):
+  :data:`AUTO_CREATE_PER_SECOND` on average, :data:`AUTO_CREATE_BURST` at once; over it
+  the send is answered as if the topic could not be created (TOPIC_NOT_EXIST).
 * The table keeps Java insertion order; encoders list it in ``ConcurrentHashMap(1024)``
   iteration order (:func:`~rocketq.protocol.java.concurrent_hashmap_order`), like fastjson does.
 * Thread-safe: one lock guards the table and the data version.
@@ -32,6 +37,8 @@ import time
 from collections.abc import Callable
 
 from rocketq.broker.config import BrokerConfig, ConfigManager, config_file_path
+from rocketq.common.log_limiter import LogLimiter
+from rocketq.common.token_bucket import TokenBucket
 from rocketq.protocol import fastjson
 from rocketq.protocol.codes import PermName
 from rocketq.protocol.java import concurrent_hashmap_order
@@ -50,6 +57,9 @@ from rocketq.protocol.mixall import (
 from rocketq.protocol.route import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 
 __all__ = [
+    "AUTO_CREATE_BURST",
+    "AUTO_CREATE_LOG",
+    "AUTO_CREATE_PER_SECOND",
     "TopicConfigManager",
     "is_not_allowed_send_topic",
     "next_data_version",
@@ -57,6 +67,13 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: How many topics (and, separately, subscription groups) clients may make the broker
+#: auto-create: on average per second, and at once (rocketq only; see TokenBucket).
+AUTO_CREATE_PER_SECOND = 100.0
+AUTO_CREATE_BURST = 200
+#: Refusals over the bound: one line per 10 s per kind, with the count.
+AUTO_CREATE_LOG = LogLimiter(log)
 
 #: TopicConfigManager.SCHEDULE_TOPIC_QUEUE_NUM
 SCHEDULE_TOPIC_QUEUE_NUM = 18
@@ -110,6 +127,8 @@ class TopicConfigManager(ConfigManager):
         #: Called (outside the lock) after a topic was auto-created: the broker schedules a
         #: oneway full registration (``registerBrokerAll(false, true, true)``).
         self.register_hook = register_hook
+        #: Bounds topic auto-creation from sends (``createTopicInSendMessageMethod``).
+        self.auto_create_limit = TokenBucket(AUTO_CREATE_PER_SECOND, AUTO_CREATE_BURST)
         self._lock = threading.RLock()
         self.topic_config_table: dict[str, TopicConfig] = {}
         self.data_version = DataVersion(timestamp=wall_ms(), counter=0)
@@ -234,10 +253,18 @@ class TopicConfigManager(ConfigManager):
                 topic_filter_type=default_tc.topic_filter_type,
                 topic_sys_flag=topic_sys_flag,
             )
+            if not self.auto_create_limit.try_acquire():
+                AUTO_CREATE_LOG.warning(
+                    "topic",
+                    "auto-creation of topics over its bound, %s not created now (%s)",
+                    topic,
+                    remote_addr,
+                )
+                return None
             log.info("create topic %s from %s for %s: %s", topic, default_topic, remote_addr, created)
             self.topic_config_table[topic] = created
             self._bump()
-        self.persist()
+        self.persist_soon()
         self._fire_register()
         return created
 
@@ -262,7 +289,7 @@ class TopicConfigManager(ConfigManager):
             log.info("create topic %s (send-back path): %s", topic, created)
             self.topic_config_table[topic] = created
             self._bump()
-        self.persist()
+        self.persist_soon()
         self._fire_register()
         return created
 

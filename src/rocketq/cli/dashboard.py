@@ -19,6 +19,8 @@ import socket
 import sys
 from typing import Any
 
+from rocketq.cli._security import add_security_options, client_config_from_args
+
 __all__ = ["register"]
 
 log = logging.getLogger("rocketq.cli.dashboard")
@@ -36,6 +38,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--users", default=None, help="user file (name=password lines): turns the login on")
     p.add_argument("--ready-file", default=None, help="also write the ready line to this file")
     p.add_argument("--log-level", default="INFO")
+    add_security_options(p)  # a secured cluster: credentials and TLS, as every admin command
     p.set_defaults(func=_cmd_dashboard)
 
 
@@ -60,7 +63,7 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
 
     try:
         users = load_users(args.users) if args.users else None
-        admin = Admin(args.namesrv_addr)
+        admin = Admin(args.namesrv_addr, client_config=client_config_from_args(args))
     except RocketqError as exc:
         print(f"rocketq dashboard: {exc}", file=sys.stderr)
         return 2

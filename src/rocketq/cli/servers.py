@@ -14,7 +14,11 @@ Contract (the embedded cluster relies on it):
   ``broker`` -> ``{"broker": "ip:port", "broker_name": ..., "namesrv": ...}``; ``server`` ->
   ``{"namesrv": "127.0.0.1:P1", "brokers": ["127.0.0.1:P2"]}``. "Ready" means listening
   and, for a broker, registered with its name servers.
-* Port 0 means OS-assigned. Logs go to stderr through :mod:`logging`.
+* Port 0 means OS-assigned. All three bind 127.0.0.1 unless told otherwise (``--host``,
+  or ``listenHost`` in broker.conf / ``--set``): a non-loopback bind is always explicit.
+* Logs go to stderr through :mod:`logging`, or with ``--log-file F`` to ``F`` rotated by
+  size (``--log-max-mb``, default 100 MiB, ``--log-backups`` older files, default 5), so
+  a flood of bad input cannot fill the disk with log lines.
 * SIGINT/SIGTERM trigger a clean shutdown (broker: unregister, persist, close the store),
   after which the process exits with status 0.
 * A server that cannot start prints ONE line ``error: ...`` on stderr and exits 1: a store
@@ -29,6 +33,7 @@ import asyncio
 import errno
 import json
 import logging
+import logging.handlers
 import os
 import signal
 import sys
@@ -42,40 +47,60 @@ __all__ = ["LOG_FORMAT", "LOG_LEVELS", "register"]
 
 log = logging.getLogger("rocketq.cli.servers")
 
+#: The default bind address of every server command.
+LOOPBACK = "127.0.0.1"
+
 
 def register(subparsers: Any) -> None:
     """Add the ``namesrv``, ``broker`` and ``server`` subcommands to ``subparsers``."""
     p = subparsers.add_parser("namesrv", help="run a name server")
     p.add_argument("-p", "--port", type=int, default=9876, help="listen port (0 = OS-assigned; default 9876)")
-    p.add_argument("--host", default="0.0.0.0", help="bind address (default 0.0.0.0)")
+    p.add_argument("--host", default=LOOPBACK, help="bind address (default 127.0.0.1; 0.0.0.0 = all)")
     p.add_argument("--kv-config", default=None, help="kvConfig.json path (default ~/namesrv/kvConfig.json)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="name server key, e.g. aclEnable=true, aclPlainFile=..., tls.server.mode=permissive",
+    )
     p.add_argument("--ready-file", default=None, help="also write the ready line to this file")
-    _add_log_level(p)
+    _add_log_options(p)
     p.set_defaults(func=_cmd_namesrv)
 
     b = subparsers.add_parser("broker", help="run a broker")
     b.add_argument("-c", "--config", default=None, help="broker.conf (Java properties)")
     b.add_argument("-n", "--namesrv-addr", default=None, help="name servers, ';'-separated")
     b.add_argument("-p", "--port", type=int, default=None, help="listen port (0 = OS-assigned)")
-    b.add_argument("--host", default=None, help="bind address; also brokerIP1 unless the config sets it")
+    b.add_argument(
+        "--host",
+        default=None,
+        help="bind address, also brokerIP1 unless the config sets it (default: listenHost, else 127.0.0.1)",
+    )
     b.add_argument("--store", default=None, help="storePathRootDir")
     b.add_argument("--broker-name", default=None)
     b.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra broker.conf key")
     b.add_argument("--ready-file", default=None)
-    _add_log_level(b)
+    _add_log_options(b)
     _add_metrics_port(b)
     b.set_defaults(func=_cmd_broker)
 
     s = subparsers.add_parser("server", help="run a name server and a broker in one process")
-    s.add_argument("--host", default="127.0.0.1", help="bind address and brokerIP1 (default 127.0.0.1)")
+    s.add_argument("--host", default=LOOPBACK, help="bind address and brokerIP1 (default 127.0.0.1)")
     s.add_argument("--namesrv-port", type=int, default=9876)
     s.add_argument("--broker-port", type=int, default=10911)
     s.add_argument("--store", default=os.path.join(os.path.expanduser("~"), "store"), help="storePathRootDir")
     s.add_argument("-c", "--config", default=None, help="broker.conf (Java properties)")
     s.add_argument("--broker-name", default=None)
-    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra broker.conf key")
+    s.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra broker.conf key (aclEnable, aclPlainFile and tls.server.* apply to the name server too)",
+    )
     s.add_argument("--ready-file", default=None)
-    _add_log_level(s)
+    _add_log_options(s)
     _add_metrics_port(s)
     s.set_defaults(func=_cmd_server)
 
@@ -87,14 +112,19 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
-def _add_log_level(parser: argparse.ArgumentParser) -> None:
+def _add_log_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log-level",
         default="INFO",
         type=str.upper,
         choices=LOG_LEVELS,
-        help="threshold of the log on stderr (default INFO)",
+        help="threshold of the log (default INFO)",
     )
+    parser.add_argument(
+        "--log-file", default=None, help="log to this file, rotated by size (default: stderr)"
+    )
+    parser.add_argument("--log-max-mb", type=float, default=100.0, help="rotate the log file at this size")
+    parser.add_argument("--log-backups", type=int, default=5, help="rotated log files kept")
 
 
 def _add_metrics_port(parser: argparse.ArgumentParser) -> None:
@@ -136,8 +166,22 @@ def _start_metrics(port: int | None, broker: Any, host: str) -> Any:
     return server
 
 
-def _setup_logging(level: str) -> None:
-    logging.basicConfig(stream=sys.stderr, level=getattr(logging, level), format=LOG_FORMAT)
+def _setup_logging(args: argparse.Namespace) -> None:
+    handler: logging.Handler
+    if args.log_file:
+        if args.log_max_mb <= 0 or args.log_backups < 0:
+            raise SystemExit("--log-max-mb must be > 0 and --log-backups >= 0")
+        handler = logging.handlers.RotatingFileHandler(
+            args.log_file,
+            maxBytes=int(args.log_max_mb * 1024 * 1024),
+            backupCount=args.log_backups,
+            encoding="utf-8",
+        )
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+    logging.basicConfig(
+        force=True, handlers=[handler], level=getattr(logging, args.log_level), format=LOG_FORMAT
+    )
 
 
 def _fail(text: str) -> int:
@@ -212,6 +256,8 @@ def _broker_config(args: argparse.Namespace, *, namesrv_addr: str | None, host: 
 
     props: dict[str, str] = load_properties(args.config) if args.config else {}
     overrides = _parse_sets(args.set)
+    if host is None and "listenHost" not in props and "listenHost" not in overrides:
+        host = LOOPBACK  # like `rocketq server`: all interfaces only when asked for
     if host is not None:
         overrides.setdefault("listenHost", host)
         if "brokerIP1" not in props and "brokerIP1" not in overrides:
@@ -240,14 +286,23 @@ def _broker_config(args: argparse.Namespace, *, namesrv_addr: str | None, host: 
     return BrokerConfig.from_properties({**props, **updated}, overrides)
 
 
+def _namesrv_keys(sets: dict[str, str]) -> dict[str, str]:
+    """The ``--set`` keys of ``rocketq server`` that its name server shares with the broker."""
+    return {
+        k: v for k, v in sets.items() if k in ("aclEnable", "aclPlainFile") or k.startswith("tls.server.")
+    }
+
+
 # ---------------------------------------------------------------------- commands
 def _cmd_namesrv(args: argparse.Namespace) -> int:
-    _setup_logging(args.log_level)
+    _setup_logging(args)
     from rocketq.namesrv.config import NamesrvConfig
     from rocketq.namesrv.namesrv import NamesrvController
 
     try:
-        config = NamesrvConfig(host=args.host, listen_port=args.port, kv_config_path=args.kv_config)
+        config = NamesrvConfig(
+            host=args.host, listen_port=args.port, kv_config_path=args.kv_config
+        ).with_properties(_parse_sets(args.set))
     except IllegalArgumentError as exc:
         return _fail(str(exc))
 
@@ -265,7 +320,7 @@ def _cmd_namesrv(args: argparse.Namespace) -> int:
 
 
 def _cmd_broker(args: argparse.Namespace) -> int:
-    _setup_logging(args.log_level)
+    _setup_logging(args)
     from rocketq.broker.broker import BrokerController
 
     try:
@@ -299,7 +354,7 @@ def _cmd_broker(args: argparse.Namespace) -> int:
 
 
 def _cmd_server(args: argparse.Namespace) -> int:
-    _setup_logging(args.log_level)
+    _setup_logging(args)
     from rocketq.broker.broker import BrokerController
     from rocketq.namesrv.config import NamesrvConfig
     from rocketq.namesrv.namesrv import NamesrvController
@@ -307,14 +362,20 @@ def _cmd_server(args: argparse.Namespace) -> int:
     try:
         # the broker's settings are checked before anything starts; the name server's
         # address, known once it listens, is filled in below
-        metrics_port = _metrics_port(args, _broker_config(args, namesrv_addr=None, host=args.host))
+        checked = _broker_config(args, namesrv_addr=None, host=args.host)
+        metrics_port = _metrics_port(args, checked)
         namesrv_config = NamesrvConfig(
             host=args.host,
             listen_port=args.namesrv_port,
             kv_config_path=os.path.join(args.store, "namesrv", "kvConfig.json"),
-        )
+        ).with_properties(_namesrv_keys(_parse_sets(args.set)))
     except (IllegalArgumentError, OSError) as exc:
         return _fail(str(exc))
+    if namesrv_config.acl_enable and not (checked.access_key and checked.secret_key):
+        return _fail(
+            "aclEnable=true: the name server only takes registrations signed by an admin "
+            "account; give the broker one with --set accessKey=... --set secretKey=..."
+        )
 
     async def body(stop: asyncio.Event) -> None:
         namesrv = NamesrvController(namesrv_config)

@@ -26,6 +26,7 @@ import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
+from rocketq.common.log_limiter import LogLimiter
 from rocketq.errors import IllegalArgumentError, ProtocolError
 from rocketq.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
 from rocketq.protocol.codes import RequestCode, ResponseCode, Version
@@ -57,9 +58,11 @@ if TYPE_CHECKING:
     from rocketq.namesrv.namesrv import NamesrvController
     from rocketq.remoting.server import Channel
 
-__all__ = ["TOPIC_NOT_EXIST_REMARK", "DefaultRequestProcessor"]
+__all__ = ["HANDLED_CODES", "TOPIC_NOT_EXIST_REMARK", "DefaultRequestProcessor"]
 
 log = logging.getLogger(__name__)
+#: Bad requests repeat (a flood, a fuzzer): one line per kind per 10 s, with the count.
+_BAD_INPUT_LOG = LogLimiter(log)
 
 _H = TypeVar("_H", bound=CommandHeader)
 _T = TypeVar("_T")
@@ -124,7 +127,7 @@ class DefaultRequestProcessor:
         handler = _HANDLERS.get(request.code)
         if handler is None:
             remark = f" request type {request.code} not supported"
-            log.warning("name server: %s", remark.strip())
+            _BAD_INPUT_LOG.warning("unsupported", "name server: %s", remark.strip())
             return request.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark)
         try:
             return handler(self, channel, request)
@@ -168,7 +171,9 @@ class DefaultRequestProcessor:
         body = request.body
         if h.body_crc32 and _crc32(body) != h.body_crc32:
             # DefaultRequestProcessor.checksum: only checked when the header's CRC is non-zero.
-            log.warning("receive registerBroker request, crc32 not match, from %s", _peer(channel))
+            _BAD_INPUT_LOG.warning(
+                "crc32", "receive registerBroker request, crc32 not match, from %s", _peer(channel)
+            )
             raise _BadRequest(ResponseCode.SYSTEM_ERROR, "crc32 not match")
 
         filter_servers: list[str] | None
@@ -358,3 +363,6 @@ _HANDLERS: dict[int, _Handler] = {
     RequestCode.UPDATE_NAMESRV_CONFIG: DefaultRequestProcessor.update_namesrv_config,
     RequestCode.GET_NAMESRV_CONFIG: DefaultRequestProcessor.get_namesrv_config,
 }
+
+#: Every request code the name server answers (anything else: REQUEST_CODE_NOT_SUPPORTED).
+HANDLED_CODES: frozenset[int] = frozenset(_HANDLERS)

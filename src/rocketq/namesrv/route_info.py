@@ -179,8 +179,10 @@ class RouteInfoManager:
                 and broker_id == MASTER_ID
                 and (self._is_changed(broker_addr, data_version) or register_first)
             ):
-                for tc in topic_config_table.values():
-                    self._create_and_update_queue_data(broker_name, tc)
+                for name, tc in topic_config_table.items():
+                    topic = tc.topic_name or name
+                    if topic:  # a nameless entry (bad input) registers nothing
+                        self._create_and_update_queue_data(broker_name, topic, tc)
 
             prev = self._broker_live_table.get(broker_addr)
             self._broker_live_table[broker_addr] = BrokerLiveInfo(
@@ -203,7 +205,9 @@ class RouteInfoManager:
                         return RegisterBrokerResult(master_live.ha_server_addr, master_addr)
             return RegisterBrokerResult()
 
-    def _create_and_update_queue_data(self, broker_name: str, tc: TopicConfig) -> None:
+    def _create_and_update_queue_data(self, broker_name: str, topic: str, tc: TopicConfig) -> None:
+        # Java takes the name from topicConfig.getTopicName() (a null one fails the whole
+        # registration); a config from the network without it is filed under its map key.
         qd = QueueData(
             broker_name=broker_name,
             read_queue_nums=tc.read_queue_nums,
@@ -211,8 +215,6 @@ class RouteInfoManager:
             perm=tc.perm,
             topic_sys_flag=tc.topic_sys_flag,
         )
-        topic = tc.topic_name
-        assert topic is not None
         table = self._topic_queue_table.get(topic)
         if table is None:
             self._topic_queue_table[topic] = {broker_name: qd}

@@ -733,19 +733,27 @@ def _convert_key(tp: Any, key: object, path: str) -> object:
     return _convert(tp, key, f"{path} key")
 
 
+#: The range of a Java ``long``: fastjson refuses a number past it for an int/long field.
+_LONG_MIN = -(1 << 63)
+_LONG_MAX = (1 << 63) - 1
+
+
 def _to_int(value: object, path: str) -> int:
     if isinstance(value, bool):
         raise JsonError(f"{path}: expected a number, got a boolean")
+    result: int | None = None
     if isinstance(value, int):
-        return value
-    if isinstance(value, float) and math.isfinite(value):
-        return int(value)  # fastjson casts (truncates) decimals read into int/long
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            pass
-    raise JsonError(f"{path}: expected an integer, got {value!r}")
+        result = value
+    elif isinstance(value, float) and math.isfinite(value):
+        result = int(value)  # fastjson casts (truncates) decimals read into int/long
+    elif isinstance(value, str) and len(value) <= 64:
+        with contextlib.suppress(ValueError):
+            result = int(value.strip())
+    if result is None:
+        raise JsonError(f"{path}: expected an integer, got {value!r:.80}")
+    if not _LONG_MIN <= result <= _LONG_MAX:
+        raise JsonError(f"{path}: {str(result)[:40]} is out of the range of a Java long")
+    return result
 
 
 def _convert_scalar(tp: type, value: object, path: str) -> object:

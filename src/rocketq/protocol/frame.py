@@ -20,12 +20,19 @@ Invariants:
 * ``ext_fields is None`` means "no custom header" (the key is omitted); an empty dict is
   written as ``"extFields":{}``, as Java does for a header object whose fields are null.
 * :class:`FrameDecoder` enforces the 16 MiB frame limit and raises typed
-  :class:`~rocketq.errors.ProtocolError` subclasses; it never blocks.
+  :class:`~rocketq.errors.ProtocolError` subclasses; it never blocks and never raises
+  anything else on hostile input.
+* JSON header fields are type- and range-checked as fastjson's ``RemotingCommand`` reader
+  effectively does: ``code``/``flag``/``opaque``/``version`` within int32 (integers,
+  decimals truncated, numeric strings), ``language`` a name or an ordinal, ``remark`` a
+  scalar, ``extFields`` a flat map of scalars (stringified); NaN, Infinity, 1e999, deeper
+  values and excessive nesting make the frame malformed.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import struct
 from dataclasses import dataclass
 
@@ -195,38 +202,96 @@ class RemotingCommand:
 
 
 # ---------------------------------------------------------------------- decoding
+_INT32_MIN = -(1 << 31)
+_INT32_MAX = (1 << 31) - 1
+
+
+def _reject_constant(name: str) -> object:
+    # fastjson reads no NaN/Infinity literal into a number field: the frame is malformed.
+    raise MalformedFrameError(f"JSON header holds the non-number {name}")
+
+
+# One decoder for every header (json.loads with options would build one per call).
+_loads_header = json.JSONDecoder(parse_constant=_reject_constant).decode
+
+
+def _int32_field(obj: dict[str, object], name: str, default: int) -> int:
+    """One int header field as fastjson's ``RemotingCommand`` reader effectively takes it:
+    a JSON integer (or decimal, truncated, or numeric string) within int32; anything else
+    (a boolean, an object, 1e999, a value past int32) makes the frame malformed."""
+    raw = obj.get(name, default)
+    if type(raw) is int:
+        if _INT32_MIN <= raw <= _INT32_MAX:
+            return raw
+        value = raw
+    elif type(raw) is float and math.isfinite(raw) and abs(raw) < 1e10:
+        value = int(raw)
+    elif type(raw) is str and 0 < len(raw) <= 11:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise MalformedFrameError(f"JSON header field {name} is not a number: {raw!r}") from None
+    elif raw is None:
+        value = default
+    else:
+        raise MalformedFrameError(f"JSON header field {name} is not an int: {type(raw).__name__}")
+    if not _INT32_MIN <= value <= _INT32_MAX:
+        raise MalformedFrameError(f"JSON header field {name} is out of the int32 range: {value}")
+    return value
+
+
+def _flat_string(value: object, where: str) -> str:
+    """A scalar read into a Java ``String`` (fastjson stringifies numbers and booleans);
+    objects and arrays are refused: ``extFields`` is a flat ``HashMap<String, String>``."""
+    if type(value) is str:
+        return value
+    if type(value) is bool:
+        return "true" if value else "false"
+    if type(value) is int or (type(value) is float and math.isfinite(value)):
+        return str(value)
+    raise MalformedFrameError(f"JSON header {where} is not a string: {type(value).__name__}")
+
+
 def _decode_json_header(data: bytes | memoryview) -> RemotingCommand:
     try:
-        obj = json.loads(bytes(data).decode("utf-8"))
+        obj = _loads_header(bytes(data).decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise MalformedFrameError(f"header is not valid UTF-8: {exc}") from exc
-    except ValueError as exc:
+    except RecursionError:
+        raise MalformedFrameError("JSON header is nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, and integers past the digit limit
         raise MalformedFrameError(f"header is not valid JSON: {exc}") from exc
-    if not isinstance(obj, dict):
+    if type(obj) is not dict:
         raise MalformedFrameError("JSON header is not an object")
-    try:
-        code = int(obj["code"])
-        flag = int(obj.get("flag", 0))
-        opaque = int(obj.get("opaque", 0))
-        version = int(obj.get("version", 0))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise MalformedFrameError(f"JSON header has a missing or invalid field: {exc}") from exc
+    if "code" not in obj:
+        raise MalformedFrameError("JSON header has no code")
+    code = _int32_field(obj, "code", 0)
+    flag = _int32_field(obj, "flag", 0)
+    opaque = _int32_field(obj, "opaque", 0)
+    version = _int32_field(obj, "version", 0)
     lang_raw = obj.get("language", "JAVA")
-    if isinstance(lang_raw, int):
-        language = lang_raw
-    else:
-        lang = _LANG_BY_NAME.get(str(lang_raw))
+    if type(lang_raw) is str:
+        lang = _LANG_BY_NAME.get(lang_raw)
         language = int(lang) if lang is not None else int(LanguageCode.OTHER)
-    remark = obj.get("remark")
+    elif type(lang_raw) is int and 0 <= lang_raw <= 0x7F:  # an ordinal (the binary header's byte)
+        language = lang_raw
+    elif lang_raw is None:
+        language = int(LanguageCode.JAVA)
+    else:
+        raise MalformedFrameError(f"JSON header field language is invalid: {lang_raw!r:.40}")
+    remark_raw = obj.get("remark")
+    remark = None if remark_raw is None else _flat_string(remark_raw, "remark")
     ext_raw = obj.get("extFields")
     ext: dict[str, str] | None = None
-    if isinstance(ext_raw, dict):
-        # fastjson is lenient: non-string values are accepted and stringified.
-        ext = {
-            str(k): (v if isinstance(v, str) else _java_string(v))
-            for k, v in ext_raw.items()
-            if v is not None
-        }
+    if type(ext_raw) is dict:
+        if all(type(v) is str for v in ext_raw.values()):
+            ext = ext_raw  # the common case: already a flat map of strings
+        else:
+            # fastjson is lenient: scalar values are accepted and stringified, nulls dropped.
+            ext = {}
+            for k, v in ext_raw.items():
+                if v is not None:
+                    ext[k] = v if type(v) is str else _flat_string(v, f"extFields value of {k!r:.40}")
     elif ext_raw is not None:
         raise MalformedFrameError("extFields is not an object")
     return RemotingCommand(
@@ -235,16 +300,10 @@ def _decode_json_header(data: bytes | memoryview) -> RemotingCommand:
         opaque=opaque,
         language=language,
         version=version,
-        remark=None if remark is None else str(remark),
+        remark=remark,
         ext_fields=ext,
         serialize_type=SerializeType.JSON,
     )
-
-
-def _java_string(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def _decode_binary_header(data: bytes | memoryview) -> RemotingCommand:
@@ -358,6 +417,20 @@ class FrameDecoder:
     def buffered(self) -> int:
         """Bytes received but not yet part of a complete frame."""
         return len(self._buf) - self._pos + self._filled
+
+    @property
+    def pending_length(self) -> int:
+        """The whole length (prefix included) announced for the frame being received: 0
+        when none is started or its length prefix is still incomplete."""
+        large = self._large
+        if large is not None:
+            return len(large) + 4
+        buf = self._buf
+        pos = self._pos
+        if len(buf) - pos < 4:
+            return 0
+        total: int = _INT.unpack_from(buf, pos)[0]
+        return total + 4
 
     def pending_large(self) -> memoryview | None:
         """The unfilled rest of the large frame being received, or None."""

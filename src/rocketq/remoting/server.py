@@ -12,9 +12,28 @@ Invariants:
   peer through ``opaque``. The server copies opaque, response flag and the request's
   serialize type onto whatever a processor returns (the 4.9.x processor callback).
 * Frames written in one loop iteration leave in one ``send`` per connection.
-* A malformed frame, an over-long length prefix or an idle period of ``idle_timeout_s``
-  closes *that* connection only; a processor exception becomes a SYSTEM_ERROR answer and
-  the connection stays up.
+* A malformed frame (any header the decoder cannot take: bad JSON, 1e999, deep nesting,
+  values outside Java's types), an over-long length prefix, an idle period of
+  ``idle_timeout_s`` or a frame that does not complete within ``frame_read_timeout_s`` of
+  its first byte closes *that* connection only, with one rate-limited WARNING line and no
+  traceback; a processor exception becomes a SYSTEM_ERROR answer and the connection stays
+  up (a typed :class:`~rocketq.errors.RocketqError` is logged as a WARNING without
+  traceback, anything else is a bug and logged with one).
+* Memory held for unfinished frames is bounded: a frame of at least
+  :data:`~rocketq.protocol.frame.LARGE_FRAME` bytes reserves its announced length from
+  one server-wide budget of ``max_pending_frame_bytes`` when its length prefix arrives;
+  a frame that does not fit is refused by closing its connection. Smaller frames are held
+  at most one per connection. So the heap held for unfinished frames stays under
+  ``max_pending_frame_bytes + connections x (LARGE_FRAME + 256 KiB read chunk)``
+  (256 MiB + 384 KiB per connection by default).
+* With a request validator installed (:meth:`RemotingServer.set_request_validator`, the
+  broker's and name server's ACL), every request that has a processor is checked first
+  (Java's server RPC hook ``doBeforeRequest``); a refusal is answered (unless oneway) and the
+  processor never runs. Without one, dispatch pays a single attribute test.
+* TLS (:meth:`RemotingServer.enable_tls`): in permissive and enforcing modes each accepted
+  connection is held, unread, until its first byte can be peeked (``HandshakeHandler``):
+  0x16 starts a TLS handshake, anything else is served plain (permissive) or disconnected
+  (enforcing). Bytes are never consumed by the peek, so both paths see the whole stream.
 * Oneway requests never get the processor's response. As in Java 4.9.x, the answers the
   server machinery writes itself (request code not supported, [REJECTREQUEST]) go out even
   for oneway requests and use the default serialize type, JSON.
@@ -25,29 +44,54 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import socket
+import ssl
 import threading
 from collections.abc import Callable, Coroutine, Generator, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
-from rocketq.errors import ConnectError, ProtocolError, RequestTimeoutError
+from rocketq.common.log_limiter import LogLimiter
+from rocketq.errors import ConnectError, ProtocolError, RequestTimeoutError, RocketqError
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.frame import (
     FLAG_ONEWAY,
     FLAG_RESPONSE,
+    LARGE_FRAME,
     MAX_FRAME_LENGTH,
     FrameDecoder,
     RemotingCommand,
 )
 from rocketq.remoting.helper import RequestIdCounter, exception_desc, machinery_response
+from rocketq.remoting.tls import TLS_HANDSHAKE_BYTE, TlsMode
 
-__all__ = ["Channel", "ChannelListener", "LoopThread", "RemotingServer", "RequestProcessor", "ServerThread"]
+__all__ = [
+    "DEFAULT_FRAME_READ_TIMEOUT_S",
+    "DEFAULT_MAX_PENDING_FRAME_BYTES",
+    "Channel",
+    "ChannelListener",
+    "LoopThread",
+    "RemotingServer",
+    "RequestProcessor",
+    "RequestValidator",
+    "ServerThread",
+]
 
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 
+#: A frame must be complete this long after its first byte arrived (no Java counterpart:
+#: Netty holds a partial frame until the channel goes idle, which a trickle never does).
+DEFAULT_FRAME_READ_TIMEOUT_S: Final = 30.0
+#: Server-wide budget for the announced lengths of unfinished large frames.
+DEFAULT_MAX_PENDING_FRAME_BYTES: Final = 256 * 1024 * 1024
+
 #: Called with the channel that connected or closed (``ChannelEventListener``).
 ChannelListener = Callable[["Channel"], None]
+#: ``(remote "ip:port", request) -> None`` to go on, or the refusal to answer with
+#: (the server RPC hook of the ACL: ``PlainAccessValidator``).
+RequestValidator = Callable[[str, RemotingCommand], RemotingCommand | None]
 
 
 class RequestProcessor(Protocol):
@@ -94,6 +138,10 @@ class Channel:
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._lost: asyncio.Future[None] = self._loop.create_future()
         self.last_active = self._loop.time()
+        #: Loop time the unfinished frame being read started at; -1.0 when none is.
+        self.frame_started = -1.0
+        #: Bytes of the server's pending-frame budget this channel holds (its large frame).
+        self.reserved = 0
 
     def __repr__(self) -> str:
         return f"<Channel {self.remote_addr} -> {self.local_addr} closed={self.closed}>"
@@ -266,50 +314,183 @@ def _format_addr(sockaddr: object) -> str:
 
 
 class _ServerProtocol(asyncio.Protocol):
-    __slots__ = ("_channel", "_decoder", "_server")
+    __slots__ = ("_channel", "_decoder", "_early", "_server")
 
     def __init__(self, server: RemotingServer) -> None:
         self._server = server
         self._decoder = FrameDecoder(server.max_frame_length)
         self._channel: Channel | None = None
+        # Bytes the TLS layer delivered before connection_made (start_tls hands over the
+        # connection only after the handshake, and a request may already be decrypted).
+        self._early: list[bytes] = []
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         channel = self._channel = Channel(self._server, transport)
         self._server._on_connect(channel)
+        early, self._early = self._early, []
+        for data in early:
+            self.data_received(data)
 
     def data_received(self, data: bytes) -> None:
         channel = self._channel
-        if channel is None or channel.closed:
+        if channel is None:
+            self._early.append(bytes(data))
+            return
+        if channel.closed:
             return
         channel.received()
+        now = channel.last_active
+        decoder = self._decoder
+        server = self._server
         try:
-            commands = self._decoder.feed(data)
-        except ProtocolError as exc:
+            commands = decoder.feed(data)
+        except Exception as exc:
             # NettyDecoder: a frame it cannot decode closes the channel
-            # (RemotingUtil.closeChannel); other connections are untouched.
-            log.warning(
-                "%s: malformed frame from %s, closing it: %s", self._server.name, channel.remote_addr, exc
-            )
-            channel.abort()
+            # (RemotingUtil.closeChannel); other connections are untouched. Whatever a
+            # hostile header provokes ends here: one WARNING line, no traceback.
+            server._refuse(channel, "malformed frame", exc)
             return
-        dispatch = self._server._dispatch
-        # Responses produced while this chunk is handled leave together, in one send.
-        channel.hold_writes()
-        try:
-            for cmd in commands:
-                if cmd.flag & FLAG_RESPONSE:
-                    channel.on_response(cmd)
-                else:
-                    dispatch(channel, cmd)
-        finally:
-            channel.release_writes()
+        if commands:
+            dispatch = server._dispatch
+            # Responses produced while this chunk is handled leave together, in one send.
+            channel.hold_writes()
+            try:
+                for cmd in commands:
+                    if cmd.flag & FLAG_RESPONSE:
+                        channel.on_response(cmd)
+                    else:
+                        dispatch(channel, cmd)
+            finally:
+                channel.release_writes()
+        if decoder.buffered:
+            # an unfinished frame: its clock starts, and a large one takes from the budget
+            if commands or channel.frame_started < 0:
+                channel.frame_started = now
+            length = decoder.pending_length
+            if length != channel.reserved and (length >= LARGE_FRAME or channel.reserved):
+                server._reserve(channel, length if length >= LARGE_FRAME else 0)
+        elif channel.frame_started >= 0:
+            channel.frame_started = -1.0
+            if channel.reserved:
+                server._reserve(channel, 0)
 
     def connection_lost(self, exc: Exception | None) -> None:
         channel = self._channel
         if channel is not None:
             channel.on_lost(exc)
+            if channel.reserved:
+                self._server._reserve(channel, 0)
             self._server._on_close(channel)
+
+
+class _PeekProtocol(asyncio.Protocol):
+    """Holds a new connection until its first byte shows whether it speaks TLS.
+
+    Java's ``HandshakeHandler``: 0x16 (a TLS handshake record) -> TLS; otherwise plain in
+    permissive mode, disconnected in enforcing mode. The transport's reading is paused in
+    ``connection_made`` (before it ever reads: asyncio adds its reader only after that
+    callback, and not while paused) and the byte is peeked (``MSG_PEEK``) through a
+    duplicate of the socket's descriptor that the loop watches instead, so nothing is
+    consumed before the real protocol (or the TLS layer) takes over. A peer silent for
+    ``idle_timeout_s`` is closed.
+    """
+
+    def __init__(self, server: RemotingServer) -> None:
+        self._server = server
+        self._transport: asyncio.Transport | None = None
+        self._peeker: socket.socket | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        server = self._server
+        server._peeking.add(transport)
+        transport.pause_reading()
+        fd = transport.get_extra_info("socket").fileno()
+        peeker = self._peeker = socket.socket(fileno=os.dup(fd))
+        loop = server.loop
+        loop.add_reader(peeker.fileno(), self._peek)
+        self._timer = loop.call_later(server.idle_timeout_s, self._give_up)
+
+    def _give_up(self) -> None:
+        transport = self._transport
+        if transport is not None and self._peeker is not None:
+            log.info(
+                "%s: peer sent nothing for %.1f s, closing it", self._server.name, self._server.idle_timeout_s
+            )
+            self._finish()
+            transport.close()
+
+    def _finish(self) -> None:
+        server = self._server
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        peeker, self._peeker = self._peeker, None
+        if peeker is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closing
+                server.loop.remove_reader(peeker.fileno())
+            peeker.close()
+        if self._transport is not None:
+            server._peeking.discard(self._transport)
+
+    def _peek(self) -> None:
+        transport, peeker = self._transport, self._peeker
+        if transport is None or peeker is None:
+            return
+        try:
+            first = peeker.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            first = b""
+        self._finish()
+        server = self._server
+        if not first:
+            transport.close()
+            return
+        if first[0] == TLS_HANDSHAKE_BYTE:
+            task = server.loop.create_task(self._start_tls(transport))
+            server._tasks.add(task)
+            task.add_done_callback(server._tasks.discard)
+            return
+        if server._tls_mode is TlsMode.ENFORCING:
+            log.warning(
+                "%s: a client from %s intends to connect without TLS while the server enforces it; closing",
+                server.name,
+                _format_addr(transport.get_extra_info("peername")),
+            )
+            transport.close()
+            return
+        protocol = _ServerProtocol(server)
+        transport.set_protocol(protocol)
+        protocol.connection_made(transport)
+        transport.resume_reading()
+
+    async def _start_tls(self, transport: asyncio.Transport) -> None:
+        server = self._server
+        assert server._ssl_context is not None
+        protocol = _ServerProtocol(server)
+        try:
+            tls_transport = await server.loop.start_tls(
+                transport, protocol, server._ssl_context, server_side=True
+            )
+        except (OSError, ssl.SSLError, ConnectionError, asyncio.TimeoutError) as exc:
+            log.warning("%s: TLS handshake failed: %s", server.name, exc)
+            transport.close()
+            return
+        if tls_transport is None:
+            transport.close()
+            return
+        protocol.connection_made(tls_transport)
+
+    def data_received(self, data: bytes) -> None:  # pragma: no cover - reading is paused
+        log.debug("%s: data before the peek decided, %d bytes", self._server.name, len(data))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._finish()
 
 
 class _Resumed:
@@ -355,7 +536,9 @@ class RemotingServer:
 
     Defaults: ``host`` 127.0.0.1, ``port`` 0 (OS-assigned; see :attr:`port` after
     :meth:`start`), ``max_frame_length`` 16 MiB (``NettyDecoder``), ``idle_timeout_s`` 120
-    (``NettyServerConfig.serverChannelMaxIdleTimeSeconds``).
+    (``NettyServerConfig.serverChannelMaxIdleTimeSeconds``), ``frame_read_timeout_s``
+    :data:`DEFAULT_FRAME_READ_TIMEOUT_S` and ``max_pending_frame_bytes``
+    :data:`DEFAULT_MAX_PENDING_FRAME_BYTES` (see the module docstring for both).
     """
 
     def __init__(
@@ -366,14 +549,29 @@ class RemotingServer:
         name: str = "server",
         max_frame_length: int = MAX_FRAME_LENGTH,
         idle_timeout_s: float = 120.0,
+        frame_read_timeout_s: float = DEFAULT_FRAME_READ_TIMEOUT_S,
+        max_pending_frame_bytes: int = DEFAULT_MAX_PENDING_FRAME_BYTES,
     ) -> None:
         if idle_timeout_s <= 0:
             raise ValueError(f"idle_timeout_s must be > 0, got {idle_timeout_s}")
+        if frame_read_timeout_s <= 0:
+            raise ValueError(f"frame_read_timeout_s must be > 0, got {frame_read_timeout_s}")
+        if max_pending_frame_bytes < max_frame_length:
+            raise ValueError(
+                f"max_pending_frame_bytes ({max_pending_frame_bytes}) must hold one frame of {max_frame_length}"
+            )
         self.host = host
         self._port = port
         self.name = name
         self.max_frame_length = max_frame_length
         self.idle_timeout_s = idle_timeout_s
+        self.frame_read_timeout_s = frame_read_timeout_s
+        self.max_pending_frame_bytes = max_pending_frame_bytes
+        #: Bytes of the pending-frame budget held right now (read it on the loop).
+        self.pending_frame_bytes = 0
+        #: Repeated warnings (bad frames, slow peers, unknown codes): one line per kind and
+        #: peer host every 10 s, with a count of those left out.
+        self.log_limiter = LogLimiter(log)
         self._processors: dict[int, RequestProcessor] = {}
         self._default_processor: RequestProcessor | None = None
         self._connect_listeners: list[ChannelListener] = []
@@ -385,6 +583,10 @@ class RemotingServer:
         self._idle_task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_ident: int | None = None
+        self._request_validator: RequestValidator | None = None
+        self._tls_mode = TlsMode.DISABLED
+        self._ssl_context: ssl.SSLContext | None = None
+        self._peeking: set[asyncio.Transport] = set()
 
     # ------------------------------------------------------------------ configuration
     def register_processor(self, code: int, processor: RequestProcessor) -> None:
@@ -394,6 +596,17 @@ class RemotingServer:
     def register_default_processor(self, processor: RequestProcessor) -> None:
         """Route every code without its own processor here (``registerDefaultProcessor``)."""
         self._default_processor = processor
+
+    def set_request_validator(self, validator: RequestValidator | None) -> None:
+        """Check every request with ``validator`` before its processor runs (the ACL hook)."""
+        self._request_validator = validator
+
+    def enable_tls(self, mode: TlsMode, ssl_context: ssl.SSLContext | None) -> None:
+        """Serve TLS as ``mode`` says (``tls.server.mode``); call before :meth:`start`."""
+        if mode is not TlsMode.DISABLED and ssl_context is None:
+            raise ValueError(f"TLS mode {mode.value} needs an SSL context")
+        self._tls_mode = mode
+        self._ssl_context = ssl_context
 
     def add_channel_listener(
         self, on_close: ChannelListener | None = None, *, on_connect: ChannelListener | None = None
@@ -409,6 +622,11 @@ class RemotingServer:
             self._connect_listeners.append(on_connect)
 
     # ------------------------------------------------------------------ state
+    @property
+    def registered_codes(self) -> frozenset[int]:
+        """The request codes with a processor of their own (the default one not counted)."""
+        return frozenset(self._processors)
+
     @property
     def port(self) -> int:
         """The bound port (the requested one before :meth:`start`)."""
@@ -434,9 +652,10 @@ class RemotingServer:
         loop = asyncio.get_running_loop()
         self._loop = loop
         self._loop_ident = threading.get_ident()
-        self._server = await loop.create_server(
-            lambda: _ServerProtocol(self), self.host, self._port, reuse_address=True
-        )
+        factory: Callable[[], asyncio.Protocol] = lambda: _ServerProtocol(self)  # noqa: E731
+        if self._tls_mode is not TlsMode.DISABLED:
+            factory = lambda: _PeekProtocol(self)  # noqa: E731
+        self._server = await loop.create_server(factory, self.host, self._port, reuse_address=True)
         self._port = self._server.sockets[0].getsockname()[1]
         self._idle_task = loop.create_task(self._idle_scan(), name=f"{self.name}-idle")
         log.info("%s: listening on %s:%d", self.name, self.host, self._port)
@@ -450,6 +669,9 @@ class RemotingServer:
         server.close()
         if self._idle_task is not None:
             self._idle_task.cancel()
+        for transport in list(self._peeking):
+            transport.close()
+        self._peeking.clear()
         channels = list(self._channels)
         for channel in channels:
             channel._close_now()
@@ -489,17 +711,63 @@ class RemotingServer:
             except Exception:
                 log.exception("%s: on_close listener failed", self.name)
 
+    def _refuse(self, channel: Channel, what: str, detail: object) -> None:
+        """Close ``channel`` for ``what`` with one rate-limited WARNING line (no traceback)."""
+        host = channel.remote_addr.rpartition(":")[0]
+        self.log_limiter.warning(
+            (what, host), "%s: %s from %s, closing it: %s", self.name, what, channel.remote_addr, detail
+        )
+        channel.abort()
+
+    def _reserve(self, channel: Channel, length: int) -> bool:
+        """Make ``channel`` hold ``length`` bytes of the pending-frame budget (0 releases);
+        False (and the channel refused) when the budget cannot cover it."""
+        held = channel.reserved
+        total = self.pending_frame_bytes - held + length
+        if length > held and total > self.max_pending_frame_bytes:
+            self.pending_frame_bytes -= held
+            channel.reserved = 0
+            self._refuse(
+                channel,
+                "frame over the pending-frame budget",
+                f"{length} bytes announced, {self.pending_frame_bytes} of "
+                f"{self.max_pending_frame_bytes} held by unfinished frames",
+            )
+            return False
+        self.pending_frame_bytes = total
+        channel.reserved = length
+        return True
+
     def _dispatch(self, channel: Channel, cmd: RemotingCommand) -> None:
+        try:
+            self._dispatch_one(channel, cmd)
+        except Exception as exc:  # a bug in the machinery; the connection stays up
+            self._respond_error(channel, cmd, exc)
+
+    def _dispatch_one(self, channel: Channel, cmd: RemotingCommand) -> None:
         processor = self._processors.get(cmd.code, self._default_processor)
         if processor is None:
             # NettyRemotingAbstract.processRequestCommand: no processor and no default ->
             # REQUEST_CODE_NOT_SUPPORTED, remark with a leading space, written even for oneway.
             remark = f" request type {cmd.code} not supported"
-            log.error("%s%s", channel.remote_addr, remark)
+            self.log_limiter.log(
+                logging.ERROR, ("unsupported", cmd.code), "%s%s", channel.remote_addr, remark
+            )
             channel._write_bytes(
                 machinery_response(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark).encode()
             )
             return
+        validator = self._request_validator
+        if validator is not None:
+            try:
+                refusal = validator(channel.remote_addr, cmd)
+            except Exception as exc:
+                self._respond_error(channel, cmd, exc)
+                return
+            if refusal is not None:
+                if not cmd.flag & FLAG_ONEWAY:
+                    channel._write_bytes(refusal.encode())
+                return
         reject = getattr(processor, "reject_request", None)
         if reject is not None and reject():
             # NettyRemotingAbstract.processRequestCommand: rejectRequest() -> SYSTEM_BUSY.
@@ -554,13 +822,24 @@ class RemotingServer:
         channel._write_parts(head, body)
 
     def _respond_error(self, channel: Channel, cmd: RemotingCommand, exc: Exception) -> None:
-        log.error(
-            "%s: processing request code %d from %s failed",
-            self.name,
-            cmd.code,
-            channel.remote_addr,
-            exc_info=exc,
-        )
+        if isinstance(exc, RocketqError):
+            # a typed error about the request (bad input): expected, no traceback
+            self.log_limiter.warning(
+                ("request failed", cmd.code, type(exc)),
+                "%s: request code %d from %s refused: %s",
+                self.name,
+                cmd.code,
+                channel.remote_addr,
+                exception_desc(exc),
+            )
+        else:
+            log.error(
+                "%s: processing request code %d from %s failed",
+                self.name,
+                cmd.code,
+                channel.remote_addr,
+                exc_info=exc,
+            )
         if not cmd.flag & FLAG_ONEWAY:
             # NettyRemotingAbstract: SYSTEM_ERROR with RemotingHelper.exceptionSimpleDesc(e).
             response = machinery_response(cmd, ResponseCode.SYSTEM_ERROR, exception_desc(exc))
@@ -569,18 +848,34 @@ class RemotingServer:
     async def _idle_scan(self) -> None:
         # IdleStateHandler(0, 0, serverChannelMaxIdleTimeSeconds) + NettyConnectManageHandler:
         # an ALL_IDLE event closes the channel.
+        # A frame not complete within frame_read_timeout_s closes the channel too.
         idle = self.idle_timeout_s
-        period = min(max(idle / 4.0, 0.01), 5.0)
+        read_timeout = self.frame_read_timeout_s
+        period = min(max(min(idle, read_timeout) / 4.0, 0.01), 5.0)
         loop = self.loop
         while True:
             await asyncio.sleep(period)
-            limit = loop.time() - idle
+            now = loop.time()
+            limit = now - idle
+            frame_limit = now - read_timeout
             for channel in list(self._channels):
-                if channel.last_active < limit and not channel.closed:
-                    log.info(
-                        "%s: channel %s idle for %.1f s, closing it", self.name, channel.remote_addr, idle
+                if channel.closed:
+                    continue
+                if channel.last_active < limit:
+                    self.log_limiter.info(
+                        ("idle", channel.remote_addr.rpartition(":")[0]),
+                        "%s: channel %s idle for %.1f s, closing it",
+                        self.name,
+                        channel.remote_addr,
+                        idle,
                     )
                     channel._close_now()
+                elif 0 <= channel.frame_started < frame_limit:
+                    self._refuse(
+                        channel,
+                        "frame not completed in time",
+                        f"{read_timeout:.1f} s after its first byte",
+                    )
 
 
 _L = TypeVar("_L", bound="LoopThread")

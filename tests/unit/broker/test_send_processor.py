@@ -146,3 +146,15 @@ def test_batch_size_limit_counts_the_whole_encoded_batch(small_broker: BrokerCon
     response = _send_batch(broker, over)
     assert response.code == ResponseCode.MESSAGE_ILLEGAL
     assert broker.store.get_max_offset_in_queue("B", 0) == 4  # nothing of it was stored
+
+
+def test_a_property_value_holding_a_separator_is_message_illegal(broker: BrokerController) -> None:
+    # Java's string2messageProperties keeps "\x01" inside a value; re-encoding it cannot be
+    # done faithfully, so the broker refuses the message with MESSAGE_ILLEGAL (issue #21),
+    # not SYSTEM_ERROR with a traceback, and stores nothing
+    broker.topic_config_manager.create_topic_in_send_message_back_method("SepT", 1, 6, 0)
+    request = send_request("SepT", b"body", properties="TAGS\x01a\x01b", code=RequestCode.SEND_MESSAGE)
+    response = _process(broker, request)
+    assert response.code == ResponseCode.MESSAGE_ILLEGAL
+    assert response.remark is not None and "separator" in response.remark
+    assert broker.store.get_max_offset_in_queue("SepT", 0) == 0

@@ -312,3 +312,14 @@ def test_java_hash_order_reproduces_the_golden_topic_list() -> None:
     for start in (golden, sorted(golden), sorted(golden, reverse=True)):
         assert hashmap_order(hashmap_order(start, 1024)) == golden
     assert hashmap_order(["a"], 1000) == ["a"]
+
+
+def test_a_topic_config_without_its_name_is_filed_under_its_key() -> None:
+    # REGISTER_BROKER bodies come from the network: a config lacking topicName must not
+    # trip an assert (issue #21); it is registered under its map key, a nameless one not at all
+    rim = RouteInfoManager(clock_ms=lambda: 0)
+    table = {"Named": TopicConfig(read_queue_nums=2, write_queue_nums=2), "": TopicConfig()}
+    rim.register_broker(CLUSTER, "a:10911", "broker-a", 0, "a:10912", dv(1), table, [], None)
+    route = rim.pickup_topic_route_data("Named")
+    assert route is not None and route.queue_datas[0].read_queue_nums == 2
+    assert rim.pickup_topic_route_data("") is None

@@ -35,6 +35,7 @@ from rocketq.broker.store import (
     PutMessageStatus,
 )
 from rocketq.broker.topics import is_not_allowed_send_topic, validate_topic
+from rocketq.errors import IllegalArgumentError
 from rocketq.protocol.codes import PermName, RequestCode, ResponseCode, Version
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import (
@@ -137,9 +138,15 @@ class SendMessageProcessor:
         if isinstance(checked, RemotingCommand):
             return checked
         header, queue_id = checked
-        if header.batch:
-            return await self._send_batch(channel, request, header, queue_id)
-        return await self._send_one(channel, request, header, queue_id)
+        try:
+            if header.batch:
+                return await self._send_batch(channel, request, header, queue_id)
+            return await self._send_one(channel, request, header, queue_id)
+        except IllegalArgumentError as exc:
+            # encode_properties refuses a property value holding a separator (Java's
+            # string2messageProperties keeps the rest of the segment, \x01 included, and
+            # stores a corrupt property string): bad input, answered MESSAGE_ILLEGAL.
+            return self._response(request, ResponseCode.MESSAGE_ILLEGAL, f"the message is illegal: {exc}")
 
     # ------------------------------------------------------------------ checks
     def _decode_and_check(

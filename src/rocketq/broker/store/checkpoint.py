@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import struct
 
-from rocketq.broker.store.mapped_file import OS_PAGE_SIZE
+from rocketq.broker.store.mapped_file import OS_PAGE_SIZE, preallocate
 
 __all__ = ["StoreCheckpoint"]
 
@@ -32,8 +32,12 @@ class StoreCheckpoint:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         exists = os.path.exists(path)
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        if os.fstat(self._fd).st_size < OS_PAGE_SIZE:
-            os.ftruncate(self._fd, OS_PAGE_SIZE)
+        size = os.fstat(self._fd).st_size
+        if size < OS_PAGE_SIZE:
+            try:  # allocated, so a flush on a full disk still has its page
+                preallocate(self._fd, size, OS_PAGE_SIZE - size)
+            except OSError:
+                os.ftruncate(self._fd, OS_PAGE_SIZE)
         if exists:
             raw = os.pread(self._fd, _LAYOUT.size, 0)
             if len(raw) == _LAYOUT.size:

@@ -16,6 +16,11 @@ Invariants:
   taken under the lock, so store times never go backwards along the log.
 * Consume-queue offsets come from ``topic_queue_table`` under ``put_lock``; prepared and
   rolled-back transactional records get queue offset 0 and do not advance it.
+* Nothing is written before everything the append needs exists: ``reserve_dispatch``
+  (the consume-queue files the units go to) and a new segment (allocated when created,
+  after ``may_create_segment`` agreed) are obtained first, so a full disk refuses the
+  put (CREATE_MAPEDFILE_FAILED / SERVICE_NOT_AVAILABLE) and never leaves a record
+  half-dispatched or a store into an unbacked page (SIGBUS).
 * ``wrote_position`` of the segment is published after the bytes, and the dispatcher runs
   for each record after its publication (for a batch: once, after the whole batch is
   published), still under the lock: consume-queue units are therefore appended in
@@ -33,6 +38,7 @@ from rocketq.broker.store.config import MessageStoreConfig
 from rocketq.broker.store.index import index_key_hashes
 from rocketq.broker.store.mapped_file import MappedFile, MappedFileQueue
 from rocketq.broker.store.status import AppendResult, PutMessageStatus
+from rocketq.common.log_limiter import LogLimiter
 from rocketq.errors import MalformedFrameError
 from rocketq.protocol.codes import TRANSACTION_TYPE_MASK, MessageSysFlag
 from rocketq.protocol.message import (
@@ -56,6 +62,8 @@ __all__ = [
 ]
 
 _log = logging.getLogger("rocketq.broker.store")
+#: A full disk fails every put in a row: one line per 10 s, with the count.
+_SEGMENT_LOG = LogLimiter(_log)
 
 #: ``CommitLog.DefaultAppendMessageCallback.END_FILE_MIN_BLANK_LENGTH``.
 END_FILE_MIN_BLANK_LENGTH = 8
@@ -163,6 +171,11 @@ class CommitLog:
         self.flushed_store_timestamp = 0
         #: Cleared (under ``put_lock``) by ``close_for_writing`` at shutdown.
         self.writable = True
+        #: Called under ``put_lock`` before anything is written: make room for the
+        #: dispatch of these requests (consume-queue files); raises ``OSError`` if it can't.
+        self.reserve_dispatch: Callable[[Sequence[DispatchRequest]], None] | None = None
+        #: Asked before a new segment is created (free space); False refuses the put.
+        self.may_create_segment: Callable[[], bool] | None = None
 
     # -- append -------------------------------------------------------------------------
 
@@ -192,17 +205,24 @@ class CommitLog:
             ts = self._clock_ms()
             mf = self.queue.last_file()
             try:
-                if mf is None or mf.is_full:
+                if self.reserve_dispatch is not None:
+                    self.reserve_dispatch(requests)
+                if (
+                    mf is None
+                    or mf.is_full
+                    or mf.wrote_position + total + END_FILE_MIN_BLANK_LENGTH > file_size
+                ):
+                    if self.may_create_segment is not None and not self.may_create_segment():
+                        return PutMessageStatus.SERVICE_NOT_AVAILABLE
+                    if mf is not None and not mf.is_full:
+                        # DefaultAppendMessageCallback.doAppend: END_OF_FILE -> BLANK filler,
+                        # retry in a new file (only 8 bytes are written; the rest stays zero).
+                        pos = mf.wrote_position
+                        _SIZE_MAGIC.pack_into(mf.mm, pos, file_size - pos, BLANK_MAGIC_CODE)
+                        mf.wrote_position = file_size
                     mf = self.queue.create_next_file(0, ts)
-                if mf.wrote_position + total + END_FILE_MIN_BLANK_LENGTH > file_size:
-                    # DefaultAppendMessageCallback.doAppend: END_OF_FILE -> BLANK filler, retry
-                    # in a new file (only 8 bytes are written; the rest stays zero).
-                    pos = mf.wrote_position
-                    _SIZE_MAGIC.pack_into(mf.mm, pos, file_size - pos, BLANK_MAGIC_CODE)
-                    mf.wrote_position = file_size
-                    mf = self.queue.create_next_file(0, ts)
-            except OSError:
-                _log.exception("cannot create a commit-log segment")
+            except OSError as exc:
+                _SEGMENT_LOG.log(logging.ERROR, "segment", "cannot create a store file: %s", exc)
                 return PutMessageStatus.CREATE_MAPEDFILE_FAILED
             mm = mf.mm
             base = mf.file_from_offset

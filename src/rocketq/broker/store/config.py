@@ -104,6 +104,9 @@ class MessageStoreConfig:
     #: system property rocketmq.broker.diskSpaceCleanForciblyRatio (0.85): above it files are
     #: deleted even if not expired ("clean immediately").
     disk_space_clean_forcibly_ratio: int = 85
+    #: rocketq only: how often free space is measured (Java: with retention, every 10 s,
+    #: too slow for a fast writer) and files a full disk left unallocated are retried.
+    disk_check_interval_ms: int = 1000
     #: cleanFileForciblyEnable.
     clean_file_forcibly_enable: bool = True
     #: maxTransferBytesOnMessageInMemory.
@@ -144,6 +147,7 @@ class MessageStoreConfig:
             "sync_flush_timeout_ms": self.sync_flush_timeout_ms,
             "flush_interval_consume_queue_ms": self.flush_interval_consume_queue_ms,
             "clean_resource_interval_ms": self.clean_resource_interval_ms,
+            "disk_check_interval_ms": self.disk_check_interval_ms,
             "max_message_size": self.max_message_size,
             "max_transfer_bytes_on_message_in_memory": self.max_transfer_bytes_on_message_in_memory,
             "max_transfer_count_on_message_in_memory": self.max_transfer_count_on_message_in_memory,

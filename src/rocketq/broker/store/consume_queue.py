@@ -118,6 +118,29 @@ class ConsumeQueue:
 
     # -- writing ------------------------------------------------------------------------
 
+    def reserve(self, cq_offset: int, count: int, store_timestamp: int | None) -> None:
+        """Make sure ``count`` units from logical offset ``cq_offset`` can be written
+        without creating a file then: the file they start in (and, when they run past its
+        end, the next one) is created and allocated now. Called under the append lock
+        *before* the commit log is written, so a full disk refuses the put instead of
+        leaving a record without its unit. Raises ``OSError`` (ENOSPC)."""
+        mf = self.queue.last_file()
+        if mf is None or mf.is_full:
+            mf = self._new_file(cq_offset * CQ_STORE_UNIT_SIZE, cq_offset, store_timestamp)
+        if mf.file_size - mf.wrote_position < count * CQ_STORE_UNIT_SIZE:
+            self.queue.prepare_next_file(store_timestamp)
+
+    def _new_file(self, expect: int, cq_offset: int, store_timestamp: int | None) -> MappedFile:
+        mf = self.queue.create_next_file(expect, store_timestamp)
+        if mf.first_create_in_queue and cq_offset != 0 and mf.wrote_position == 0:
+            # ConsumeQueue.putMessagePositionInfo: a queue (re)starting past 0 keeps its
+            # numbering by padding the new file with pre-blank units.
+            self.min_logic_offset = expect
+            self.queue.flushed_where = expect
+            for _ in range(expect % self.mapped_file_size // CQ_STORE_UNIT_SIZE):
+                mf.append(_PRE_BLANK)
+        return mf
+
     def put(self, offset: int, size: int, tags_code: int, cq_offset: int, store_timestamp: int) -> None:
         """``putMessagePositionInfo``: append the unit for logical offset ``cq_offset``.
 
@@ -129,14 +152,7 @@ class ConsumeQueue:
         expect = cq_offset * CQ_STORE_UNIT_SIZE
         mf = self.queue.last_file()
         if mf is None or mf.is_full:
-            mf = self.queue.create_next_file(expect, store_timestamp)
-            if mf.first_create_in_queue and cq_offset != 0 and mf.wrote_position == 0:
-                # ConsumeQueue.putMessagePositionInfo: a queue (re)starting past 0 keeps its
-                # numbering by padding the new file with pre-blank units.
-                self.min_logic_offset = expect
-                self.queue.flushed_where = expect
-                for _ in range(expect % self.mapped_file_size // CQ_STORE_UNIT_SIZE):
-                    mf.append(_PRE_BLANK)
+            mf = self._new_file(expect, cq_offset, store_timestamp)
         if cq_offset != 0:
             current = mf.file_from_offset + mf.wrote_position
             if expect < current:

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from rocketq.broker.store.mapped_file import MappedFile
+from rocketq.common.log_limiter import LogLimiter
 from rocketq.protocol.java import ascii_hash, string_hash
 from rocketq.protocol.message import MessageConst
 
@@ -42,6 +43,7 @@ __all__ = [
 ]
 
 _log = logging.getLogger("rocketq.broker.store")
+_INDEX_LOG = LogLimiter(_log)
 
 INDEX_HEADER_SIZE = 40
 HASH_SLOT_SIZE = 4
@@ -373,8 +375,9 @@ class IndexService:
             path = os.path.join(self.store_path, index_file_name(ms))
         try:
             f = IndexFile(path, self.hash_slot_num, self.index_num, end_phy, end_ts)
-        except OSError:
-            _log.exception("cannot create index file %s", path)
+        except OSError as exc:
+            # a full disk fails every put in a row: one line per 10 s (the put goes on, unindexed)
+            _INDEX_LOG.log(logging.ERROR, "create", "cannot create index file %s: %s", path, exc)
             return None
         with self._lock:
             self.files = [*self.files, f]

@@ -15,6 +15,13 @@ Invariants:
   references with ``hold``/``release`` for the same purpose).
 * ``MappedFileQueue.files`` is replaced, never mutated in place, so readers may iterate a
   snapshot without the lock.
+* Every byte a writer may touch through the mapping is backed by allocated blocks: a new or
+  extended file is preallocated (:func:`preallocate`: ``posix_fallocate``, or zeros
+  written where the filesystem cannot) before it is mapped, so a full disk shows up as an
+  ``OSError`` (ENOSPC) when a segment is created, never as a SIGBUS on a store into a
+  sparse page. A file whose tail could not be allocated (recovery on a full disk) has
+  ``allocated`` False and must not be written until :meth:`MappedFile.ensure_allocated`
+  succeeds; the store keeps itself read-only meanwhile.
 * Durability goes through ``os.fdatasync`` on the file (Linux ``msync(MS_SYNC)`` is the
   same fsync of the page cache, and ``fdatasync`` releases the GIL, ``mmap.flush`` does
   not). Commit-log files keep their descriptor; consume-queue and index files (there can
@@ -24,6 +31,7 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import mmap
 import os
@@ -31,7 +39,7 @@ import struct
 import threading
 import time
 
-__all__ = ["OS_PAGE_SIZE", "MappedFile", "MappedFileQueue", "file_name_for", "now_ms"]
+__all__ = ["OS_PAGE_SIZE", "MappedFile", "MappedFileQueue", "file_name_for", "now_ms", "preallocate"]
 
 _log = logging.getLogger("rocketq.broker.store")
 
@@ -41,6 +49,36 @@ OS_PAGE_SIZE = 4096
 DELETE_FILES_BATCH_MAX = 10
 
 _LONG = struct.Struct(">q")
+
+
+#: Errors of ``posix_fallocate`` meaning "not supported here" (then zeros are written).
+_NO_FALLOCATE = frozenset({errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL, errno.ENOSYS})
+_ZEROS = bytes(1 << 20)
+
+
+def preallocate(fd: int, offset: int, length: int, *, keep_content: bool = False) -> None:
+    """Back ``length`` bytes from ``offset`` of the open file ``fd`` with allocated blocks
+    (the file grows to ``offset + length`` if shorter). ``os.posix_fallocate``; where the
+    filesystem does not support it, the range is written: with zeros (``MappedFile.
+    warmMappedFile`` writes zeros for the same purpose), or with ``keep_content`` with the
+    bytes it holds (read back and rewritten, so data there is never lost). Raises
+    ``OSError`` (ENOSPC on a full disk)."""
+    if length <= 0:
+        return
+    try:
+        os.posix_fallocate(fd, offset, length)
+        return
+    except OSError as exc:
+        if exc.errno not in _NO_FALLOCATE:
+            raise
+    end = offset + length
+    pos = offset
+    while pos < end:
+        n = min(len(_ZEROS), end - pos)
+        chunk = os.pread(fd, n, pos) if keep_content else b""
+        if len(chunk) < n:  # past the end of the file: zeros
+            chunk += _ZEROS[: n - len(chunk)]
+        pos += os.pwrite(fd, chunk, pos)
 
 
 def file_name_for(offset: int) -> str:
@@ -53,6 +91,7 @@ class MappedFile:
 
     __slots__ = (
         "_fd",
+        "allocated",
         "available",
         "file_from_offset",
         "file_size",
@@ -67,23 +106,31 @@ class MappedFile:
     )
 
     def __init__(self, path: str, file_size: int, *, keep_fd: bool, now_ms: int | None = None) -> None:
-        """Open ``path`` (created or extended with zeros to ``file_size``) and map it."""
+        """Open ``path`` (created, or extended with allocated zeros, to ``file_size``) and map
+        it. A file that existed at its full size is taken as it is (``allocated`` is then
+        only known after :meth:`ensure_allocated`). Raises ``OSError`` when the blocks cannot
+        be allocated; a file this call created is removed again."""
         self.path = path
         self.file_size = file_size
         self.file_from_offset = int(os.path.basename(path))
+        created = not os.path.exists(path)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             actual = os.fstat(fd).st_size
             if actual < file_size:
                 if actual:
                     _log.warning("%s: %d bytes, expected %d; zero-extending", path, actual, file_size)
-                os.ftruncate(fd, file_size)
+                preallocate(fd, actual, file_size - actual)
             elif actual > file_size:
                 raise OSError(f"{path}: {actual} bytes, larger than the configured {file_size}")
             self.mm = mmap.mmap(fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         except BaseException:
             os.close(fd)
+            if created:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
             raise
+        self.allocated = True
         if keep_fd:
             self._fd: int | None = fd
         else:
@@ -127,9 +174,10 @@ class MappedFile:
     def zero_from(self, position: int) -> None:
         """Make every byte from ``position`` to the end of the file zero.
 
-        Done by truncating the file and extending it again: the kernel drops the tail
-        pages (the mapping then reads zeros) and the file stays sparse. Only call this
-        while no other thread touches the file (recovery).
+        Done by truncating the file and extending it again (the kernel drops the tail
+        pages and the mapping then reads zeros), then allocating the tail again; when that
+        fails (a full disk) ``allocated`` is False. Only call this while no other thread
+        touches the file (recovery).
         """
         if position >= self.file_size:
             return
@@ -139,6 +187,23 @@ class MappedFile:
         else:
             os.truncate(self.path, position)
             os.truncate(self.path, self.file_size)
+        self.allocated = False
+        with contextlib.suppress(OSError):
+            self.ensure_allocated(position)
+
+    def ensure_allocated(self, position: int | None = None) -> None:
+        """Allocate the blocks from ``position`` (default: ``wrote_position``) to the end of
+        the file, so writes there cannot SIGBUS; sets ``allocated``. Cheap when they are
+        allocated already. Never changes a byte (the fallback rewrites what is there).
+        Raises ``OSError`` (ENOSPC)."""
+        start = self.wrote_position if position is None else position
+        fd = self._fd if self._fd is not None else os.open(self.path, os.O_RDWR)
+        try:
+            preallocate(fd, start, self.file_size - start, keep_content=True)
+        finally:
+            if fd != self._fd:
+                os.close(fd)
+        self.allocated = True
 
     # -- reading ------------------------------------------------------------------------
 
@@ -236,6 +301,9 @@ class MappedFileQueue:
         #: Snapshot list, replaced on every change.
         self.files: list[MappedFile] = []
         self.flushed_where = 0
+        #: The file after the last one, created ahead by :meth:`prepare_next_file` (not
+        #: in ``files`` until :meth:`create_next_file` takes it).
+        self._spare: MappedFile | None = None
 
     # -- loading ------------------------------------------------------------------------
 
@@ -277,13 +345,45 @@ class MappedFileQueue:
                 create_offset = last.file_from_offset + self.mapped_file_size
             else:
                 create_offset = start_offset - start_offset % self.mapped_file_size
-            os.makedirs(self.store_path, exist_ok=True)
-            path = os.path.join(self.store_path, file_name_for(create_offset))
-            mf = MappedFile(path, self.mapped_file_size, keep_fd=self._keep_fd, now_ms=now_ms)
+            spare, self._spare = self._spare, None
+            if spare is not None and spare.file_from_offset == create_offset:
+                mf = spare
+                if now_ms is not None:
+                    mf.last_modified_ms = now_ms
+            else:
+                if spare is not None:
+                    spare.destroy()
+                mf = self._new_file(create_offset, now_ms)
             if not files:
                 mf.first_create_in_queue = True
             self.files = [*files, mf]
             return mf
+
+    def prepare_next_file(self, now_ms: int | None = None) -> None:
+        """Create (and allocate) the file that will follow the last one, so the append
+        that needs it later cannot fail for lack of space. No-op without files."""
+        with self._lock:
+            files = self.files
+            if not files:
+                return
+            create_offset = files[-1].file_from_offset + self.mapped_file_size
+            spare = self._spare
+            if spare is not None:
+                if spare.file_from_offset == create_offset:
+                    return
+                spare.destroy()
+                self._spare = None
+            self._spare = self._new_file(create_offset, now_ms)
+
+    def _new_file(self, create_offset: int, now_ms: int | None) -> MappedFile:
+        os.makedirs(self.store_path, exist_ok=True)
+        path = os.path.join(self.store_path, file_name_for(create_offset))
+        return MappedFile(path, self.mapped_file_size, keep_fd=self._keep_fd, now_ms=now_ms)
+
+    def _drop_spare(self) -> None:
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            spare.destroy()
 
     def find_by_offset(self, offset: int, return_first_on_not_found: bool = False) -> MappedFile | None:
         """``findMappedFileByOffset``: the file holding ``offset``."""
@@ -320,6 +420,7 @@ class MappedFileQueue:
         """``truncateDirtyFiles``: forget every byte at or after ``offset``: the file that
         holds it is cut there (tail zeroed), later files are deleted."""
         with self._lock:
+            self._drop_spare()
             keep: list[MappedFile] = []
             for mf in self.files:
                 tail = mf.file_from_offset + self.mapped_file_size
@@ -338,6 +439,7 @@ class MappedFileQueue:
     def delete_last_file(self) -> None:
         """``deleteLastMappedFile``."""
         with self._lock:
+            self._drop_spare()
             files = self.files
             if files:
                 files[-1].destroy()
@@ -406,10 +508,14 @@ class MappedFileQueue:
         with self._lock:
             for mf in self.files:
                 mf.close()
+            spare, self._spare = self._spare, None
+            if spare is not None:
+                spare.close()
 
     def destroy(self) -> None:
         """Delete every file and the folder if it is left empty."""
         with self._lock:
+            self._drop_spare()
             for mf in self.files:
                 mf.destroy()
             self.files = []

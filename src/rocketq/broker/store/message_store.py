@@ -14,6 +14,13 @@ Background threads: the commit-log flush (periodic, or group commit for SYNC_FLU
 (retention); all are joined by ``shutdown()``. Arrival listeners run on the putting
 thread after the lock is released.
 
+Full disk: every store file is allocated when created (``mapped_file.preallocate``), the
+consume-queue files a put needs are obtained before its record is written, free space is
+checked before each new commit-log segment and every ``disk_check_interval_ms``; puts are
+then refused (SERVICE_NOT_AVAILABLE / CREATE_MAPEDFILE_FAILED, as Java answers them) while
+reads go on. A store loaded on a full disk whose last files cannot be allocated comes up
+read-only (``read_only_reason``) and becomes writable once they can.
+
 Recovery (``load``): consume queues are cut at their last valid unit; the commit log is
 scanned (BODYCRC checked) from the third segment from the end after a clean shutdown, or
 from the checkpoint-selected segment after a crash, and cut (tail zeroed) at the first
@@ -131,6 +138,12 @@ class MessageStore:
         #: SYNC_FLUSH group-commit flush latency, ms (rocketmq_storage_flush_latency)
         self.flush_latency = Histogram()
         self._services: list[ServiceThread] = []
+        #: Why puts are refused although the store runs (files not allocatable), or None.
+        self.read_only_reason: str | None = None
+        #: (file, first byte to allocate or None for its wrote position) still unbacked.
+        self._unallocated: list[tuple[MappedFile, int | None]] = []
+        self.commit_log.reserve_dispatch = self._reserve_dispatch
+        self.commit_log.may_create_segment = self._may_create_segment
 
     def update_config(self, config: MessageStoreConfig) -> None:
         """Use ``config`` from now on (updateBrokerConfig). Only the settings read per call or
@@ -152,6 +165,7 @@ class MessageStore:
             self.checkpoint = StoreCheckpoint(self.config.checkpoint_path)
             self.index_service.load()
             self._recover(last_exit_ok)
+            self._secure_tails()
         except OSError:
             _log.exception("message store load failed")
             return False
@@ -185,8 +199,10 @@ class MessageStore:
             PeriodicService(
                 "CleanResourceService", config.clean_resource_interval_ms / 1000, self.clean_expired
             ),
+            PeriodicService("StoreSpaceCheckService", config.disk_check_interval_ms / 1000, self.check_space),
         ]
         self._last_thorough_logics_flush = time.monotonic()
+        self._clean_commit_log.check_disk()  # a full disk refuses the very first put
         for service in self._services:
             service.start()
         self._running = True
@@ -230,9 +246,84 @@ class MessageStore:
 
     def _check_store_status(self) -> PutMessageStatus | None:
         # DefaultMessageStore.checkStoreStatus: shut down / not writeable (disk full)
-        if not self._running or self._clean_commit_log.disk_full:
+        if not self._running or self._clean_commit_log.disk_full or self.read_only_reason is not None:
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
         return None
+
+    def _reserve_dispatch(self, requests: Sequence[DispatchRequest]) -> None:
+        """``CommitLog.reserve_dispatch``: the consume-queue file(s) the units of these
+        requests (one record, or a batch of one topic-queue) go to, created now. Under the
+        append lock; raises ``OSError`` when a file cannot be allocated."""
+        first = requests[0]
+        tran = first.sys_flag & _TRANSACTION_MASK
+        if tran != 0 and tran != _TRANSACTION_COMMIT:  # noqa: PLR1714 - ints, hot path
+            return
+        key = (first.topic, first.queue_id)
+        cq = self.consume_queue_table.get(key)
+        if cq is None:
+            cq = self._create_consume_queue(first.topic, first.queue_id)
+        cq.reserve(self.commit_log.topic_queue_table.get(key, 0), len(requests), None)
+
+    def _may_create_segment(self) -> bool:
+        """``CommitLog.may_create_segment``: measure the disk before every new segment."""
+        self._clean_commit_log.check_disk()
+        return not self._clean_commit_log.disk_full
+
+    def _secure_tails(self) -> None:
+        """After recovery: allocate the unwritten tail of every file that will be written
+        (the last commit-log segment and consume-queue file, the last index file); those
+        that cannot be (a full disk) keep the store read-only until :meth:`check_space`
+        allocates them."""
+        files: list[tuple[MappedFile, int | None]] = []
+        last = self.commit_log.queue.last_file()
+        if last is not None:
+            files.append((last, None))
+        for cq in self.consume_queue_table.values():
+            last = cq.queue.last_file()
+            if last is not None:
+                files.append((last, None))
+        index_files = self.index_service.files
+        if index_files:
+            files.append((index_files[-1].file, 0))  # hash slots are written anywhere
+        pending: list[tuple[MappedFile, int | None]] = []
+        for mf, position in files:
+            if mf.is_full and position is None:
+                continue
+            try:
+                mf.ensure_allocated(position)
+            except OSError as exc:
+                _log.error("cannot allocate %s: %s", mf.path, exc)
+                pending.append((mf, position))
+        self._set_unallocated(pending)
+
+    def _set_unallocated(self, pending: list[tuple[MappedFile, int | None]]) -> None:
+        self._unallocated = pending
+        if pending:
+            reason = f"{len(pending)} store files cannot be allocated (disk full)"
+            if reason != self.read_only_reason:  # logged when it changes, not every check
+                _log.error("message store is read-only: %s", reason)
+            self.read_only_reason = reason
+        elif self.read_only_reason is not None:
+            self.read_only_reason = None
+            _log.info("message store files allocated: accepting puts again")
+
+    def check_space(self) -> None:
+        """Measure the disk (``is_disk_full``) and retry allocating the files that kept the
+        store read-only; runs every ``disk_check_interval_ms``."""
+        self._clean_commit_log.check_disk()
+        if not self._unallocated:
+            return
+        pending: list[tuple[MappedFile, int | None]] = []
+        for mf, position in self._unallocated:
+            if not mf.available:
+                continue  # deleted meanwhile (retention, a dropped topic)
+            try:
+                mf.ensure_allocated(position)
+            except FileNotFoundError:
+                continue
+            except OSError:
+                pending.append((mf, position))
+        self._set_unallocated(pending)
 
     def _prepare(
         self,
