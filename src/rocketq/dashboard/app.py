@@ -10,9 +10,10 @@ build step. Mirrors the pages of rocketmq-dashboard (cluster, topic, consumer, p
 message, DLQ, message trace).
 
 Extension points: ``extra_nav`` adds navigation entries and ``extra_routes`` the routes
-behind them; the admin is built
-by the caller, so ACL credentials (the ACL issue) reach every call through its
-``client_config`` without touching this module.
+behind them. The admin is built
+by the caller (``rocketq dashboard``: ``--access-key``/``--secret-key`` or the environment,
+as every rocketq command), so ACL credentials reach every call through its
+``client_config``; a refusal of them is shown as the error page with a hint, never a traceback.
 
 Threading: handlers that call the admin run on Starlette's worker threads
 (``run_in_threadpool``); the admin is thread-safe and owned by the caller.
@@ -21,6 +22,7 @@ Threading: handlers that call the admin run on Starlette's worker threads
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +67,19 @@ NAV: tuple[NavItem, ...] = (
     NavItem("DLQ", "/dlq"),
     NavItem("Trace", "/trace"),
 )
+
+
+#: how a refusal of the dashboard's credentials reads: the AclException texts of Java's
+#: PlainAccessValidator ("No acl config for ...", "Check signature failed for accessKey=...",
+#: "No accessKey is configured"), which a secured broker or name server answers as SYSTEM_ERROR
+_ACL_REFUSAL = re.compile(r"accessKey|acl config|signature", re.IGNORECASE)
+
+
+def _acl_refused(ctx: dict[str, Any]) -> bool:
+    """Whether an error the page shows is a refusal of the dashboard's credentials."""
+    texts = [ctx.get(k) for k in ("error", "flash_err", "progress_error", "track_error")]
+    texts += [getattr(b, "error", None) for b in ctx.get("brokers", ())]
+    return any(isinstance(t, str) and _ACL_REFUSAL.search(t) for t in texts)
 
 
 def _ts(ms: int | None) -> str:
@@ -132,6 +147,7 @@ def create_app(
         ctx.setdefault("flash_ok", request.query_params.get("ok"))
         ctx.setdefault("flash_err", request.query_params.get("err"))
         ctx["path"] = request.url.path
+        ctx["acl_hint"] = _acl_refused(ctx)
         return templates.TemplateResponse(request, name, ctx, status_code=status_code)
 
     async def call(fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
