@@ -3,7 +3,10 @@
 Binds 127.0.0.1:8080 by default (``--host``/``--port``; port 0 = OS-assigned). When
 listening it prints ONE JSON line ``{"dashboard": "http://host:port"}`` (also written to
 ``--ready-file``), like the server commands. ``--users FILE`` turns the login on (a
-rocketmq-dashboard ``users.properties``: ``name=password`` lines). Needs the extra
+rocketmq-dashboard ``users.properties``: ``name=password`` lines). A cluster with ACL or TLS
+on: the same ``--access-key``/``--secret-key``/``--security-token`` (or ``ROCKETMQ_*``
+environment variables) and ``--tls``/``--tls-config`` as every rocketq command
+(:mod:`rocketq.cli._security`), carried by the admin's ClientConfig. Needs the extra
 ``rocketq[dashboard]``; without it the command exits with a message naming the extra.
 SIGINT/SIGTERM stop it cleanly (uvicorn's handlers), then the admin is closed.
 """
