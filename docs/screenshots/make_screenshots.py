@@ -1,5 +1,5 @@
-"""Take the README's dashboard screenshots: a 2-broker embedded cluster with traffic, a
-slow (lagging) group and a group with a dead letter, then each main page in Debian's
+"""Take the README's dashboard screenshots: a 2-broker embedded cluster (trace topic on) with
+traffic, a slow (lagging) group and a traced group with a dead letter, then each main page in Debian's
 headless Chromium (the browser tests' harness, tests/dashboard/harness.py).
 
     .venv/bin/python docs/screenshots/make_screenshots.py      # writes docs/screenshots/*.png
@@ -32,12 +32,14 @@ def main() -> int:
     if missing:
         print(missing, file=sys.stderr)
         return 1
-    with EmbeddedCluster(brokers=2) as cluster:
+    with EmbeddedCluster(brokers=2, broker_conf={"traceTopicEnable": "true"}) as cluster:
         for topic in ("orders", "payments"):
             cluster.create_topic(topic, 4)
             cluster.wait_route(topic)
         traffic = Traffic(cluster.namesrv_addr, "orders", "order-service", interval_s=0.02)
-        producer = Producer("payment-service", namesrv_addr=cluster.namesrv_addr, client_config=FAST)
+        producer = Producer(
+            "payment-service", namesrv_addr=cluster.namesrv_addr, client_config=FAST, enable_msg_trace=True
+        )
         producer.start()
         for i in range(40):
             producer.send(
@@ -61,9 +63,9 @@ def main() -> int:
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
         consumers = []
-        for group, topic, listener, extra in (
-            ("order-audit", "orders", slow, {}),
-            ("billing", "payments", flaky, {"max_reconsume_times": 0}),
+        for group, topic, listener, extra, traced in (
+            ("order-audit", "orders", slow, {}, False),
+            ("billing", "payments", flaky, {"max_reconsume_times": 0}, True),
         ):
             c = PushConsumer(
                 config=PushConsumerConfig(
@@ -73,6 +75,7 @@ def main() -> int:
                 ),
                 namesrv_addr=cluster.namesrv_addr,
                 client_config=FAST,
+                enable_msg_trace=traced,
             )
             c.subscribe(topic, "*")
             c.register_message_listener(listener)
@@ -102,6 +105,9 @@ def main() -> int:
                 page.locator("#results tbody a").first.click()
                 page.wait_for_load_state()
                 page.screenshot(path=str(HERE / "message.png"))
+                page.locator("#trace-link").click()
+                page.wait_for_load_state()
+                page.screenshot(path=str(HERE / "trace.png"))
 
                 def dlq_ready() -> bool:
                     page.goto(dash.url + "/dlq?group=billing")

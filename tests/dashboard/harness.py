@@ -61,6 +61,18 @@ def browser_missing_reason() -> str | None:
     return None
 
 
+def browser_test_marks() -> list[Any]:
+    """The ``pytestmark`` of a browser test module: integration, slow, and a LOUD skip without a browser."""
+    import pytest
+
+    marks: list[Any] = [pytest.mark.integration, pytest.mark.slow]
+    missing = browser_missing_reason()
+    if missing is not None:
+        print(f"\n{missing}\n", file=sys.stderr)
+        marks.append(pytest.mark.skip(reason=missing))
+    return marks
+
+
 @contextlib.contextmanager
 def launch_browser(viewport: tuple[int, int] = (1400, 900)) -> Iterator[Any]:
     """A Playwright browser context on Debian's Chromium with a fresh profile."""
@@ -85,9 +97,11 @@ def launch_browser(viewport: tuple[int, int] = (1400, 900)) -> Iterator[Any]:
 
 
 class DashboardProcess:
-    """``rocketq dashboard -n NAMESRV --port 0`` as a child; ``url`` once it is listening."""
+    """``rocketq dashboard -n NAMESRV --port 0`` as a child; ``url`` once it is listening.
 
-    def __init__(self, namesrv: str, work_dir: Path, *extra: str) -> None:
+    ``extra`` are more command-line options, ``env`` more environment variables of the child."""
+
+    def __init__(self, namesrv: str, work_dir: Path, *extra: str, env: dict[str, str] | None = None) -> None:
         ready = work_dir / "dashboard.ready"
         ready.unlink(missing_ok=True)
         self.log_file = work_dir / "dashboard.log"
@@ -112,6 +126,7 @@ class DashboardProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=log,
+                env={**os.environ, **env} if env else None,
             )
         finally:
             log.close()

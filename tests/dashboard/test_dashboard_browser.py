@@ -4,13 +4,14 @@
 Each test drives the pages as an operator would and checks what the cluster did: a topic
 created through the form exists on both brokers, a group's lag shown live falls to 0 as a
 consumer drains it, a message is found by key, a dead letter resent from the DLQ page is
-consumed again, an offset reset from the group page moves the group's offsets.
+consumed again, an offset reset from the group page moves the group's offsets, and a
+message sent and consumed with message trace on shows its send and its consuming group on
+the trace page.
 """
 
 from __future__ import annotations
 
 import re
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -25,23 +26,19 @@ from rocketq.protocol.heartbeat import ConsumeFromWhere
 from rocketq.protocol.message import Message, MessageExt
 from rocketq.testing.cluster import EmbeddedCluster
 from rocketq.testing.waits import wait_until
-from tests.dashboard.harness import FAST, DashboardProcess, Traffic, browser_missing_reason, launch_browser
+from tests.dashboard.harness import FAST, DashboardProcess, Traffic, browser_test_marks, launch_browser
 
 pytest.importorskip("starlette", reason="rocketq[dashboard] (in dev) is not installed")
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-_MISSING = browser_missing_reason()
-if _MISSING is not None:
-    print(f"\n{_MISSING}\n", file=sys.stderr)
-    pytestmark.append(pytest.mark.skip(reason=_MISSING))
+pytestmark = browser_test_marks()
 
 TRAFFIC_TOPIC = "dash_traffic"
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[EmbeddedCluster]:
-    with EmbeddedCluster(brokers=2) as c:
+    # traceTopicEnable: each broker creates RMQ_SYS_TRACE_TOPIC, for the trace page
+    with EmbeddedCluster(brokers=2, broker_conf={"traceTopicEnable": "true"}) as c:
         c.create_topic(TRAFFIC_TOPIC, 4)
         c.wait_route(TRAFFIC_TOPIC)
         yield c
@@ -86,6 +83,8 @@ def _consumer(
     group: str,
     topic: str,
     listener: Callable[[list[MessageExt], Any], ConsumeConcurrentlyStatus],
+    *,
+    enable_msg_trace: bool = False,
     **cfg: Any,
 ) -> PushConsumer:
     consumer = PushConsumer(
@@ -94,6 +93,7 @@ def _consumer(
         ),
         namesrv_addr=cluster.namesrv_addr,
         client_config=FAST,
+        enable_msg_trace=enable_msg_trace,
     )
     consumer.subscribe(topic, "*")
     consumer.register_message_listener(listener)
@@ -161,7 +161,7 @@ def test_every_page_opens_and_the_cluster_shows_both_brokers(
     _no_error(page)
     assert page.locator("#producers tbody tr").count() >= 1
     assert "PYTHON" in page.locator("#producers").inner_text()
-    for path in ("/groups", "/messages", "/dlq"):
+    for path in ("/groups", "/messages", "/dlq", "/trace"):
         page.goto(dashboard + path)
         _no_error(page)
         assert page.locator("h1").count() == 1
@@ -344,6 +344,65 @@ def test_resend_a_dead_letter_and_see_it_consumed(
         assert "CR_SUCCESS" in page.locator(".flash.ok").inner_text()
         assert consumed == [b"doomed-0", b"doomed-0"]
     finally:
+        consumer.shutdown()
+
+
+def test_trace_page_shows_the_send_and_the_consuming_group(
+    page: Any, dashboard: str, cluster: EmbeddedCluster, admin: Admin
+) -> None:
+    topic = _topic(cluster, "dash_trace_topic")
+    pgroup, cgroup = "dash_trace_pg", "dash_trace_cg"
+    consumed: set[str] = set()
+    lock = threading.Lock()
+
+    def listener(msgs: list[MessageExt], _ctx: Any) -> ConsumeConcurrentlyStatus:
+        with lock:
+            consumed.update(m.msg_id for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = _consumer(cluster, cgroup, topic, listener, enable_msg_trace=True)
+    producer = Producer(pgroup, namesrv_addr=cluster.namesrv_addr, client_config=FAST, enable_msg_trace=True)
+    producer.start()
+    try:
+        sent = [producer.send(Message(topic, f"traced-{i}".encode(), keys=f"traced-{i}")) for i in range(3)]
+        ids = [r.msg_id for r in sent]
+        wait_until(lambda: set(ids) <= consumed, 30, "the traced messages consumed")
+
+        def traced() -> bool:
+            t = admin.query_msg_trace(ids[1])
+            return len(t.pubs) == 1 and any(a.after is not None for a in t.consumers.get(cgroup, []))
+
+        wait_until(traced, 30, "the send and consume records in the trace topic", interval_s=0.5)
+        # from the message's detail page, follow its trace link
+        page.goto(f"{dashboard}/message?id={ids[1]}&topic={topic}")
+        _go(page, "#trace-link")
+        _no_error(page)
+        assert page.locator("input[name=id]").input_value() == ids[1]
+        pub = page.locator("#trace-pub tbody tr")
+        assert pub.count() == 1
+        cells = pub.first.locator("td").all_inner_texts()
+        assert cells[0] == pgroup and cells[2] == topic and cells[4] == "traced-1"
+        assert cells[6] in cluster.broker_addrs  # the broker it was stored on
+        assert cells[7] != "-"  # the store time, read from the stored message
+        assert cells[9] == "success"
+        sub = page.locator(f".trace-sub[data-group={cgroup}] tbody tr")
+        assert sub.count() == 1
+        sub_cells = sub.first.locator("td").all_inner_texts()
+        assert sub_cells[2] == "0"  # first delivery, no retry
+        assert sub_cells[3] != "-" and sub_cells[4] != "-"  # SubBefore and SubAfter paired
+        assert sub_cells[5].endswith(" ms") and sub_cells[6] == "success"
+
+        # search by id from the trace page itself; an unknown id has no trace
+        page.goto(f"{dashboard}/trace")
+        page.fill("#trace-form input[name=id]", ids[2])
+        _go(page, "#trace-form button[type=submit]")
+        assert "traced-2" in page.locator("#trace-pub").inner_text()
+        assert page.locator(".trace-sub").first.get_attribute("data-group") == cgroup
+        page.goto(f"{dashboard}/trace?id=0A0A0A0A00002A9F0000000000000000")
+        assert page.locator("#no-trace").count() == 1
+        _no_error(page)
+    finally:
+        producer.shutdown()
         consumer.shutdown()
 
 

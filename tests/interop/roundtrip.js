@@ -1,6 +1,8 @@
 'use strict';
 // Drive rocketq with a real third-party RocketMQ 4.x client: ali-ons (pure JavaScript).
 // usage: node roundtrip.js <nameSrv> <topic> <count>
+// With ROCKETMQ_ACCESS_KEY and ROCKETMQ_SECRET_KEY set, both clients sign every request
+// (ali-ons' accessKeyId/accessKeySecret), for a broker with aclEnable=true.
 // A producer sends <count> messages (tag + keys); a push consumer in another group reads them all
 // from the first offset. Prints one JSON line with what was sent and received, exits 0 on success.
 const { Producer, Consumer, Message } = require('ali-ons');
@@ -9,10 +11,13 @@ const [nameSrv, topic, countArg] = process.argv.slice(2);
 const count = Number(countArg || '20');
 const deadline = Date.now() + 60000;
 const errors = [];
+const credentials = process.env.ROCKETMQ_ACCESS_KEY
+  ? { accessKeyId: process.env.ROCKETMQ_ACCESS_KEY, accessKeySecret: process.env.ROCKETMQ_SECRET_KEY }
+  : {};
 
 async function main() {
   const stamp = Date.now();
-  const producer = new Producer({ httpclient: {}, nameSrv, producerGroup: `interop-pg-${stamp}` });
+  const producer = new Producer({ httpclient: {}, nameSrv, producerGroup: `interop-pg-${stamp}`, ...credentials });
   producer.on('error', err => errors.push(`producer: ${err.message}`));
   await producer.ready();
   const sent = [];
@@ -28,6 +33,7 @@ async function main() {
     nameSrv,
     consumerGroup: `interop-cg-${stamp}`,
     consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET',
+    ...credentials,
   });
   consumer.on('error', err => errors.push(`consumer: ${err.message}`));
   consumer.subscribe(topic, '*', async msg => {

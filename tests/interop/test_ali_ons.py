@@ -9,6 +9,7 @@ Node 20 and `npm ci` in tests/interop are part of `make test`; a missing Node fa
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -33,6 +34,20 @@ def _node() -> str:
     return node
 
 
+def _roundtrip(
+    node: str, cluster: EmbeddedCluster, topic: str, count: int, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [node, str(HERE / "roundtrip.js"), cluster.namesrv_addr, topic, str(count)],
+        cwd=HERE,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
 def test_ali_ons_producer_and_consumer_roundtrip(tmp_path: Path) -> None:
     node = _node()
     topic = "InteropAliOnsTopic"
@@ -40,14 +55,11 @@ def test_ali_ons_producer_and_consumer_roundtrip(tmp_path: Path) -> None:
     with EmbeddedCluster(store_dir=tmp_path / "store") as cluster:
         # ali-ons does not fall back to TBW102: the topic must exist and be routed first
         cluster.create_topic(topic, queue_nums=4)
-        proc = subprocess.run(
-            [node, str(HERE / "roundtrip.js"), cluster.namesrv_addr, topic, str(count)],
-            cwd=HERE,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        proc = _roundtrip(node, cluster, topic, count)
+    _check_roundtrip(proc, count)
+
+
+def _check_roundtrip(proc: subprocess.CompletedProcess[str], count: int) -> None:
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     assert lines, (
         f"no result from node (rc={proc.returncode})\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
@@ -63,3 +75,55 @@ def test_ali_ons_producer_and_consumer_roundtrip(tmp_path: Path) -> None:
         got = received[f"interop message {i}"]
         assert got["tags"] == ("TagB" if i % 2 else "TagA")
         assert got["keys"] == [f"interop-key-{i}"] or got["keys"] == f"interop-key-{i}"
+
+
+ACL_FILE = """\
+accounts:
+  - accessKey: clusterAdmin1
+    secretKey: clusterSecret1
+    admin: true
+  - accessKey: onsUser01
+    secretKey: onsSecret01
+    defaultTopicPerm: DENY
+    defaultGroupPerm: SUB
+    topicPerms:
+      - InteropAclTopic=PUB|SUB
+"""
+
+
+def test_ali_ons_signs_against_a_broker_with_acl(tmp_path: Path) -> None:
+    """ali-ons' accessKeyId/accessKeySecret (it signs as AclClientRPCHook, plus its
+    OnsChannel field) are accepted by rocketq's PlainAccessValidator; a wrong secret is not."""
+    from rocketq.acl import AclClientRPCHook, SessionCredentials
+
+    node = _node()
+    home = tmp_path / "home"
+    (home / "conf").mkdir(parents=True)
+    (home / "conf" / "plain_acl.yml").write_text(ACL_FILE)
+    topic = "InteropAclTopic"
+    with EmbeddedCluster(
+        store_dir=tmp_path / "store",
+        broker_conf={"aclEnable": "true", "accessKey": "clusterAdmin1", "secretKey": "clusterSecret1"},
+        env={"ROCKETMQ_HOME": str(home)},
+        rpc_hook=AclClientRPCHook(SessionCredentials("clusterAdmin1", "clusterSecret1")),
+    ) as cluster:
+        cluster.create_topic(topic, queue_nums=2)
+        good = _roundtrip(
+            node,
+            cluster,
+            topic,
+            10,
+            {"ROCKETMQ_ACCESS_KEY": "onsUser01", "ROCKETMQ_SECRET_KEY": "onsSecret01"},
+        )
+        bad = _roundtrip(
+            node,
+            cluster,
+            topic,
+            1,
+            {"ROCKETMQ_ACCESS_KEY": "onsUser01", "ROCKETMQ_SECRET_KEY": "wrongSecret"},
+        )
+    _check_roundtrip(good, 10)
+    assert bad.returncode != 0
+    assert "still failed" in bad.stdout, bad.stdout[-2000:]  # ali-ons does not show the remark
+    log = (tmp_path / "store" / "broker-a.log").read_text()
+    assert "Check signature failed for accessKey=onsUser01" in log

@@ -270,3 +270,28 @@ def test_read_keeps_large_buffers_on_the_workers_heap(tune: bool) -> None:
     mmapped_4mib, mmapped_8mib = int(out[0]), int(out[1])
     assert mmapped_4mib >= 4  # glibc's default: a 4 MiB block is mmapped
     assert mmapped_8mib == (0 if tune else 8)
+
+
+def test_security_options_sign_and_hide_secrets() -> None:
+    base = {"nameserver": "127.0.0.1:9876", "topic": "T"}
+    read = parse_read_options(
+        {**base, "accessKey": "myAccess1", "secretKey": "mySecret1", "securityToken": "myToken1"},
+        streaming=False,
+    )
+    assert (read.security.access_key, read.security.secret_key) == ("myAccess1", "mySecret1")
+    assert read.security.security_token == "myToken1" and not read.security.use_tls
+    for text in (repr(read), str(read)):
+        assert "mySecret1" not in text and "myToken1" not in text
+    write = parse_write_options(
+        {
+            **base,
+            "useTls": "true",
+            "tls.client.trustCertPath": "/ca.pem",
+            "tls.client.keyPassword": "pw123456",
+        }
+    )
+    assert write.security.use_tls and write.security.tls is not None
+    assert write.security.tls.client_trust_cert_path == "/ca.pem"
+    assert "pw123456" not in repr(write)
+    with pytest.raises(IllegalArgumentError, match="together"):
+        parse_read_options({**base, "accessKey": "onlyAccess"}, streaming=False)

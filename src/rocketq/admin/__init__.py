@@ -26,6 +26,7 @@ from rocketq.admin.models import (
     TrackType,
     message_to_json,
 )
+from rocketq.admin.trace import ConsumeAttempt, MessageTrace
 
 __all__ = [
     "DEFAULT_TIMEOUT_MS",
@@ -33,9 +34,11 @@ __all__ = [
     "BrokerSummary",
     "ClientConnection",
     "ClusterView",
+    "ConsumeAttempt",
     "ConsumerProgress",
     "GroupConnections",
     "GroupSummary",
+    "MessageTrace",
     "MessageTrack",
     "ProgressCallback",
     "QueueProgress",

@@ -31,8 +31,10 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 
+from rocketq.acl.client_security import client_security_of
 from rocketq.admin import groups as _groups
 from rocketq.admin import messages as _messages
+from rocketq.admin import trace as _trace
 from rocketq.admin.api import AdminAPI
 from rocketq.admin.models import (
     BrokerSummary,
@@ -74,6 +76,7 @@ from rocketq.protocol.mixall import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
+    RMQ_SYS_TRACE_TOPIC,
     TOOLS_CONSUMER_GROUP,
     retry_topic,
 )
@@ -155,12 +158,15 @@ class Admin:
         )
         self.timeout_ms = timeout_ms
         self.producer_group = producer_group
+        rpc_hook, ssl_context = client_security_of(self.client_config)
         self.client = MQClientAPI.standalone(
             self._namesrv,
             name=f"rocketq-admin-{self._serial}",
             connect_timeout_ms=self.client_config.connect_timeout_ms,
             language=self.client_config.language,
             serialize_type=self.client_config.serialize_type,
+            rpc_hook=rpc_hook,
+            ssl_context=ssl_context,
         )
         self._remoting = self.client.remoting  # the admin's own I/O thread, started on first use
         #: the thread-free core: routes (cached), queue offsets, the tools' reads
@@ -781,6 +787,12 @@ class Admin:
     ) -> list[SendResult]:
         """Send ``messages`` one by one with the admin's producer (``mqadmin sendMessage``)."""
         return _messages.send_messages(self, messages, progress=progress)
+
+    def query_msg_trace(
+        self, msg_id: str, *, trace_topic: str = RMQ_SYS_TRACE_TOPIC, max_num: int = _trace.TRACE_QUERY_MAX
+    ) -> _trace.MessageTrace:
+        """``mqadmin queryMsgTraceById``: the trace records of ``msg_id``, grouped (:mod:`rocketq.admin.trace`)."""
+        return _trace.query_msg_trace(self, msg_id, trace_topic=trace_topic, max_num=max_num)
 
     # ================================================================== groups and broker config (rocketq.admin.groups)
     def broker_config(self, addr: str) -> dict[str, str]:

@@ -8,7 +8,10 @@ Lifecycle and threading:
 * ``__init__`` builds everything without I/O (unit tests drive processors directly).
 * :meth:`BrokerController.start` (a coroutine, on the loop that will serve requests):
   the exclusive lock on ``<store>/lock`` first (``FileLockedError`` when another process
-  runs a broker there: nothing of that store is read or written), ``store.load()`` (recovery after an unclean stop) and ``store.start()``, load
+  runs a broker there: nothing of that store is read or written); with ``aclEnable`` load
+  plain_acl.yml and check every request against it (``initialAcl``; the file is watched and
+  reloaded), set the TLS mode (``tls.server.mode``); ``store.load()`` (recovery after an
+  unclean stop) and ``store.start()``, load
   topics.json / subscriptionGroup.json / consumerOffset.json, start the transaction check
   service (masters; it resumes from the progress in consumerOffset.json), register every
   processor (client/consumer management, admin as the default, send, pull, query,
@@ -46,6 +49,10 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 
+from rocketq.acl.client_security import client_security
+from rocketq.acl.plain_access_validator import broker_rule
+from rocketq.acl.plain_permission_manager import PlainPermissionManager
+from rocketq.acl.security import install_server_security
 from rocketq.broker.broker2client import Broker2Client
 from rocketq.broker.clients import ConsumerGroupEvent, ConsumerManager, ProducerManager
 from rocketq.broker.config import BrokerConfig, java_key, persist_updated_keys
@@ -135,7 +142,12 @@ class BrokerController:
         self.rebalance_lock_manager = RebalanceLockManager(
             lock_max_live_time_ms=config.rebalance_lock_max_live_time_ms, clock_ms=clock_ms
         )
-        self.outer_api = BrokerOuterAPI(config.namesrv_addr_list)
+        rpc_hook, ssl_context = client_security(
+            access_key=config.access_key, secret_key=config.secret_key, tls=config.tls
+        )
+        self.outer_api = BrokerOuterAPI(config.namesrv_addr_list, rpc_hook=rpc_hook, ssl_context=ssl_context)
+        #: plain_acl.yml and its watch, with aclEnable (created in start()).
+        self.acl: PlainPermissionManager | None = None
         #: Configuration.getDataVersionJson (GET_BROKER_CONFIG's ``version``)
         self.configuration_version = DataVersion(timestamp=wall_ms(), counter=0)
         self.server = RemotingServer(
@@ -244,6 +256,14 @@ class BrokerController:
             )
             self.transactional_message_check_service.start()
         self._register_processors()
+        self.acl = install_server_security(
+            self.server,
+            role=f"broker {self.config.broker_name}",
+            acl_enable=self.config.acl_enable,
+            acl_plain_file=self.config.acl_plain_file,
+            tls=self.config.tls,
+            rule=broker_rule,
+        )
         self.server.add_channel_listener(self._on_channel_close)
         await self.server.start()
         self.outer_api.start()
@@ -338,6 +358,8 @@ class BrokerController:
             executor.shutdown(wait=True)
         self.outer_api.shutdown()
         self._store_lock.release()
+        if self.acl is not None:
+            self.acl.shutdown()
         log.info("broker %s shut down", self.config.broker_name)
 
     async def update_config(self, props: dict[str, str]) -> dict[str, str]:

@@ -48,6 +48,7 @@ from rocketq.broker.store.config import MessageStoreConfig
 from rocketq.errors import IllegalArgumentError
 from rocketq.protocol.java_properties import format_properties, parse_properties
 from rocketq.protocol.mixall import RMQ_SYS_TRACE_TOPIC
+from rocketq.remoting.tls import TlsConfig
 
 __all__ = [
     "LIVE_UPDATE_KEYS",
@@ -135,7 +136,7 @@ class BrokerConfig:
     #: NettyServerConfig.listenPort (0 = OS-assigned, rocketq only).
     listen_port: int = 10911
     #: rocketq only: the interface the server binds; loopback unless set (Java binds every
-    #: interface; ``0.0.0.0`` does that here).
+    #: interface; ``0.0.0.0`` does that here, and with ACL off the broker warns at start).
     listen_host: str = "127.0.0.1"
     #: namesrvAddr: ``;``-separated ``host:port`` list (None = no name server).
     namesrv_addr: str | None = None
@@ -216,6 +217,19 @@ class BrokerConfig:
     metrics_exporter_type: str = "DISABLE"
     #: metricsPromExporterPort (RocketMQ 5): the ``/metrics`` port with PROM (0 = OS-assigned).
     metrics_prom_exporter_port: int = 5557
+    #: aclEnable: check every request against plain_acl.yml (``PlainAccessValidator``).
+    acl_enable: bool = False
+    #: aclPlainFile: Java's ``-Drocketmq.acl.plain.file`` (relative to ROCKETMQ_HOME, or
+    #: absolute); None = ``$ROCKETMQ_HOME/conf/plain_acl.yml``.
+    acl_plain_file: str | None = None
+    #: accessKey: rocketq only, the account this broker signs its name-server requests with
+    #: (needed when the name servers run with aclEnable=true).
+    access_key: str | None = None
+    #: secretKey: its secret (never reported by GET_BROKER_CONFIG nor logged).
+    secret_key: str | None = field(default=None, repr=False)
+    #: The ``tls.*`` settings (TlsSystemConfig): ``tls.server.mode`` etc. for the listener,
+    #: ``tls.enable`` + ``tls.client.*`` for the connections to the name servers.
+    tls: TlsConfig = field(default_factory=TlsConfig)
     #: The message store settings (MessageStoreConfig).
     message_store: MessageStoreConfig = field(default_factory=_default_store)
 
@@ -297,14 +311,15 @@ class BrokerConfig:
         if overrides:
             merged.update(overrides)
         store_fields = _java_fields(MessageStoreConfig)
-        known = set(_java_fields(cls)) | set(store_fields)
+        known = set(_java_fields(cls)) | set(store_fields) | TlsConfig.property_names()
         for key in merged:
             if key in known:
                 continue
             if strict or (overrides is not None and key in overrides):
                 raise IllegalArgumentError(unknown_key_message(key))
             log.warning("broker.conf: ignoring key %s, which rocketq does not know", key)
-        broker_kwargs = _apply(cls, merged, skip={"message_store"})
+        broker_kwargs = _apply(cls, merged, skip={"message_store", "tls"})
+        broker_kwargs["tls"] = TlsConfig.from_properties(merged)
         store_kwargs: dict[str, Any] = {}
         for key, value in merged.items():
             f = store_fields.get(key)
@@ -318,10 +333,13 @@ class BrokerConfig:
     def known_keys(cls) -> list[str]:
         """Every ``broker.conf`` key rocketq reads (Java spelling), sorted."""
         return sorted(
-            java_key(f.name)
-            for c in (cls, MessageStoreConfig)
-            for f in dataclasses.fields(c)
-            if f.init and not f.name.startswith("_") and f.name != "message_store"
+            [
+                java_key(f.name)
+                for c in (cls, MessageStoreConfig)
+                for f in dataclasses.fields(c)
+                if f.init and not f.name.startswith("_") and f.name not in ("message_store", "tls")
+            ]
+            + sorted(TlsConfig.property_names())
         )
 
     def with_updates(self, props: Mapping[str, str]) -> tuple[BrokerConfig, dict[str, str]]:
@@ -372,13 +390,17 @@ class BrokerConfig:
         out: dict[str, str] = {}
         for obj in (self, self.message_store):
             for f in dataclasses.fields(obj):
-                if not f.init or f.name == "message_store":
+                if not f.init or f.name in _NOT_REPORTED:
                     continue
                 value = getattr(obj, f.name)
                 if value is None:
                     continue
                 out[java_key(f.name)] = _java_text(value)
         return out
+
+
+#: Fields to_properties leaves out: nested settings, and secrets.
+_NOT_REPORTED = frozenset({"message_store", "tls", "secret_key"})
 
 
 # ---------------------------------------------------------------------- key mapping

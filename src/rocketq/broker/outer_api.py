@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import ssl
 import time
 import zlib
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from rocketq.protocol.headers import (
     UnRegisterBrokerRequestHeader,
 )
 from rocketq.protocol.route import KVTable, RegisterBrokerBody, TopicConfigSerializeWrapper
-from rocketq.remoting.client import RemotingClient
+from rocketq.remoting.client import RemotingClient, RpcHook
 
 __all__ = ["BrokerOuterAPI", "RegisterBrokerResult", "crc32"]
 
@@ -60,9 +61,17 @@ class BrokerOuterAPI:
     """Name-server calls of one broker; owns a :class:`RemotingClient` ("broker-outer")."""
 
     def __init__(
-        self, namesrv_addrs: list[str] | None = None, *, client: RemotingClient | None = None
+        self,
+        namesrv_addrs: list[str] | None = None,
+        *,
+        client: RemotingClient | None = None,
+        rpc_hook: RpcHook | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self._given_client = client
+        # For the owned client: signing (the broker's accessKey) and TLS (tls.enable).
+        self._rpc_hook = rpc_hook
+        self._ssl_context = ssl_context
         self._own: RemotingClient | None = None
         self.namesrv_addrs: list[str] = list(namesrv_addrs or [])
 
@@ -76,7 +85,9 @@ class BrokerOuterAPI:
     def start(self) -> None:
         """Create and start the owned client (``broker-outer``) unless one was given."""
         if self._given_client is None and self._own is None:
-            self._own = RemotingClient(name="broker-outer")
+            self._own = RemotingClient(
+                name="broker-outer", rpc_hook=self._rpc_hook, ssl_context=self._ssl_context
+            )
             self._own.start()
 
     def shutdown(self) -> None:

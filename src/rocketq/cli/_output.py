@@ -12,7 +12,7 @@ Contract (tested in tests/integration/test_cli.py):
   configured; ``ROCKETQ_DEBUG=1`` shows them and lets tracebacks through.
 * Progress bars and notes go to stderr, so stdout stays parseable.
 * The name server comes from ``-n`` or else the ``NAMESRV_ADDR`` environment variable
-  (``;``-separated), as for mqadmin.
+  (``;``-separated), as for mqadmin. Credentials and TLS: :mod:`rocketq.cli._security`.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from rocketq.admin import DEFAULT_TIMEOUT_MS, Admin
+from rocketq.cli._security import add_security_options, client_config_from_args
 from rocketq.errors import BrokerError, RocketqError
 from rocketq.protocol.codes import ResponseCode
 
@@ -77,6 +78,7 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
         metavar="MS",
         help=f"timeout of each request in milliseconds (default {DEFAULT_TIMEOUT_MS})",
     )
+    add_security_options(parser)
 
 
 def add_target_options(parser: argparse.ArgumentParser) -> None:
@@ -247,7 +249,9 @@ def run_admin_command(args: argparse.Namespace, body: AdminCommand) -> int:
         if not any(isinstance(h, logging.NullHandler) for h in lib.handlers):
             lib.addHandler(logging.NullHandler())
     try:
-        with Admin(args.namesrv, timeout_ms=args.timeout_ms) as admin:
+        with Admin(
+            args.namesrv, timeout_ms=args.timeout_ms, client_config=client_config_from_args(args)
+        ) as admin:
             try:
                 return body(args, admin, Output(args.json))
             except (RocketqError, OSError, ValueError) as exc:

@@ -98,6 +98,7 @@ def render() -> str:
         PushConsumerConfig,
     )
     from rocketq.namesrv.config import NamesrvConfig
+    from rocketq.remoting.tls import TlsConfig
 
     out = [
         "# Configuration reference",
@@ -132,7 +133,7 @@ def render() -> str:
         "",
         "### `BrokerConfig`",
         "",
-        *_table(BrokerConfig, key=java_key, skip=frozenset({"message_store"}), live=LIVE_UPDATE_KEYS),
+        *_table(BrokerConfig, key=java_key, skip=frozenset({"message_store", "tls"}), live=LIVE_UPDATE_KEYS),
         "",
         "### `MessageStoreConfig`",
         "",
@@ -142,9 +143,21 @@ def render() -> str:
         "",
         "### `NamesrvConfig`",
         "",
-        "`rocketq namesrv` sets `host` (`--host`), `listen_port` (`-p`) and `kv_config_path` (`--kv-config`).",
+        "`rocketq namesrv` sets `host` (`--host`), `listen_port` (`-p`) and `kv_config_path` (`--kv-config`); "
+        "`--set` takes `aclEnable`, `aclPlainFile` and the `tls.*` keys.",
         "",
-        *_table(NamesrvConfig),
+        *_table(NamesrvConfig, skip=frozenset({"tls"})),
+        "",
+        "## TLS (`tls.*` keys)",
+        "",
+        "### `TlsConfig`",
+        "",
+        "Java's `TlsSystemConfig` names: `broker.conf` / `--set` keys of brokers and name servers; clients "
+        "take a `TlsConfig` (`ClientConfig.tls`), the CLI a `--tls-config` file, Spark `tls.client.*` options.",
+        "",
+        *_table(TlsConfig, key=TlsConfig.property_of),
+        "| `tls.config.file` | - | `-` | a Java properties file with the other `tls.*` keys, read first "
+        "(keys given directly win; rocketq has no default file) |",
         "",
     ]
     return "\n".join(out)

@@ -3,7 +3,10 @@
 Binds 127.0.0.1:8080 by default (``--host``/``--port``; port 0 = OS-assigned). When
 listening it prints ONE JSON line ``{"dashboard": "http://host:port"}`` (also written to
 ``--ready-file``), like the server commands. ``--users FILE`` turns the login on (a
-rocketmq-dashboard ``users.properties``: ``name=password`` lines). Needs the extra
+rocketmq-dashboard ``users.properties``: ``name=password`` lines). A cluster with ACL or TLS
+on: the same ``--access-key``/``--secret-key``/``--security-token`` (or ``ROCKETMQ_*``
+environment variables) and ``--tls``/``--tls-config`` as every rocketq command
+(:mod:`rocketq.cli._security`), carried by the admin's ClientConfig. Needs the extra
 ``rocketq[dashboard]``; without it the command exits with a message naming the extra.
 SIGINT/SIGTERM stop it cleanly (uvicorn's handlers), then the admin is closed.
 """
@@ -18,6 +21,8 @@ import os
 import socket
 import sys
 from typing import Any
+
+from rocketq.cli._security import add_security_options, client_config_from_args
 
 __all__ = ["register"]
 
@@ -36,6 +41,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--users", default=None, help="user file (name=password lines): turns the login on")
     p.add_argument("--ready-file", default=None, help="also write the ready line to this file")
     p.add_argument("--log-level", default="INFO")
+    add_security_options(p)  # a secured cluster: credentials and TLS, as every admin command
     p.set_defaults(func=_cmd_dashboard)
 
 
@@ -60,7 +66,7 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
 
     try:
         users = load_users(args.users) if args.users else None
-        admin = Admin(args.namesrv_addr)
+        admin = Admin(args.namesrv_addr, client_config=client_config_from_args(args))
     except RocketqError as exc:
         print(f"rocketq dashboard: {exc}", file=sys.stderr)
         return 2

@@ -1,8 +1,9 @@
 """``rocketq message trace -i <msgId>``: a message's trace timeline (mqadmin ``queryMsgTraceById``).
 
-Mirrors ``org.apache.rocketmq.tools.command.message.QueryMsgTraceByIdSubCommand`` (4.9.7):
-QUERY_MESSAGE on the trace topic (``-t``, default ``RMQ_SYS_TRACE_TOPIC``) by the message
-id as key (at most 64 trace messages), then every Pub record printed as its own block and
+Mirrors ``org.apache.rocketmq.tools.command.message.QueryMsgTraceByIdSubCommand`` (4.9.7).
+The query (QUERY_MESSAGE on the trace topic, ``-t``, default ``RMQ_SYS_TRACE_TOPIC``, by the
+message id as key, at most 64 trace messages) is :meth:`rocketq.admin.Admin.query_msg_trace`,
+shared with the web dashboard; this module prints every Pub record as its own block and
 the SubAfter records grouped by consumer group, in Java's fixed-width layout
 (``%-10s %-20s %-20s %-20s %-10s %-10s``, times ``yyyy-MM-dd HH:mm:ss`` local). ``--json``
 prints the decoded records instead.
@@ -16,7 +17,7 @@ from typing import Any
 
 from rocketq.admin import Admin
 from rocketq.cli._output import Output, add_admin_command
-from rocketq.client.trace.trace_view import TraceView, decode_trace_views
+from rocketq.client.trace.trace_view import TraceView
 from rocketq.protocol.java import hashmap_order
 from rocketq.protocol.mixall import RMQ_SYS_TRACE_TOPIC
 
@@ -73,9 +74,7 @@ def format_trace_timeline(views: list[TraceView]) -> list[str]:
 def _trace(args: argparse.Namespace, admin: Admin, out: Output) -> int:
     msg_id = args.msg_id.strip()
     topic = args.trace_topic.strip()
-    views: list[TraceView] = []
-    for message in admin.query_by_key(topic, msg_id, max_num=64):
-        views.extend(decode_trace_views(msg_id, message))
+    views = admin.query_msg_trace(msg_id, trace_topic=topic).views
     if out.json_mode:
         out.json([v.to_json_obj() for v in views])
         return 0

@@ -57,6 +57,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("-p", "--port", type=int, default=9876, help="listen port (0 = OS-assigned; default 9876)")
     p.add_argument("--host", default=LOOPBACK, help="bind address (default 127.0.0.1; 0.0.0.0 = all)")
     p.add_argument("--kv-config", default=None, help="kvConfig.json path (default ~/namesrv/kvConfig.json)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="name server key, e.g. aclEnable=true, aclPlainFile=..., tls.server.mode=permissive",
+    )
     p.add_argument("--ready-file", default=None, help="also write the ready line to this file")
     _add_log_options(p)
     p.set_defaults(func=_cmd_namesrv)
@@ -85,7 +92,13 @@ def register(subparsers: Any) -> None:
     s.add_argument("--store", default=os.path.join(os.path.expanduser("~"), "store"), help="storePathRootDir")
     s.add_argument("-c", "--config", default=None, help="broker.conf (Java properties)")
     s.add_argument("--broker-name", default=None)
-    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra broker.conf key")
+    s.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra broker.conf key (aclEnable, aclPlainFile and tls.server.* apply to the name server too)",
+    )
     s.add_argument("--ready-file", default=None)
     _add_log_options(s)
     _add_metrics_port(s)
@@ -273,6 +286,13 @@ def _broker_config(args: argparse.Namespace, *, namesrv_addr: str | None, host: 
     return BrokerConfig.from_properties({**props, **updated}, overrides)
 
 
+def _namesrv_keys(sets: dict[str, str]) -> dict[str, str]:
+    """The ``--set`` keys of ``rocketq server`` that its name server shares with the broker."""
+    return {
+        k: v for k, v in sets.items() if k in ("aclEnable", "aclPlainFile") or k.startswith("tls.server.")
+    }
+
+
 # ---------------------------------------------------------------------- commands
 def _cmd_namesrv(args: argparse.Namespace) -> int:
     _setup_logging(args)
@@ -280,7 +300,9 @@ def _cmd_namesrv(args: argparse.Namespace) -> int:
     from rocketq.namesrv.namesrv import NamesrvController
 
     try:
-        config = NamesrvConfig(host=args.host, listen_port=args.port, kv_config_path=args.kv_config)
+        config = NamesrvConfig(
+            host=args.host, listen_port=args.port, kv_config_path=args.kv_config
+        ).with_properties(_parse_sets(args.set))
     except IllegalArgumentError as exc:
         return _fail(str(exc))
 
@@ -340,14 +362,20 @@ def _cmd_server(args: argparse.Namespace) -> int:
     try:
         # the broker's settings are checked before anything starts; the name server's
         # address, known once it listens, is filled in below
-        metrics_port = _metrics_port(args, _broker_config(args, namesrv_addr=None, host=args.host))
+        checked = _broker_config(args, namesrv_addr=None, host=args.host)
+        metrics_port = _metrics_port(args, checked)
         namesrv_config = NamesrvConfig(
             host=args.host,
             listen_port=args.namesrv_port,
             kv_config_path=os.path.join(args.store, "namesrv", "kvConfig.json"),
-        )
+        ).with_properties(_namesrv_keys(_parse_sets(args.set)))
     except (IllegalArgumentError, OSError) as exc:
         return _fail(str(exc))
+    if namesrv_config.acl_enable and not (checked.access_key and checked.secret_key):
+        return _fail(
+            "aclEnable=true: the name server only takes registrations signed by an admin "
+            "account; give the broker one with --set accessKey=... --set secretKey=..."
+        )
 
     async def body(stop: asyncio.Event) -> None:
         namesrv = NamesrvController(namesrv_config)

@@ -37,6 +37,7 @@ from rocketq.protocol.mixall import (
     NOT_ALLOWED_SEND_TOPICS,
     TOPIC_MAX_LENGTH,
 )
+from rocketq.remoting.tls import TlsConfig  # re-exported: spark/ and cli/ use the client API only
 
 if TYPE_CHECKING:
     from rocketq.client.metrics import ClientMetrics
@@ -53,6 +54,7 @@ __all__ = [
     "PullConsumerConfig",
     "PushConsumerConfig",
     "SubscriptionType",
+    "TlsConfig",
     "change_instance_name_to_pid",
     "local_client_ip",
     "parse_namesrv_addr",
@@ -198,6 +200,18 @@ class ClientConfig:
     unit_mode: bool = False
     #: opt-in client metrics (:mod:`rocketq.client.metrics`); None = none recorded.
     metrics: ClientMetrics | None = field(default=None, compare=False)
+    #: ``SessionCredentials.accessKey``: with ``secret_key``, every request is signed
+    #: (``AclClientRPCHook``), for brokers and name servers that run with ACL.
+    access_key: str | None = None
+    #: ``SessionCredentials.secretKey`` (never in ``repr``).
+    secret_key: str | None = field(default=None, repr=False)
+    #: ``SessionCredentials.securityToken``: optional, sent and signed when set.
+    security_token: str | None = field(default=None, repr=False)
+    #: ``ClientConfig.useTLS``: every connection speaks TLS.
+    use_tls: bool = False
+    #: ``tls.client.*`` settings (trust store, client certificate); None = Java's defaults
+    #: (any server certificate is accepted, as with ``tls.client.authServer=false``).
+    tls: TlsConfig | None = None
 
     def __post_init__(self) -> None:
         for name in (
@@ -214,6 +228,8 @@ class ClientConfig:
             raise IllegalArgumentError(f"instance_name {self.instance_name!r} must be non-empty without '@'")
         if self.namesrv_addr is not None:
             parse_namesrv_addr(self.namesrv_addr)
+        if bool(self.access_key) != bool(self.secret_key):
+            raise IllegalArgumentError("access_key and secret_key must be given together")
 
     def namesrv_addr_list(self) -> list[str]:
         """The name servers to use; :class:`ClientError` when none is configured."""

@@ -41,6 +41,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Protocol, runtime_checkable
 
+from rocketq.acl.client_security import client_security_of
 from rocketq.client.api_results import FindBrokerResult
 from rocketq.client.config import ClientConfig
 from rocketq.client.impl.mq_admin_impl import MQAdminImpl
@@ -162,10 +163,13 @@ class MQClientInstance:
         self.client_id = client_id
         self._manager = manager
         namesrv_addrs = config.namesrv_addr_list()  # fails (ClientError) before any resource exists
+        rpc_hook, ssl_context = client_security_of(config)
         self.remoting = RemotingClient(
             name=f"rocketq[{client_id}]",
             connect_timeout_ms=config.connect_timeout_ms,
             request_handler=self._process_request,
+            rpc_hook=rpc_hook,
+            ssl_context=ssl_context,
         )
         self.api = MQClientAPI(
             self.remoting,

@@ -7,12 +7,13 @@ redirected back with a flash message (``?ok=`` / ``?err=``), so every action wor
 JS. ``static/app.js`` only draws the live charts, polling ``/api/overview`` and
 ``/api/group/<group>`` every two seconds. JS and CSS ship inside the package: no CDN, no
 build step. Mirrors the pages of rocketmq-dashboard (cluster, topic, consumer, producer,
-message, DLQ).
+message, DLQ, message trace).
 
 Extension points: ``extra_nav`` adds navigation entries and ``extra_routes`` the routes
-behind them (the message-trace view of the trace issue plugs in here); the admin is built
-by the caller, so ACL credentials (the ACL issue) reach every call through its
-``client_config`` without touching this module.
+behind them. The admin is built
+by the caller (``rocketq dashboard``: ``--access-key``/``--secret-key`` or the environment,
+as every rocketq command), so ACL credentials reach every call through its
+``client_config``; a refusal of them is shown as the error page with a hint, never a traceback.
 
 Threading: handlers that call the admin run on Starlette's worker threads
 (``run_in_threadpool``); the admin is thread-safe and owned by the caller.
@@ -21,6 +22,7 @@ Threading: handlers that call the admin run on Starlette's worker threads
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +42,7 @@ from rocketq.dashboard.auth import COOKIE, SessionSigner, login_required, passwo
 from rocketq.dashboard.service import TOPIC_CATEGORIES, DashboardService
 from rocketq.errors import IllegalArgumentError, RocketqError
 from rocketq.protocol.codes import PermName
+from rocketq.protocol.mixall import RMQ_SYS_TRACE_TOPIC
 
 __all__ = ["NavItem", "create_app"]
 
@@ -62,7 +65,21 @@ NAV: tuple[NavItem, ...] = (
     NavItem("Producers", "/producers"),
     NavItem("Messages", "/messages"),
     NavItem("DLQ", "/dlq"),
+    NavItem("Trace", "/trace"),
 )
+
+
+#: how a refusal of the dashboard's credentials reads: the AclException texts of Java's
+#: PlainAccessValidator ("No acl config for ...", "Check signature failed for accessKey=...",
+#: "No accessKey is configured"), which a secured broker or name server answers as SYSTEM_ERROR
+_ACL_REFUSAL = re.compile(r"accessKey|acl config|signature", re.IGNORECASE)
+
+
+def _acl_refused(ctx: dict[str, Any]) -> bool:
+    """Whether an error the page shows is a refusal of the dashboard's credentials."""
+    texts = [ctx.get(k) for k in ("error", "flash_err", "progress_error", "track_error")]
+    texts += [getattr(b, "error", None) for b in ctx.get("brokers", ())]
+    return any(isinstance(t, str) and _ACL_REFUSAL.search(t) for t in texts)
 
 
 def _ts(ms: int | None) -> str:
@@ -130,6 +147,7 @@ def create_app(
         ctx.setdefault("flash_ok", request.query_params.get("ok"))
         ctx.setdefault("flash_err", request.query_params.get("err"))
         ctx["path"] = request.url.path
+        ctx["acl_hint"] = _acl_refused(ctx)
         return templates.TemplateResponse(request, name, ctx, status_code=status_code)
 
     async def call(fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
@@ -368,6 +386,20 @@ def create_app(
 
         return await action(request, f"/dlq?group={quote(group, safe='')}", run)
 
+    # ------------------------------------------------------------------ trace
+    async def trace(request: Request) -> Response:
+        qp = request.query_params
+        msg_id = qp.get("id", "").strip()
+        trace_topic = qp.get("trace_topic", "").strip() or RMQ_SYS_TRACE_TOPIC
+        found: dict[str, Any] = {}
+        error = None
+        if msg_id:
+            try:
+                found = await call(service.trace, msg_id, trace_topic)
+            except RocketqError as exc:
+                error = f"{type(exc).__name__}: {exc}"
+        return page(request, "trace.html", msg_id=msg_id, trace_topic=trace_topic, error=error, **found)
+
     # ------------------------------------------------------------------ live data
     async def api_overview(request: Request) -> Response:
         return JSONResponse(await call(service.overview))
@@ -422,6 +454,7 @@ def create_app(
         Route("/message/resend", message_resend, methods=["POST"]),
         Route("/dlq", dlq),
         Route("/dlq/resend", dlq_resend, methods=["POST"]),
+        Route("/trace", trace),
         Route("/api/overview", api_overview),
         Route("/api/group/{group}", api_group),
         Route("/login", login, methods=["GET", "POST"]),

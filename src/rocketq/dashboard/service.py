@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from rocketq.admin import Admin, ResendMethod, ResendResult
+from rocketq.admin import Admin, MessageTrace, ResendMethod, ResendResult
 from rocketq.admin.groups import GroupSummary
 from rocketq.errors import BrokerError, RocketqError
 from rocketq.protocol.codes import ResponseCode
@@ -212,6 +212,20 @@ class DashboardService:
 
     def resend(self, msg_id: str, topic: str | None, group: str, method: ResendMethod) -> ResendResult:
         return self.admin.resend_message(msg_id, group, topic=topic, method=method)
+
+    # ------------------------------------------------------------------ trace
+    def trace(self, msg_id: str, trace_topic: str) -> dict[str, Any]:
+        """A message's trace timeline, plus the stored message of each Pub record when found."""
+        trace: MessageTrace = self.admin.query_msg_trace(msg_id, trace_topic=trace_topic)
+        stored: dict[str, MessageExt | None] = {}
+        for pub in trace.pubs:
+            if pub.topic in stored:
+                continue
+            try:  # the store time comes from the message itself (a Pub record holds the send time)
+                stored[pub.topic] = self.admin.query_by_unique_key(pub.topic, trace.msg_id)
+            except RocketqError:
+                stored[pub.topic] = None
+        return {"trace": trace, "stored": stored}
 
     # ------------------------------------------------------------------ DLQ
     def dlq(self, group: str, count: int = 100) -> list[MessageExt]:

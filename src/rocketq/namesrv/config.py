@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rocketq.errors import IllegalArgumentError
+from rocketq.remoting.tls import TlsConfig
 
 __all__ = [
     "NamesrvConfig",
@@ -41,7 +42,8 @@ class NamesrvConfig:
     ``orderMessageEnable`` is off and the KV table lives in ``~/namesrv/kvConfig.json``.
     """
 
-    #: Address to bind: loopback unless set; ``0.0.0.0`` listens on every interface.
+    #: Address to bind: loopback unless set; ``0.0.0.0`` listens on every interface (with ACL
+    #: off the name server warns at start).
     host: str = "127.0.0.1"
     #: ``NettyServerConfig.listenPort`` (``NamesrvStartup`` forces 9876); 0 = OS-assigned.
     listen_port: int = 9876
@@ -59,6 +61,14 @@ class NamesrvConfig:
     product_env_name: str = "center"
     #: ``NettyServerConfig.serverChannelMaxIdleTimeSeconds``: idle connections are closed.
     server_channel_max_idle_time_seconds: int = 120
+    #: ``aclEnable`` (rocketq: Java's name server has no ACL): broker registration and
+    #: unregistration, topic deletion and KV/config writes need an admin account of
+    #: plain_acl.yml; reads stay open.
+    acl_enable: bool = False
+    #: ``aclPlainFile``: as the broker's (relative to ROCKETMQ_HOME, or absolute).
+    acl_plain_file: str | None = None
+    #: The ``tls.server.*`` settings of the listener (TlsSystemConfig).
+    tls: TlsConfig = dataclasses.field(default_factory=TlsConfig)
 
     def __post_init__(self) -> None:
         if not 0 <= self.listen_port <= 65535:
@@ -80,6 +90,8 @@ class NamesrvConfig:
         """The Java property names and values (what GET_NAMESRV_CONFIG reports)."""
         out: dict[str, str] = {}
         for f in dataclasses.fields(self):
+            if f.name == "tls":
+                continue
             name = _JAVA_NAMES[f.name]
             value = getattr(self, f.name)
             if f.name == "kv_config_path":
@@ -95,6 +107,8 @@ class NamesrvConfig:
         :class:`~rocketq.errors.IllegalArgumentError`.
         """
         changes: dict[str, object] = {}
+        if any(key in props for key in TlsConfig.property_names()):
+            changes["tls"] = TlsConfig.from_properties(props, self.tls)
         for py_name, java_name in _JAVA_NAMES.items():
             if java_name not in props:
                 continue
@@ -103,6 +117,8 @@ class NamesrvConfig:
             if isinstance(current, bool):
                 # Boolean.parseBoolean: "true" in any case, everything else false.
                 changes[py_name] = raw.lower() == "true"
+            elif py_name == "acl_plain_file":
+                changes[py_name] = raw or None
             elif isinstance(current, int):
                 try:
                     changes[py_name] = int(raw)
@@ -123,6 +139,8 @@ _JAVA_NAMES: dict[str, str] = {
     "kv_config_path": "kvConfigPath",
     "product_env_name": "productEnvName",
     "server_channel_max_idle_time_seconds": "serverChannelMaxIdleTimeSeconds",
+    "acl_enable": "aclEnable",
+    "acl_plain_file": "aclPlainFile",
 }
 
 

@@ -16,6 +16,9 @@ Invariants:
 * :meth:`NamesrvController.shutdown` stops the scan and the server and waits for both.
 * From start to shutdown the controller holds ``<kvConfig.json>.lock`` (rocketq only): a
   second name server process on the same KV file fails to start with ``FileLockedError``.
+* With ``aclEnable`` (rocketq only; Java's name server has no ACL) every request but the
+  reads passes :class:`~rocketq.acl.plain_access_validator.PlainAccessValidator` with the
+  name-server rule (admin accounts only); ``tls.server.mode`` secures the listener.
 
 :class:`NamesrvThread` hosts a controller on its own loop in a named thread, for tests
 and for embedding in synchronous programs.
@@ -28,6 +31,9 @@ import contextlib
 import logging
 from collections.abc import Callable, Mapping
 
+from rocketq.acl.plain_access_validator import namesrv_rule
+from rocketq.acl.plain_permission_manager import PlainPermissionManager
+from rocketq.acl.security import install_server_security
 from rocketq.common.file_lock import FileLock
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.kv_config import KVConfigManager
@@ -62,6 +68,8 @@ class NamesrvController:
         self._server: RemotingServer | None = None
         self._scan_task: asyncio.Task[None] | None = None
         self._scan_wakeup: asyncio.Event | None = None
+        #: plain_acl.yml and its watch, with aclEnable (rocketq only).
+        self.acl: PlainPermissionManager | None = None
 
     # ------------------------------------------------------------------ configuration
     @property
@@ -123,6 +131,14 @@ class NamesrvController:
         )
         server.register_default_processor(self.processor)
         server.add_channel_listener(self._on_channel_close)
+        self.acl = install_server_security(
+            server,
+            role="name server",
+            acl_enable=cfg.acl_enable,
+            acl_plain_file=cfg.acl_plain_file,
+            tls=cfg.tls,
+            rule=namesrv_rule,
+        )
         await server.start()
         self._server = server
         self._scan_wakeup = asyncio.Event()
@@ -141,6 +157,9 @@ class NamesrvController:
             await server.stop()
         if self._kv_lock is not None:
             self._kv_lock.release()
+        acl, self.acl = self.acl, None
+        if acl is not None:
+            acl.shutdown()
 
     # ------------------------------------------------------------------ housekeeping
     def _on_channel_close(self, channel: Channel) -> None:

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from rocketq.namesrv.namesrv import NamesrvController
     from rocketq.remoting.server import Channel
 
-__all__ = ["TOPIC_NOT_EXIST_REMARK", "DefaultRequestProcessor"]
+__all__ = ["HANDLED_CODES", "TOPIC_NOT_EXIST_REMARK", "DefaultRequestProcessor"]
 
 log = logging.getLogger(__name__)
 #: Bad requests repeat (a flood, a fuzzer): one line per kind per 10 s, with the count.
@@ -363,3 +363,6 @@ _HANDLERS: dict[int, _Handler] = {
     RequestCode.UPDATE_NAMESRV_CONFIG: DefaultRequestProcessor.update_namesrv_config,
     RequestCode.GET_NAMESRV_CONFIG: DefaultRequestProcessor.get_namesrv_config,
 }
+
+#: Every request code the name server answers (anything else: REQUEST_CODE_NOT_SUPPORTED).
+HANDLED_CODES: frozenset[int] = frozenset(_HANDLERS)

@@ -33,6 +33,12 @@ Invariants:
 * A lost connection fails all its pending calls with :class:`~rocketq.errors.ConnectError`
   at once; a response whose opaque is unknown is dropped (``processResponseCommand``).
 
+Security (optional, both off by default at the cost of one attribute test per call): an
+``rpc_hook`` sees every outgoing request before it is encoded (``RPCHook``; the ACL signer),
+and an ``ssl_context`` makes every connection TLS. A TLS connection reads under its write
+lock (an SSL object must not be used by two threads at once) and does not read straight
+into large frames' buffers.
+
 Timeout contract: a call that raised :class:`~rocketq.errors.RequestTimeoutError` may still
 have been executed by the server.
 """
@@ -48,6 +54,7 @@ import itertools
 import logging
 import selectors
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -70,12 +77,15 @@ from rocketq.protocol.frame import (
 )
 from rocketq.remoting.helper import RequestIdCounter, answer_frame, machinery_response, parse_addr
 
-__all__ = ["RemotingClient", "RequestHandler"]
+__all__ = ["RemotingClient", "RequestHandler", "RpcHook"]
 
 log = logging.getLogger(__name__)
 
 #: ``(request, server address) -> response or None``: requests a server sends to the client.
 RequestHandler = Callable[[RemotingCommand, str], RemotingCommand | None]
+#: Called with every outgoing request before it is encoded (``RPCHook.doBeforeRequest``),
+#: e.g. :class:`rocketq.acl.signing.AclClientRPCHook`, which signs it.
+RpcHook = Callable[[RemotingCommand], None]
 
 _RECV_SIZE: Final = 256 * 1024
 _HANDLER_THREADS: Final = 4
@@ -144,13 +154,16 @@ class _Connection:
         "pending",
         "registered",
         "sock",
+        "tls",
         "write_lock",
     )
 
-    def __init__(self, addr: str, sock: socket.socket, max_frame_length: int) -> None:
+    def __init__(self, addr: str, sock: socket.socket, max_frame_length: int, *, tls: bool = False) -> None:
         self.addr = addr
         self.sock = sock
-        self.decoder = FrameDecoder(max_frame_length, direct_large=True)
+        # TLS: records are decrypted by the SSL object, so no direct reads into frame buffers.
+        self.decoder = FrameDecoder(max_frame_length, direct_large=not tls)
+        self.tls = tls
         self.pending: dict[int, _Waiter] = {}
         self.out_queue: collections.deque[bytes] = collections.deque()
         # Bytes the kernel did not take yet; only touched under write_lock.
@@ -172,7 +185,11 @@ class RemotingClient:
     ``max_frame_length`` to 16 MiB (``NettyDecoder``). ``request_handler`` answers the
     requests servers send on the client's connections (NOTIFY_CONSUMER_IDS_CHANGED,
     GET_CONSUMER_RUNNING_INFO, ...); without one, non-oneway requests are answered
-    REQUEST_CODE_NOT_SUPPORTED.
+    REQUEST_CODE_NOT_SUPPORTED. ``rpc_hook`` sees every outgoing request first (sync, async
+    and oneway; ``RPCHook.doBeforeRequest``), e.g. to sign it. ``ssl_context`` makes every
+    connection TLS (the handshake runs in the connecting thread, within the connect timeout);
+    an SSL object is never used by two threads at once: reads take the connection's write
+    lock too.
     """
 
     def __init__(
@@ -182,6 +199,8 @@ class RemotingClient:
         connect_timeout_ms: int = 3000,
         request_handler: RequestHandler | None = None,
         max_frame_length: int = MAX_FRAME_LENGTH,
+        rpc_hook: RpcHook | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         if connect_timeout_ms <= 0:
             raise IllegalArgumentError(f"connect_timeout_ms must be > 0, got {connect_timeout_ms}")
@@ -189,6 +208,8 @@ class RemotingClient:
         self._connect_timeout_s = connect_timeout_ms / 1000.0
         self._request_handler = request_handler
         self._max_frame_length = max_frame_length
+        self._rpc_hook = rpc_hook
+        self._ssl_context = ssl_context
 
         self._lock = threading.Lock()
         self._conns: dict[str, _Connection] = {}
@@ -335,6 +356,8 @@ class RemotingClient:
         conn = self._connection(addr)
         request.flag |= FLAG_ONEWAY
         request.opaque = self._next_opaque()
+        if self._rpc_hook is not None:
+            self._rpc_hook(request)
         frame = request.encode()
         if conn.closed:
             raise ConnectError("connection closed before the oneway request was written", addr=addr)
@@ -367,6 +390,8 @@ class RemotingClient:
     def _send_request(self, conn: _Connection, request: RemotingCommand, fut: _Waiter) -> int:
         opaque = self._next_opaque()
         request.opaque = opaque
+        if self._rpc_hook is not None:
+            self._rpc_hook(request)
         frame = request.encode()
         pending = conn.pending
         pending[opaque] = fut
@@ -397,8 +422,11 @@ class RemotingClient:
             except OSError as exc:
                 raise ConnectError(f"connect failed: {exc}", addr=addr) from exc
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            tls = self._ssl_context is not None
+            if tls:
+                sock = self._tls_handshake(sock, addr)
             sock.setblocking(False)
-            conn = _Connection(addr, sock, self._max_frame_length)
+            conn = _Connection(addr, sock, self._max_frame_length, tls=tls)
             with self._lock:
                 if self._closed:
                     sock.close()
@@ -410,6 +438,15 @@ class RemotingClient:
             return conn
         finally:
             lock.release()
+
+    def _tls_handshake(self, sock: socket.socket, addr: str) -> socket.socket:
+        """Wrap ``sock`` in TLS and shake hands (blocking, within the connect timeout)."""
+        assert self._ssl_context is not None
+        try:
+            return self._ssl_context.wrap_socket(sock)
+        except (OSError, ssl.SSLError) as exc:
+            sock.close()
+            raise ConnectError(f"TLS handshake failed: {exc}", addr=addr) from exc
 
     # ================================================================== writing
     def _write(self, conn: _Connection, frame: bytes) -> None:
@@ -454,7 +491,8 @@ class RemotingClient:
                 buf = memoryview(data)
             try:
                 sent = sock.send(buf)
-            except (BlockingIOError, InterruptedError):
+            except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
+                # (TLS: the SSL object wants the very same buffer again, which out_buf keeps.)
                 sent = 0
             except OSError as exc:
                 conn.out_buf = None
@@ -563,6 +601,9 @@ class RemotingClient:
             self._update_interest(conn)
 
     def _on_readable(self, conn: _Connection) -> None:
+        if conn.tls:
+            self._on_readable_tls(conn)
+            return
         decoder = conn.decoder
         large = decoder.pending_large()  # the rest of a large frame: straight into its buffer
         try:
@@ -589,6 +630,45 @@ class RemotingClient:
             log.warning("%s: malformed frame from %s, closing: %s", self.name, conn.addr, exc)
             self._close_connection_now(conn, f"malformed frame: {exc}", cause=exc)
             return
+        self._deliver(conn, commands)
+
+    def _on_readable_tls(self, conn: _Connection) -> None:
+        """Read every decrypted byte available (the SSL object may hold more than the
+        socket shows to the selector), under the write lock (an SSL object is not
+        thread-safe), then decode outside it."""
+        chunks: list[bytes] = []
+        failure: str | None = None
+        with conn.write_lock:
+            if conn.closed:
+                return
+            sock = conn.sock
+            try:
+                while True:
+                    data = sock.recv(_RECV_SIZE)
+                    if not data:
+                        failure = "connection closed by the server"
+                        break
+                    chunks.append(data)
+            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                pass
+            except OSError as exc:
+                failure = f"read failed: {exc}"
+        # A writer that found the lock held by this read left its frame queued: the
+        # selector's write interest makes _on_writable send it (as after any held lock).
+        if conn.out_queue:
+            self._update_interest(conn)
+        if chunks:
+            try:
+                commands = conn.decoder.feed(b"".join(chunks))
+            except ProtocolError as exc:
+                log.warning("%s: malformed frame from %s, closing: %s", self.name, conn.addr, exc)
+                self._close_connection_now(conn, f"malformed frame: {exc}", cause=exc)
+                return
+            self._deliver(conn, commands)
+        if failure is not None:
+            self._close_connection_now(conn, failure)
+
+    def _deliver(self, conn: _Connection, commands: list[RemotingCommand]) -> None:
         pending = conn.pending
         for cmd in commands:
             if cmd.flag & FLAG_RESPONSE:

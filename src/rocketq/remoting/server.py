@@ -26,6 +26,14 @@ Invariants:
   at most one per connection. So the heap held for unfinished frames stays under
   ``max_pending_frame_bytes + connections x (LARGE_FRAME + 256 KiB read chunk)``
   (256 MiB + 384 KiB per connection by default).
+* With a request validator installed (:meth:`RemotingServer.set_request_validator`, the
+  broker's and name server's ACL), every request that has a processor is checked first
+  (Java's server RPC hook ``doBeforeRequest``); a refusal is answered (unless oneway) and the
+  processor never runs. Without one, dispatch pays a single attribute test.
+* TLS (:meth:`RemotingServer.enable_tls`): in permissive and enforcing modes each accepted
+  connection is held, unread, until its first byte can be peeked (``HandshakeHandler``):
+  0x16 starts a TLS handshake, anything else is served plain (permissive) or disconnected
+  (enforcing). Bytes are never consumed by the peek, so both paths see the whole stream.
 * Oneway requests never get the processor's response. As in Java 4.9.x, the answers the
   server machinery writes itself (request code not supported, [REJECTREQUEST]) go out even
   for oneway requests and use the default serialize type, JSON.
@@ -36,6 +44,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import socket
+import ssl
 import threading
 from collections.abc import Callable, Coroutine, Generator, Sequence
 from typing import Any, Final, Protocol, TypeVar
@@ -52,6 +63,7 @@ from rocketq.protocol.frame import (
     RemotingCommand,
 )
 from rocketq.remoting.helper import RequestIdCounter, exception_desc, machinery_response
+from rocketq.remoting.tls import TLS_HANDSHAKE_BYTE, TlsMode
 
 __all__ = [
     "DEFAULT_FRAME_READ_TIMEOUT_S",
@@ -61,6 +73,7 @@ __all__ = [
     "LoopThread",
     "RemotingServer",
     "RequestProcessor",
+    "RequestValidator",
     "ServerThread",
 ]
 
@@ -76,6 +89,9 @@ DEFAULT_MAX_PENDING_FRAME_BYTES: Final = 256 * 1024 * 1024
 
 #: Called with the channel that connected or closed (``ChannelEventListener``).
 ChannelListener = Callable[["Channel"], None]
+#: ``(remote "ip:port", request) -> None`` to go on, or the refusal to answer with
+#: (the server RPC hook of the ACL: ``PlainAccessValidator``).
+RequestValidator = Callable[[str, RemotingCommand], RemotingCommand | None]
 
 
 class RequestProcessor(Protocol):
@@ -298,21 +314,30 @@ def _format_addr(sockaddr: object) -> str:
 
 
 class _ServerProtocol(asyncio.Protocol):
-    __slots__ = ("_channel", "_decoder", "_server")
+    __slots__ = ("_channel", "_decoder", "_early", "_server")
 
     def __init__(self, server: RemotingServer) -> None:
         self._server = server
         self._decoder = FrameDecoder(server.max_frame_length)
         self._channel: Channel | None = None
+        # Bytes the TLS layer delivered before connection_made (start_tls hands over the
+        # connection only after the handshake, and a request may already be decrypted).
+        self._early: list[bytes] = []
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         channel = self._channel = Channel(self._server, transport)
         self._server._on_connect(channel)
+        early, self._early = self._early, []
+        for data in early:
+            self.data_received(data)
 
     def data_received(self, data: bytes) -> None:
         channel = self._channel
-        if channel is None or channel.closed:
+        if channel is None:
+            self._early.append(bytes(data))
+            return
+        if channel.closed:
             return
         channel.received()
         now = channel.last_active
@@ -357,6 +382,115 @@ class _ServerProtocol(asyncio.Protocol):
             if channel.reserved:
                 self._server._reserve(channel, 0)
             self._server._on_close(channel)
+
+
+class _PeekProtocol(asyncio.Protocol):
+    """Holds a new connection until its first byte shows whether it speaks TLS.
+
+    Java's ``HandshakeHandler``: 0x16 (a TLS handshake record) -> TLS; otherwise plain in
+    permissive mode, disconnected in enforcing mode. The transport's reading is paused in
+    ``connection_made`` (before it ever reads: asyncio adds its reader only after that
+    callback, and not while paused) and the byte is peeked (``MSG_PEEK``) through a
+    duplicate of the socket's descriptor that the loop watches instead, so nothing is
+    consumed before the real protocol (or the TLS layer) takes over. A peer silent for
+    ``idle_timeout_s`` is closed.
+    """
+
+    def __init__(self, server: RemotingServer) -> None:
+        self._server = server
+        self._transport: asyncio.Transport | None = None
+        self._peeker: socket.socket | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        server = self._server
+        server._peeking.add(transport)
+        transport.pause_reading()
+        fd = transport.get_extra_info("socket").fileno()
+        peeker = self._peeker = socket.socket(fileno=os.dup(fd))
+        loop = server.loop
+        loop.add_reader(peeker.fileno(), self._peek)
+        self._timer = loop.call_later(server.idle_timeout_s, self._give_up)
+
+    def _give_up(self) -> None:
+        transport = self._transport
+        if transport is not None and self._peeker is not None:
+            log.info(
+                "%s: peer sent nothing for %.1f s, closing it", self._server.name, self._server.idle_timeout_s
+            )
+            self._finish()
+            transport.close()
+
+    def _finish(self) -> None:
+        server = self._server
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        peeker, self._peeker = self._peeker, None
+        if peeker is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closing
+                server.loop.remove_reader(peeker.fileno())
+            peeker.close()
+        if self._transport is not None:
+            server._peeking.discard(self._transport)
+
+    def _peek(self) -> None:
+        transport, peeker = self._transport, self._peeker
+        if transport is None or peeker is None:
+            return
+        try:
+            first = peeker.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            first = b""
+        self._finish()
+        server = self._server
+        if not first:
+            transport.close()
+            return
+        if first[0] == TLS_HANDSHAKE_BYTE:
+            task = server.loop.create_task(self._start_tls(transport))
+            server._tasks.add(task)
+            task.add_done_callback(server._tasks.discard)
+            return
+        if server._tls_mode is TlsMode.ENFORCING:
+            log.warning(
+                "%s: a client from %s intends to connect without TLS while the server enforces it; closing",
+                server.name,
+                _format_addr(transport.get_extra_info("peername")),
+            )
+            transport.close()
+            return
+        protocol = _ServerProtocol(server)
+        transport.set_protocol(protocol)
+        protocol.connection_made(transport)
+        transport.resume_reading()
+
+    async def _start_tls(self, transport: asyncio.Transport) -> None:
+        server = self._server
+        assert server._ssl_context is not None
+        protocol = _ServerProtocol(server)
+        try:
+            tls_transport = await server.loop.start_tls(
+                transport, protocol, server._ssl_context, server_side=True
+            )
+        except (OSError, ssl.SSLError, ConnectionError, asyncio.TimeoutError) as exc:
+            log.warning("%s: TLS handshake failed: %s", server.name, exc)
+            transport.close()
+            return
+        if tls_transport is None:
+            transport.close()
+            return
+        protocol.connection_made(tls_transport)
+
+    def data_received(self, data: bytes) -> None:  # pragma: no cover - reading is paused
+        log.debug("%s: data before the peek decided, %d bytes", self._server.name, len(data))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._finish()
 
 
 class _Resumed:
@@ -449,6 +583,10 @@ class RemotingServer:
         self._idle_task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_ident: int | None = None
+        self._request_validator: RequestValidator | None = None
+        self._tls_mode = TlsMode.DISABLED
+        self._ssl_context: ssl.SSLContext | None = None
+        self._peeking: set[asyncio.Transport] = set()
 
     # ------------------------------------------------------------------ configuration
     def register_processor(self, code: int, processor: RequestProcessor) -> None:
@@ -458,6 +596,17 @@ class RemotingServer:
     def register_default_processor(self, processor: RequestProcessor) -> None:
         """Route every code without its own processor here (``registerDefaultProcessor``)."""
         self._default_processor = processor
+
+    def set_request_validator(self, validator: RequestValidator | None) -> None:
+        """Check every request with ``validator`` before its processor runs (the ACL hook)."""
+        self._request_validator = validator
+
+    def enable_tls(self, mode: TlsMode, ssl_context: ssl.SSLContext | None) -> None:
+        """Serve TLS as ``mode`` says (``tls.server.mode``); call before :meth:`start`."""
+        if mode is not TlsMode.DISABLED and ssl_context is None:
+            raise ValueError(f"TLS mode {mode.value} needs an SSL context")
+        self._tls_mode = mode
+        self._ssl_context = ssl_context
 
     def add_channel_listener(
         self, on_close: ChannelListener | None = None, *, on_connect: ChannelListener | None = None
@@ -473,6 +622,11 @@ class RemotingServer:
             self._connect_listeners.append(on_connect)
 
     # ------------------------------------------------------------------ state
+    @property
+    def registered_codes(self) -> frozenset[int]:
+        """The request codes with a processor of their own (the default one not counted)."""
+        return frozenset(self._processors)
+
     @property
     def port(self) -> int:
         """The bound port (the requested one before :meth:`start`)."""
@@ -498,9 +652,10 @@ class RemotingServer:
         loop = asyncio.get_running_loop()
         self._loop = loop
         self._loop_ident = threading.get_ident()
-        self._server = await loop.create_server(
-            lambda: _ServerProtocol(self), self.host, self._port, reuse_address=True
-        )
+        factory: Callable[[], asyncio.Protocol] = lambda: _ServerProtocol(self)  # noqa: E731
+        if self._tls_mode is not TlsMode.DISABLED:
+            factory = lambda: _PeekProtocol(self)  # noqa: E731
+        self._server = await loop.create_server(factory, self.host, self._port, reuse_address=True)
         self._port = self._server.sockets[0].getsockname()[1]
         self._idle_task = loop.create_task(self._idle_scan(), name=f"{self.name}-idle")
         log.info("%s: listening on %s:%d", self.name, self.host, self._port)
@@ -514,6 +669,9 @@ class RemotingServer:
         server.close()
         if self._idle_task is not None:
             self._idle_task.cancel()
+        for transport in list(self._peeking):
+            transport.close()
+        self._peeking.clear()
         channels = list(self._channels)
         for channel in channels:
             channel._close_now()
@@ -599,6 +757,17 @@ class RemotingServer:
                 machinery_response(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark).encode()
             )
             return
+        validator = self._request_validator
+        if validator is not None:
+            try:
+                refusal = validator(channel.remote_addr, cmd)
+            except Exception as exc:
+                self._respond_error(channel, cmd, exc)
+                return
+            if refusal is not None:
+                if not cmd.flag & FLAG_ONEWAY:
+                    channel._write_bytes(refusal.encode())
+                return
         reject = getattr(processor, "reject_request", None)
         if reject is not None and reject():
             # NettyRemotingAbstract.processRequestCommand: rejectRequest() -> SYSTEM_BUSY.

@@ -26,6 +26,7 @@ import logging
 from types import TracebackType
 from typing import Final
 
+from rocketq.acl.client_security import client_security_of
 from rocketq.client.api_results import PullResult, PullStatus
 from rocketq.client.config import parse_namesrv_addr
 from rocketq.client.impl.mq_admin_impl import MQAdminImpl
@@ -37,6 +38,7 @@ from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.message import decode_records
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.route import TopicRouteData
+from rocketq.spark.options import SecurityOptions
 
 __all__ = ["DEFAULT_READER_GROUP", "SourceClient"]
 
@@ -59,14 +61,19 @@ class SourceClient:
         timeout_ms: int = 30_000,
         sub_expression: str = "*",
         expression_type: str = "TAG",
+        security: SecurityOptions | None = None,
     ) -> None:
         self.group = group or DEFAULT_READER_GROUP
         self.timeout_ms = timeout_ms
         self.sub_expression = sub_expression
         #: ``TAG`` or ``SQL92`` (then ``sub_expression`` is the SQL text, filtered on the broker)
         self.expression_type = expression_type
+        rpc_hook, ssl_context = client_security_of(security or SecurityOptions())
         self.api = MQClientAPI.standalone(
-            parse_namesrv_addr(nameserver), name=f"rocketq-spark-{next(_names)}"
+            parse_namesrv_addr(nameserver),
+            name=f"rocketq-spark-{next(_names)}",
+            rpc_hook=rpc_hook,
+            ssl_context=ssl_context,
         )
         self.api.start()
         self.admin = MQAdminImpl(self.api, timeout_ms=_ADMIN_TIMEOUT_MS)

@@ -51,16 +51,24 @@ Write options (``df.write`` / ``df.writeStream``): ``nameserver`` (required), ``
 (default for rows without a ``topic`` column value), ``producerGroup`` (default
 ``rocketq_spark_writer``), ``sendTimeoutMs`` (default 3000), ``batchSize`` (messages per
 SEND_BATCH_MESSAGE, default 256).
+
+Security options, for reads and writes (:class:`SecurityOptions`): ``accessKey`` and
+``secretKey`` (and optionally ``securityToken``) sign every request for clusters with ACL
+(``AclClientRPCHook``); ``useTls`` connects with TLS, set up by Java's ``tls.client.*``
+names (``tls.client.authServer``, ``tls.client.trustCertPath``, ``tls.client.certPath``,
+``tls.client.keyPath``, ``tls.client.keyPassword``). The secret key, the token and the key
+password never appear in these objects' ``repr``, and Spark's default
+``spark.redaction.regex`` (secret|password|token) hides them in query plans.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
-from rocketq.client.config import validate_group, validate_topic
+from rocketq.client.config import TlsConfig, validate_group, validate_topic
 from rocketq.errors import IllegalArgumentError
 from rocketq.filter import compile_sql
 from rocketq.protocol.heartbeat import ExpressionType, build_subscription_data
@@ -72,13 +80,37 @@ __all__ = [
     "READ_OPTIONS",
     "WRITE_OPTIONS",
     "ReadOptions",
+    "SecurityOptions",
     "WriteOptions",
     "include_properties",
     "parse_read_options",
     "parse_write_options",
 ]
 
-READ_OPTIONS: Final[frozenset[str]] = frozenset(
+#: The security options (lower case), accepted by reads and writes alike.
+SECURITY_OPTIONS: Final[frozenset[str]] = frozenset(
+    {
+        "accesskey",
+        "secretkey",
+        "securitytoken",
+        "usetls",
+        "tls.client.authserver",
+        "tls.client.trustcertpath",
+        "tls.client.certpath",
+        "tls.client.keypath",
+        "tls.client.keypassword",
+    }
+)
+#: lower-case option -> Java property of TlsConfig
+_TLS_OPTIONS: Final = {
+    "tls.client.authserver": "tls.client.authServer",
+    "tls.client.trustcertpath": "tls.client.trustCertPath",
+    "tls.client.certpath": "tls.client.certPath",
+    "tls.client.keypath": "tls.client.keyPath",
+    "tls.client.keypassword": "tls.client.keyPassword",
+}
+
+READ_OPTIONS: Final[frozenset[str]] = SECURITY_OPTIONS | frozenset(
     {
         "nameserver",
         "topic",
@@ -97,7 +129,7 @@ READ_OPTIONS: Final[frozenset[str]] = frozenset(
         "endingtimestamp",
     }
 )
-WRITE_OPTIONS: Final[frozenset[str]] = frozenset(
+WRITE_OPTIONS: Final[frozenset[str]] = SECURITY_OPTIONS | frozenset(
     {"nameserver", "topic", "producergroup", "sendtimeoutms", "batchsize"}
 )
 #: Keys Spark itself may put into a sink's options; accepted and ignored.
@@ -151,6 +183,33 @@ def _nameserver(opts: Mapping[str, str]) -> str:
     return ns
 
 
+@dataclass(frozen=True)
+class SecurityOptions:
+    """Credentials and TLS settings of a read or a write; secrets stay out of ``repr``."""
+
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
+    security_token: str | None = field(default=None, repr=False)
+    use_tls: bool = False
+    tls: TlsConfig | None = None
+
+
+def _security(opts: Mapping[str, str]) -> SecurityOptions:
+    access_key = opts.get("accesskey", "").strip() or None
+    secret_key = opts.get("secretkey", "").strip() or None
+    if bool(access_key) != bool(secret_key):
+        raise IllegalArgumentError("options accessKey and secretKey must be given together")
+    tls_props = {java: opts[key] for key, java in _TLS_OPTIONS.items() if key in opts}
+    tls = TlsConfig.from_properties(tls_props) if tls_props else None
+    return SecurityOptions(
+        access_key=access_key,
+        secret_key=secret_key,
+        security_token=opts.get("securitytoken", "").strip() or None,
+        use_tls=_bool(opts, "usetls", False) or tls is not None,
+        tls=tls,
+    )
+
+
 def parse_offsets_json(text: str, name: str, topics: tuple[str, ...]) -> OffsetSpec:
     """``{"topic": {"broker-a:0": 12}}`` -> the same dict, checked (ints, known topics)."""
     try:
@@ -198,6 +257,7 @@ class ReadOptions:
     pull_timeout_ms: int = 30_000
     include_properties: bool = True
     min_partitions: int | None = None
+    security: SecurityOptions = SecurityOptions()
 
     @property
     def tags(self) -> tuple[str, ...]:
@@ -297,6 +357,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         pull_timeout_ms=_int(opts, "pulltimeoutms", 30_000, minimum=1) or 30_000,
         include_properties=include_properties(opts),
         min_partitions=_int(opts, "minpartitions", None, minimum=1),
+        security=_security(opts),
     )
 
 
@@ -315,6 +376,7 @@ class WriteOptions:
     producer_group: str = "rocketq_spark_writer"
     send_timeout_ms: int = 3000
     batch_size: int = 256
+    security: SecurityOptions = SecurityOptions()
 
 
 def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
@@ -332,4 +394,5 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
         producer_group=group,
         send_timeout_ms=_int(opts, "sendtimeoutms", 3000, minimum=1) or 3000,
         batch_size=_int(opts, "batchsize", 256, minimum=1) or 256,
+        security=_security(opts),
     )

@@ -131,7 +131,12 @@ def _read(partition: InputPartition) -> Iterator[Any]:
 
 
 def _client(options: ReadOptions) -> SourceClient:
-    return SourceClient(options.nameserver, group=options.consumer_group, timeout_ms=options.pull_timeout_ms)
+    return SourceClient(
+        options.nameserver,
+        group=options.consumer_group,
+        timeout_ms=options.pull_timeout_ms,
+        security=options.security,
+    )
 
 
 class RocketMQReader(DataSourceReader):

@@ -82,7 +82,15 @@ class MessageSink:
     def __init__(self, options: WriteOptions, row_id_prefix: str) -> None:
         self.options = options
         self.row_id_prefix = row_id_prefix
-        client_config = ClientConfig(instance_name=f"rocketq-spark-{uuid.uuid4().hex[:12]}")
+        sec = options.security
+        client_config = ClientConfig(
+            instance_name=f"rocketq-spark-{uuid.uuid4().hex[:12]}",
+            access_key=sec.access_key,
+            secret_key=sec.secret_key,
+            security_token=sec.security_token,
+            use_tls=sec.use_tls,
+            tls=sec.tls,
+        )
         config = dataclasses.replace(ProducerConfig(), send_msg_timeout_ms=options.send_timeout_ms)
         self._producer = Producer(
             options.producer_group,

@@ -215,6 +215,7 @@ def read_range(part: QueueRange, *, batch_bytes: int = BATCH_BYTES) -> Iterator[
         timeout_ms=options.pull_timeout_ms,
         sub_expression=subscription,
         expression_type=expression_type,
+        security=options.security,
     ) as client:
         offset = part.start
         if offset == EARLIEST:

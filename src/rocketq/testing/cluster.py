@@ -24,6 +24,7 @@ import logging
 import os
 import shutil
 import signal
+import ssl
 import string
 import subprocess
 import sys
@@ -44,7 +45,7 @@ from rocketq.protocol.headers import (
 )
 from rocketq.protocol.mixall import AUTO_CREATE_TOPIC_KEY_TOPIC
 from rocketq.protocol.route import ClusterInfo, TopicRouteData
-from rocketq.remoting.client import RemotingClient
+from rocketq.remoting.client import RemotingClient, RpcHook
 
 __all__ = ["ClusterError", "EmbeddedCluster"]
 
@@ -84,6 +85,10 @@ class EmbeddedCluster:
     ``broker_conf``: extra ``broker.conf`` keys for every broker (e.g.
     ``{"flushDiskType": "SYNC_FLUSH", "autoCreateTopicEnable": "false"}``);
     ``mapped_file_size_commit_log``: commit-log segment size (16 MiB keeps tests light).
+    ``namesrv_conf``: keys for a separate name server (``server`` mode applies
+    ``broker_conf`` to both, e.g. ``aclEnable``); ``env``: extra environment of every child
+    (e.g. ``ROCKETMQ_HOME`` for plain_acl.yml); ``rpc_hook``/``ssl_context``: how the
+    cluster's own admin client signs and encrypts (a secured cluster).
     """
 
     def __init__(
@@ -97,6 +102,10 @@ class EmbeddedCluster:
         start_timeout_s: float = 30.0,
         stop_timeout_s: float = 15.0,
         python: str = sys.executable,
+        namesrv_conf: Mapping[str, str] | None = None,
+        env: Mapping[str, str] | None = None,
+        rpc_hook: RpcHook | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         if not 1 <= brokers <= 26:
             raise ValueError(f"brokers must be 1..26, got {brokers}")
@@ -111,6 +120,10 @@ class EmbeddedCluster:
         self.start_timeout_s = start_timeout_s
         self.stop_timeout_s = stop_timeout_s
         self.python = python
+        self.namesrv_conf = dict(namesrv_conf or {})
+        self.env = dict(env or {})
+        self._rpc_hook = rpc_hook
+        self._ssl_context = ssl_context
         self.broker_names = [f"broker-{string.ascii_lowercase[i]}" for i in range(brokers)]
         self.namesrv_addr = ""
         self.broker_addrs: list[str] = []
@@ -138,7 +151,9 @@ class EmbeddedCluster:
             return
         self._started = True
         self.store_dir.mkdir(parents=True, exist_ok=True)
-        self._client = RemotingClient(name="embedded-cluster")
+        self._client = RemotingClient(
+            name="embedded-cluster", rpc_hook=self._rpc_hook, ssl_context=self._ssl_context
+        )
         self._client.start()
         try:
             if self.separate:
@@ -206,6 +221,7 @@ class EmbeddedCluster:
                 "0",
                 "--kv-config",
                 str(self.store_dir / "namesrv" / "kvConfig.json"),
+                *(arg for key, value in self.namesrv_conf.items() for arg in ("--set", f"{key}={value}")),
             ],
             ready_file=self.store_dir / "namesrv.ready",
             log_file=self.store_dir / "namesrv.log",
@@ -257,7 +273,7 @@ class EmbeddedCluster:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=log_fh,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
             )
         finally:
             log_fh.close()

@@ -28,6 +28,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import random
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -87,7 +88,7 @@ from rocketq.protocol.message import (
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import REPLY_MESSAGE_FLAG
 from rocketq.protocol.route import ClusterInfo, TopicConfig, TopicList, TopicRouteData
-from rocketq.remoting.client import RemotingClient
+from rocketq.remoting.client import RemotingClient, RpcHook
 
 __all__ = ["UNIQUE_KEY_QUERY", "MQClientAPI", "check_response"]
 
@@ -150,13 +151,18 @@ class MQClientAPI:
         connect_timeout_ms: int = 3000,
         language: int = LanguageCode.PYTHON,
         serialize_type: int = SerializeType.JSON,
+        rpc_hook: RpcHook | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> MQClientAPI:
         """An API over a remoting client of its own (not started: :meth:`start`, :meth:`close`).
 
         For users without an :class:`~rocketq.client.instance.MQClientInstance` (the admin
-        API, the Spark connector): one I/O thread, no background loop.
+        API, the Spark connector): one I/O thread, no background loop. ``rpc_hook`` and
+        ``ssl_context`` secure it (:func:`rocketq.acl.client_security.client_security`).
         """
-        remoting = RemotingClient(name=name, connect_timeout_ms=connect_timeout_ms)
+        remoting = RemotingClient(
+            name=name, connect_timeout_ms=connect_timeout_ms, rpc_hook=rpc_hook, ssl_context=ssl_context
+        )
         return cls(remoting, namesrv_addrs, language=language, serialize_type=serialize_type)
 
     def start(self) -> None:
