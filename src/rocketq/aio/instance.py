@@ -27,6 +27,7 @@ import random
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
+from rocketq.acl.client_security import client_security_of
 from rocketq.aio.api import AsyncMQClientAPI
 from rocketq.aio.remoting import AsyncRemotingClient, RequestHook
 from rocketq.client.api_results import FindBrokerResult
@@ -84,11 +85,14 @@ class AsyncClientInstance:
         self.config = config
         self.client_id = client_id
         namesrv_addrs = config.namesrv_addr_list()  # fails (ClientError) before any resource exists
+        # ClientConfig's access/secret keys and TLS, as MQClientInstance applies them
+        rpc_hook, ssl_context = client_security_of(config)
         self.remoting = AsyncRemotingClient(
             name=f"rocketq-aio[{client_id}]",
             connect_timeout_ms=config.connect_timeout_ms,
             request_handler=self._process_request,
-            request_hooks=request_hooks,
+            request_hooks=[*([rpc_hook] if rpc_hook is not None else []), *request_hooks],
+            ssl_context=ssl_context,
         )
         self.api = AsyncMQClientAPI(
             self.remoting, namesrv_addrs, language=config.language, serialize_type=config.serialize_type

@@ -18,8 +18,9 @@ Invariants:
   ``RemotingCommand.requestId``.
 * Whoever pops an entry from a connection's pending table completes its future, exactly once:
   the response, the timeout, the caller's cancellation or the loss of the connection.
-* Every hook in ``request_hooks`` sees each outgoing request (``(addr, request)``) before it is
-  encoded: the place for request signing (ACL's ``RPCHook.doBeforeRequest``). Responses the
+* Every hook in ``request_hooks`` sees each outgoing request before it is encoded: the place
+  for request signing (ACL's ``RPCHook.doBeforeRequest``); ``ssl_context`` makes every
+  connection TLS. Responses the
   client writes to server requests do not pass through the hooks.
 * Frames are written in call order; those written within one loop iteration leave in one
   transport write (a burst of sends is one syscall, as the blocking client's flat combining).
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from typing import cast
 
@@ -54,8 +56,9 @@ log = logging.getLogger(__name__)
 
 #: ``(request, server address) -> response or None``: requests a server sends to the client.
 AsyncRequestHandler = Callable[[RemotingCommand, str], Awaitable[RemotingCommand | None]]
-#: ``(server address, request)``: runs before every outgoing request is encoded (RPCHook).
-RequestHook = Callable[[str, RemotingCommand], None]
+#: Runs with every outgoing request before it is encoded (``RPCHook.doBeforeRequest``): the
+#: blocking client's ``RpcHook`` shape, so :class:`rocketq.acl.signing.AclClientRPCHook` fits.
+RequestHook = Callable[[RemotingCommand], None]
 
 
 class _Connection(asyncio.Protocol):
@@ -169,6 +172,7 @@ class AsyncRemotingClient:
         connect_timeout_ms: int = 3000,
         request_handler: AsyncRequestHandler | None = None,
         request_hooks: Sequence[RequestHook] = (),
+        ssl_context: ssl.SSLContext | None = None,
         max_frame_length: int = MAX_FRAME_LENGTH,
     ) -> None:
         if connect_timeout_ms <= 0:
@@ -177,6 +181,7 @@ class AsyncRemotingClient:
         self._connect_timeout_s = connect_timeout_ms / 1000.0
         self.request_handler = request_handler
         self._hooks: list[RequestHook] = list(request_hooks)
+        self._ssl = ssl_context
         self._max_frame_length = max_frame_length
         self._conns: dict[str, _Connection] = {}
         self._connecting: dict[str, asyncio.Future[_Connection]] = {}
@@ -186,7 +191,7 @@ class AsyncRemotingClient:
 
     # ================================================================== lifecycle
     def add_request_hook(self, hook: RequestHook) -> None:
-        """Run ``hook(addr, request)`` on every later outgoing request, before it is encoded."""
+        """Run ``hook(request)`` on every later outgoing request, before it is encoded."""
         self._hooks.append(hook)
 
     @property
@@ -274,7 +279,7 @@ class AsyncRemotingClient:
     # ================================================================== internals
     def _prepare(self, addr: str, request: RemotingCommand) -> int:
         for hook in self._hooks:
-            hook(addr, request)
+            hook(request)
         opaque = self._opaques.next()
         request.opaque = opaque
         return opaque
