@@ -115,6 +115,10 @@ class Workload(str, Enum):
     DRAIN_ONE = "4a drain, 1 consumer"
     DRAIN_GROUP = "4b drain, 4 consumers in a group"
     LATENCY = "5 end-to-end latency"
+    ASYNC_PUBLISH_ONE = "A1 asyncio publish, 1 per round trip"
+    ASYNC_PUBLISH_ASYNC = "A3 asyncio publish, 1000 in flight"
+    ASYNC_DRAIN_ONE = "A4a asyncio drain, 1 consumer"
+    ASYNC_DRAIN_GROUP = "A4b asyncio drain, 4 consumers in a group"
 
     @property
     def short(self) -> str:
@@ -441,5 +445,14 @@ class Bench(Protocol):
     def drain(self, m: Meter, sizes: Sizes, consumers: int) -> None: ...
 
     def latency(self, m: Meter, sizes: Sizes) -> None: ...
+
+    def async_publish_one(self, m: Meter, sizes: Sizes) -> None:
+        """Workload 1 with the system's asyncio client, one ``await`` per message."""
+
+    def async_publish_async(self, m: Meter, sizes: Sizes) -> None:
+        """Workload 3 with the system's asyncio client: 1,000 sends in flight on one loop."""
+
+    def async_drain(self, m: Meter, sizes: Sizes, consumers: int) -> None:
+        """Workload 4 with the system's asyncio client: ``consumers`` consumers on one loop."""
 
     def close(self) -> None: ...

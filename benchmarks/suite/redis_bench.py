@@ -13,16 +13,23 @@ Each message is one stream entry ``{"d": <100-byte body>}``.
   another group over the same keys.
 * 5: a consumer thread blocked in ``XREADGROUP ... BLOCK`` (+ ``XACK``) receives what the
   main thread ``XADD``s 1 ms apart.
+* A1, A3, A4 (asyncio workloads) use ``redis.asyncio`` on one event loop: A1 one awaited
+  ``XADD`` per message; A3 1,000 ``XADD`` tasks in flight at once over a connection pool of
+  up to 64 connections (redis-py multiplexes nothing: each request holds a connection until
+  its answer); A4 ``consumers`` tasks, each with its own connection, looping
+  ``XREADGROUP`` + pipelined ``XACK`` as in 4.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import threading
 import time
 from collections.abc import Iterable, Sequence
 
 import redis
+import redis.asyncio
 
 from .common import QUEUES, Meter, Sizes, body, paced, stamped_body, unstamp
 
@@ -186,6 +193,18 @@ class RedisBench:
         if not ok:
             raise RuntimeError(f"redis drain: {count[0]} of {total} after {sizes.wait_timeout_s} s")
 
+    # ------------------------------------------------------------------ asyncio workloads
+    def async_publish_one(self, m: Meter, sizes: Sizes) -> None:
+        asyncio.run(_AsyncRedisWorkloads(self.url).publish_one(m, sizes, self._keys("a1")))
+
+    def async_publish_async(self, m: Meter, sizes: Sizes) -> None:
+        asyncio.run(_AsyncRedisWorkloads(self.url).publish_in_flight(m, sizes, self._keys("a3")))
+
+    def async_drain(self, m: Meter, sizes: Sizes, consumers: int) -> None:
+        if not self._drain_keys:
+            self.prepare_drain(sizes)
+        asyncio.run(_AsyncRedisWorkloads(self.url).drain(m, sizes, self._drain_keys, consumers))
+
     # ------------------------------------------------------------------ latency
     def latency(self, m: Meter, sizes: Sizes) -> None:
         keys = self._keys("w5")
@@ -253,3 +272,116 @@ class RedisBench:
         finally:
             stop.set()
             thread.join()
+
+
+class _AsyncRedisWorkloads:
+    """The asyncio workloads with ``redis.asyncio`` (run on a loop of their own)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def _client(self, max_connections: int = 64) -> redis.asyncio.Redis:
+        pool = redis.asyncio.BlockingConnectionPool.from_url(self.url, max_connections=max_connections)
+        return redis.asyncio.Redis(connection_pool=pool)
+
+    async def publish_one(self, m: Meter, sizes: Sizes, keys: list[str]) -> None:
+        r = self._client(1)
+        payload = {_FIELD: body()}
+        try:
+            for seconds, measured in ((sizes.warmup_seconds, False), (sizes.publish_seconds, True)):
+                lat: list[int] = []
+                n = 0
+                if measured:
+                    m.start()
+                deadline = time.perf_counter() + seconds
+                while time.perf_counter() < deadline:
+                    t0 = time.perf_counter_ns()
+                    await r.xadd(keys[n % QUEUES], payload)  # type: ignore[arg-type]
+                    lat.append(time.perf_counter_ns() - t0)
+                    n += 1
+                if measured:
+                    m.stop(n, lat)
+        finally:
+            await r.aclose()
+
+    async def publish_in_flight(self, m: Meter, sizes: Sizes, keys: list[str]) -> None:
+        r = self._client()
+        payload = {_FIELD: body()}
+        sem = asyncio.Semaphore(sizes.in_flight)
+        counts = [0, 0]
+
+        async def one(key: str) -> None:
+            try:
+                await r.xadd(key, payload)  # type: ignore[arg-type]
+                counts[0] += 1
+            except redis.RedisError:
+                counts[1] += 1
+            finally:
+                sem.release()
+
+        async def window(seconds: float) -> None:
+            tasks: set[asyncio.Task[None]] = set()
+            n = 0
+            deadline = time.perf_counter() + seconds
+            while time.perf_counter() < deadline:
+                await sem.acquire()
+                task = asyncio.ensure_future(one(keys[n % QUEUES]))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+                n += 1
+            await asyncio.gather(*tasks)
+
+        try:
+            await window(sizes.warmup_seconds)
+            counts[:] = [0, 0]
+            m.start()
+            await window(sizes.publish_seconds)
+            m.stop(counts[0], errors=counts[1])
+        finally:
+            await r.aclose()
+
+    async def drain(self, m: Meter, sizes: Sizes, keys: list[str], consumers: int) -> None:
+        admin = self._client(1)
+        group = f"ag{consumers}_{next(_ids)}"
+        for key in keys:
+            await admin.xgroup_create(key, group, id="0")
+        await admin.aclose()
+        total = sizes.drain_messages
+        count = [0]
+        finished = asyncio.Event()
+
+        async def consume(name: str) -> None:
+            conn = self._client(1)
+            streams: dict[str, str] = dict.fromkeys(keys, ">")
+            try:
+                while not finished.is_set():
+                    reply = await conn.xreadgroup(group, name, streams, count=sizes.batch, block=100)  # type: ignore[arg-type]
+                    got = 0
+                    pipe = conn.pipeline(transaction=False)
+                    for key, entries in _entries(reply):
+                        if entries:
+                            pipe.xack(key, group, *[entry[0] for entry in entries])
+                            got += len(entries)
+                    if got:
+                        await pipe.execute()
+                        count[0] += got
+                        if count[0] >= total:
+                            finished.set()
+            finally:
+                await conn.aclose()
+
+        m.start()
+        tasks = [asyncio.ensure_future(consume(f"c{i}")) for i in range(consumers)]
+        waiter = asyncio.ensure_future(finished.wait())
+        done, _ = await asyncio.wait(
+            [waiter, *tasks], timeout=sizes.wait_timeout_s, return_when=asyncio.FIRST_COMPLETED
+        )
+        if waiter in done:
+            m.stop(count[0])
+        finished.set()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            raise RuntimeError(f"redis.asyncio drain failed: {errors[0]!r}") from errors[0]
+        if waiter not in done:
+            raise RuntimeError(f"redis.asyncio drain: {count[0]} of {total} after {sizes.wait_timeout_s} s")

@@ -9,19 +9,27 @@
 * 5: a ``PushConsumer`` (long polling) receives messages a sync producer sends 1 ms apart;
   latency = receive time - the ``perf_counter_ns`` stamp in the body.
 
+* A1, A3, A4a, A4b (the asyncio workloads): ``rocketq.aio`` on one event loop (uvloop when
+  installed): A1 one ``await AsyncProducer.send`` per message; A3 1,000 ``send`` tasks in
+  flight (``auto_batch=True`` as in 3); A4 ``AsyncPushConsumer``s (coroutine listener, batches of 32) over the topic
+  workload 4 pre-published.
+
 Each workload uses its own topic of 4 queues. A drain's window runs from the consumers'
 ``start()`` to the last message (it includes the first rebalance).
 """
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import dataclasses
 import itertools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 
+from rocketq.aio import AsyncProducer
+from rocketq.aio.push import AsyncPushConsumer
 from rocketq.client import ClientConfig, ConsumeFromWhere, Message, MessageExt, Producer, ProducerConfig
 from rocketq.client.api_results import SendResult
 from rocketq.client.consumer.listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
@@ -31,6 +39,13 @@ from rocketq.testing.cluster import EmbeddedCluster
 from .common import QUEUES, Meter, Sizes, body, paced, stamped_body, unstamp
 
 __all__ = ["RocketqBench"]
+
+try:
+    import uvloop
+
+    _new_loop: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+except ImportError:  # the speed extra is optional
+    _new_loop = asyncio.new_event_loop
 
 PushListener = Callable[[list[MessageExt], ConsumeConcurrentlyContext], ConsumeConcurrentlyStatus]
 _ids = itertools.count(1)
@@ -252,3 +267,120 @@ class RocketqBench:
             m.stop(len(samples), samples)
         finally:
             consumer.shutdown()
+
+    # ------------------------------------------------------------------ asyncio workloads
+    def _aio(self, coro: Coroutine[object, object, None]) -> None:
+        loop = _new_loop()
+        try:
+            loop.run_until_complete(coro)
+        finally:
+            loop.close()
+
+    async def _aio_publish_one(self, m: Meter, sizes: Sizes) -> None:
+        topic = self._topic("a1")
+        payload = body()
+        cfg = ProducerConfig(producer_group=f"{self._run}_a1_{next(_ids)}", send_msg_timeout_ms=30_000)
+        async with AsyncProducer(namesrv_addr=self.namesrv, config=cfg) as producer:
+            for seconds, measured in ((sizes.warmup_seconds, False), (sizes.publish_seconds, True)):
+                lat: list[int] = []
+                n = 0
+                if measured:
+                    m.start()
+                deadline = time.perf_counter() + seconds
+                while time.perf_counter() < deadline:
+                    t0 = time.perf_counter_ns()
+                    await producer.send(Message(topic, payload))
+                    lat.append(time.perf_counter_ns() - t0)
+                    n += 1
+                if measured:
+                    m.stop(n, lat)
+
+    def async_publish_one(self, m: Meter, sizes: Sizes) -> None:
+        self._aio(self._aio_publish_one(m, sizes))
+
+    async def _aio_publish_async(self, m: Meter, sizes: Sizes) -> None:
+        topic = self._topic("a3")
+        payload = body()
+        # auto_batch, as workload 3's blocking producer (the analogue of pipelining)
+        cfg = ProducerConfig(
+            producer_group=f"{self._run}_a3_{next(_ids)}", send_msg_timeout_ms=30_000, auto_batch=True
+        )
+        async with AsyncProducer(namesrv_addr=self.namesrv, config=cfg) as producer:
+            sem = asyncio.Semaphore(sizes.in_flight)
+            counts = [0, 0]
+
+            async def one() -> None:
+                try:
+                    await producer.send(Message(topic, payload))
+                    counts[0] += 1
+                except Exception:
+                    counts[1] += 1
+                finally:
+                    sem.release()
+
+            async def window(seconds: float) -> None:
+                tasks: set[asyncio.Task[None]] = set()
+                deadline = time.perf_counter() + seconds
+                while time.perf_counter() < deadline:
+                    await sem.acquire()
+                    task = asyncio.ensure_future(one())
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                await asyncio.gather(*tasks)
+
+            await window(sizes.warmup_seconds)
+            counts[:] = [0, 0]
+            m.start()
+            await window(sizes.publish_seconds)
+            m.stop(counts[0], errors=counts[1])
+
+    def async_publish_async(self, m: Meter, sizes: Sizes) -> None:
+        self._aio(self._aio_publish_async(m, sizes))
+
+    async def _aio_drain(self, m: Meter, sizes: Sizes, consumers: int) -> None:
+        topic = self._drain_topic
+        group = f"{self._run}_ag{consumers}_{next(_ids)}"
+        total = sizes.drain_messages
+        seen: set[tuple[int, int]] = set()
+        redelivered = [0]
+        finished = asyncio.Event()
+
+        async def listener(
+            msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
+        ) -> ConsumeConcurrentlyStatus:
+            before = len(seen)
+            seen.update((msg.queue_id, msg.queue_offset) for msg in msgs)
+            redelivered[0] += len(msgs) - (len(seen) - before)
+            if len(seen) >= total:
+                finished.set()
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        members = []
+        for _ in range(consumers):
+            cfg = PushConsumerConfig(
+                consumer_group=group,
+                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+                consume_message_batch_max_size=sizes.batch,
+            )
+            consumer = AsyncPushConsumer(config=cfg, namesrv_addr=self.namesrv, client_config=_CLIENT)
+            consumer.subscribe(topic, "*")
+            consumer.register_message_listener(listener)
+            members.append(consumer)
+        m.start()
+        try:
+            for consumer in members:
+                await consumer.start()
+            try:
+                await asyncio.wait_for(finished.wait(), sizes.wait_timeout_s)
+            except asyncio.TimeoutError:
+                raise RuntimeError(f"rocketq.aio drain: {len(seen)} of {total}") from None
+            again = redelivered[0]
+            m.stop(len(seen), note=f"{again} redelivered (rebalance)" if again else "")
+        finally:
+            for consumer in members:
+                await consumer.shutdown()
+
+    def async_drain(self, m: Meter, sizes: Sizes, consumers: int) -> None:
+        if not self._drain_topic:
+            self.prepare_drain(sizes)
+        self._aio(self._aio_drain(m, sizes, consumers))

@@ -112,6 +112,14 @@ def _run_workload(bench: Bench, workload: Workload, m: Meter, sizes: Sizes) -> N
         bench.drain(m, sizes, 1)
     elif workload is Workload.DRAIN_GROUP:
         bench.drain(m, sizes, 4)
+    elif workload is Workload.ASYNC_PUBLISH_ONE:
+        bench.async_publish_one(m, sizes)
+    elif workload is Workload.ASYNC_PUBLISH_ASYNC:
+        bench.async_publish_async(m, sizes)
+    elif workload is Workload.ASYNC_DRAIN_ONE:
+        bench.async_drain(m, sizes, 1)
+    elif workload is Workload.ASYNC_DRAIN_GROUP:
+        bench.async_drain(m, sizes, 4)
     else:
         bench.latency(m, sizes)
 

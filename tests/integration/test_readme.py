@@ -66,6 +66,9 @@ def test_readme_python_blocks_run_in_order(
         # the transactional and request/reply blocks (they end before the next block runs)
         assert "order event COMMIT_MESSAGE" in out
         assert "reply b'price of sku-42'" in out and "reply b'price of sku-7'" in out
+        # the asyncio quick start ran to its end on its own loop
+        assert "push consumer got b'hello async'" in out
+        assert "lite pull consumer got" in out
         # the example test of the Tests section, with the plugin's fixtures
         names = iter(range(1000))
         ns["test_round_trip"](cluster, lambda prefix="t": f"{prefix}_readme_{next(names)}")

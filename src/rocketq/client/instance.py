@@ -47,6 +47,7 @@ from rocketq.client.config import ClientConfig
 from rocketq.client.impl.mq_admin_impl import MQAdminImpl
 from rocketq.client.impl.mq_client_api import MQClientAPI
 from rocketq.client.impl.topic_route import (
+    prune_offline_brokers,
     select_subscribe_addr,
     topic_route_to_publish_info,
     topic_route_to_subscribe_info,
@@ -515,17 +516,8 @@ class MQClientInstance:
     def clean_offline_broker(self) -> None:
         """Drop broker addresses that no topic route mentions any more (``cleanOfflineBroker``)."""
         with self._lock:
-            live: dict[str, set[str]] = {}
-            for route in self._topic_routes.values():
-                for bd in route.broker_datas:
-                    live.setdefault(bd.broker_name or "", set()).update(bd.broker_addrs.values())
-            for name in list(self._broker_addrs):
-                kept = {bid: a for bid, a in self._broker_addrs[name].items() if a in live.get(name, set())}
-                if kept:
-                    self._broker_addrs[name] = kept
-                else:
-                    del self._broker_addrs[name]
-                    self._broker_versions.pop(name, None)
+            for name in prune_offline_brokers(self._broker_addrs, self._topic_routes.values()):
+                self._broker_versions.pop(name, None)
 
     def prepare_heartbeat_data(self) -> HeartbeatData:
         """``prepareHeartbeatData``: every producer group and every consumer with its subscriptions."""

@@ -19,15 +19,22 @@ and queue offset ``first + i`` (the broker stores a batch with consecutive offse
 queue). A failed batch fails every message in it (after the producer's usual retries).
 Eligible: single messages with no delay level, an ordinary topic, no explicit queue or
 selector; everything else is sent as before.
+
+The accumulator is generic over its futures: :class:`concurrent.futures.Future` for the
+blocking producer, :class:`asyncio.Future` (made by the running loop) for
+:class:`rocketq.aio.AsyncProducer`, so both producers batch by the same rules. A message whose
+future was cancelled meanwhile (an asyncio caller gave up) still leaves with its batch.
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import concurrent.futures
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from rocketq.client.api_results import SendResult
 from rocketq.protocol.message import Message
@@ -35,46 +42,53 @@ from rocketq.protocol.mixall import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PR
 
 __all__ = ["ProduceAccumulator"]
 
-SendBatch = Callable[[list[Message]], concurrent.futures.Future[SendResult]]
+#: the future type of one accumulator: thread futures or asyncio futures
+_F = TypeVar("_F", concurrent.futures.Future[SendResult], asyncio.Future[SendResult])
 
 
 @dataclass(slots=True)
-class _Pending:
+class _Pending(Generic[_F]):
     msg: Message
     size: int
-    future: concurrent.futures.Future[SendResult]
+    future: _F
 
 
-class _TopicBatcher:
+class _TopicBatcher(Generic[_F]):
     __slots__ = ("in_flight", "queue", "queued_bytes")
 
     def __init__(self) -> None:
         #: batches of this topic sent and not answered yet
         self.in_flight = 0
-        self.queue: collections.deque[_Pending] = collections.deque()
+        self.queue: collections.deque[_Pending[_F]] = collections.deque()
         self.queued_bytes = 0
 
 
-class ProduceAccumulator:
-    """Per-topic queues of asynchronous sends waiting for the topic's batch in flight."""
+class ProduceAccumulator(Generic[_F]):
+    """Per-topic queues of asynchronous sends waiting for the topic's batch in flight.
+
+    ``send_batch(msgs)`` sends one message or batch and returns its future; ``new_future``
+    makes the per-message futures (default :class:`concurrent.futures.Future`).
+    """
 
     def __init__(
         self,
-        send_batch: SendBatch,
+        send_batch: Callable[[list[Message]], _F],
         *,
+        new_future: Callable[[], _F],
         max_messages: int = 256,
         max_bytes: int = 1024 * 1024,
         max_in_flight: int = 2,
     ) -> None:
         if max_messages < 1 or max_bytes < 1 or max_in_flight < 1:
             raise ValueError("max_messages, max_bytes and max_in_flight must be >= 1")
-        self._send_batch = send_batch
+        self._send_batch: Callable[[list[Message]], _F] = send_batch
+        self._new_future: Callable[[], _F] = new_future
         self.max_messages = max_messages
         self.max_bytes = max_bytes
         #: batches of one topic allowed in flight at once
         self.max_in_flight = max_in_flight
         self._lock = threading.Lock()
-        self._topics: dict[str, _TopicBatcher] = {}
+        self._topics: dict[str, _TopicBatcher[_F]] = {}
         #: batches sent so far (for tests and stats)
         self.batches_sent = 0
 
@@ -87,13 +101,13 @@ class ProduceAccumulator:
             and not msg.topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX))
         )
 
-    def add(self, msg: Message) -> concurrent.futures.Future[SendResult]:
+    def add(self, msg: Message) -> _F:
         """Queue ``msg``; its future completes with its own SendResult."""
-        pending = _Pending(msg, len(msg.body) + 64, concurrent.futures.Future())
+        pending = _Pending(msg, len(msg.body) + 64, self._new_future())
         with self._lock:
             batcher = self._topics.get(msg.topic)
             if batcher is None:
-                batcher = self._topics[msg.topic] = _TopicBatcher()
+                batcher = self._topics[msg.topic] = _TopicBatcher[_F]()
             batcher.queue.append(pending)
             batcher.queued_bytes += pending.size
             if batcher.in_flight >= self.max_in_flight:
@@ -103,7 +117,7 @@ class ProduceAccumulator:
         self._launch(msg.topic, batch)
         return pending.future
 
-    def _take(self, batcher: _TopicBatcher) -> Sequence[_Pending]:
+    def _take(self, batcher: _TopicBatcher[_F]) -> Sequence[_Pending[_F]]:
         """Up to max_messages / max_bytes from the front of the queue (lock held)."""
         queue = batcher.queue
         if len(queue) <= self.max_messages and batcher.queued_bytes <= self.max_bytes:
@@ -112,7 +126,7 @@ class ProduceAccumulator:
             batcher.queue = collections.deque()
             batcher.queued_bytes = 0
             return queue
-        taken: list[_Pending] = []
+        taken: list[_Pending[_F]] = []
         size = 0
         while queue and len(taken) < self.max_messages:
             if taken and size + queue[0].size > self.max_bytes:
@@ -123,7 +137,7 @@ class ProduceAccumulator:
         batcher.queued_bytes -= size
         return taken
 
-    def _launch(self, topic: str, batch: Sequence[_Pending]) -> None:
+    def _launch(self, topic: str, batch: Sequence[_Pending[_F]]) -> None:
         self.batches_sent += 1
         try:
             fut = self._send_batch([p.msg for p in batch])
@@ -135,25 +149,29 @@ class ProduceAccumulator:
     def _complete(
         self,
         topic: str,
-        batch: Sequence[_Pending],
-        fut: concurrent.futures.Future[SendResult] | None,
+        batch: Sequence[_Pending[_F]],
+        fut: _F | None,
         error: BaseException | None,
     ) -> None:
         exc = error if fut is None else fut.exception()
         if exc is not None:
             for p in batch:
-                p.future.set_exception(exc)
+                if not p.future.done():
+                    p.future.set_exception(exc)
         else:
             assert fut is not None
             result = fut.result()
             if len(batch) == 1:
-                batch[0].future.set_result(result)
+                if not batch[0].future.done():
+                    batch[0].future.set_result(result)
             else:
                 offset_ids = result.offset_msg_id.split(",")
                 msg_ids = result.msg_id.split(",")
                 status, mq, first = result.status, result.message_queue, result.queue_offset
                 tx, region, trace = result.transaction_id, result.region_id, result.trace_on
                 for i, p in enumerate(batch):
+                    if p.future.done():  # cancelled by its (asyncio) caller
+                        continue
                     # one SendResult per message (a direct construction: dataclasses.replace
                     # costs twice as much, and this runs per message)
                     p.future.set_result(

@@ -41,7 +41,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Literal, cast
+from typing import Literal
 
 from rocketq.client.api_results import SendResult, SendStatus
 from rocketq.client.config import (
@@ -63,11 +63,19 @@ from rocketq.client.request_response import (
     send_request,
     wait_response,
 )
-from rocketq.client.selectors import SelectorLike, as_selector
-from rocketq.client.send_message_hook import SendMessageContext, SendMessageHook, run_send_hooks
+from rocketq.client.selectors import SelectorLike
+from rocketq.client.send_message_hook import SendMessageContext, SendMessageHook, hooks_after, hooks_before
+from rocketq.client.send_prep import (
+    PreparedSend,
+    SendAttempts,
+    check_explicit_queue,
+    check_message,
+    prepare_send,
+    select_with,
+    send_header,
+)
 from rocketq.client.trace.async_trace_dispatcher import AsyncTraceDispatcher
 from rocketq.client.trace.hooks import SendMessageTraceHookImpl
-from rocketq.common.log_limiter import LogLimiter
 from rocketq.common.service_state import ServiceLifecycle, ServiceState
 from rocketq.errors import (
     BrokerError,
@@ -78,29 +86,18 @@ from rocketq.errors import (
     RequestTimeoutError,
     RocketqError,
 )
-from rocketq.protocol.codes import MessageSysFlag
-from rocketq.protocol.headers import SendMessageRequestHeader
 from rocketq.protocol.message import (
     Message,
-    MessageConst,
     MessageExt,
-    compress_body,
-    decode_properties,
-    encode_batch,
-    encode_properties,
 )
-from rocketq.protocol.message_id import decode_offset_msg_id, new_unique_id
+from rocketq.protocol.message_id import decode_offset_msg_id
 from rocketq.protocol.message_queue import MessageQueue
-from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX
 from rocketq.protocol.route import TopicConfig
 from rocketq.remoting.helper import host_addr_to_string
 
 __all__ = ["Producer", "SendCallback", "SendResult", "SendStatus"]
 
 log = logging.getLogger(__name__)
-#: A failed send logs "retry another broker" once per broker per 10 s (three attempts to one
-#: broker would log three lines per send), with the count of the lines left out.
-_log_limiter = LogLimiter(log)
 
 #: ``callback(future)``, run on the client's callback pool once the send is done.
 SendCallback = Callable[["concurrent.futures.Future[SendResult]"], object]
@@ -122,21 +119,6 @@ def _guarded(callback: SendCallback) -> Callable[[concurrent.futures.Future[Send
             log.exception("send callback raised")
 
     return run
-
-
-@dataclasses.dataclass(slots=True)
-class _Prepared:
-    """One send's wire data: everything but the queue."""
-
-    topic: str
-    body: bytes
-    sys_flag: int
-    flag: int
-    properties: str
-    uniq_id: str
-    batch: bool
-    reconsume_times: int | None
-    max_reconsume_times: int | None
 
 
 class Producer(ServiceLifecycle):
@@ -182,10 +164,11 @@ class Producer(ServiceLifecycle):
         if enable_msg_trace:
             self.trace_dispatcher = AsyncTraceDispatcher(cfg.producer_group, "PRODUCE", custom_trace_topic)
             self.send_hooks.append(SendMessageTraceHookImpl(self.trace_dispatcher))
-        self._accumulator: ProduceAccumulator | None = None
+        self._accumulator: ProduceAccumulator[concurrent.futures.Future[SendResult]] | None = None
         if cfg.auto_batch:
             self._accumulator = ProduceAccumulator(
                 lambda msgs: self._send_async_now(msgs[0] if len(msgs) == 1 else msgs),
+                new_future=concurrent.futures.Future,
                 max_messages=cfg.auto_batch_max_messages,
                 max_bytes=cfg.auto_batch_max_bytes,
                 max_in_flight=cfg.auto_batch_max_in_flight,
@@ -309,118 +292,10 @@ class Producer(ServiceLifecycle):
 
     # ================================================================== preparation
     def _check_message(self, msg: Message) -> None:
-        """``Validators.checkMessage``."""
-        if not isinstance(msg, Message):
-            raise IllegalArgumentError(f"the message is not a Message: {msg!r}")
-        validate_topic(msg.topic, for_send=True)
-        if not msg.body:
-            raise IllegalArgumentError("the message body length is zero")
-        if len(msg.body) > self.config.max_message_size:
-            raise IllegalArgumentError(
-                f"the message body size over max value, MAX: {self.config.max_message_size}"
-            )
+        check_message(msg, self.config)
 
-    def _prepare(self, msg: Message) -> _Prepared:
-        self._check_message(msg)
-        props = msg.properties
-        uniq = props.get(MessageConst.UNIQ_KEY)
-        if not uniq:
-            uniq = new_unique_id()
-            props[MessageConst.UNIQ_KEY] = uniq
-        wire = dict(props)
-        body = msg.body
-        sys_flag = 0
-        if len(body) >= self.config.compress_msg_body_over_howmuch:
-            # DefaultMQProducerImpl.tryToCompressMessage: COMPRESSED_FLAG plus the type bits (ZLIB)
-            body = compress_body(body, self.config.compress_level)
-            sys_flag |= MessageSysFlag.COMPRESSED_FLAG | MessageSysFlag.COMPRESSION_ZLIB_TYPE
-        if wire.get(MessageConst.TRAN_MSG, "").lower() == "true":
-            sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
-        reconsume: int | None = 0
-        max_reconsume: int | None = None
-        if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            # sendKernelImpl moves these two properties into header fields j and l
-            rt = wire.pop(MessageConst.RECONSUME_TIME, None)
-            mrt = wire.pop(MessageConst.MAX_RECONSUME_TIMES, None)
-            reconsume = int(rt) if rt and rt.lstrip("-").isdigit() else 0
-            max_reconsume = int(mrt) if mrt and mrt.lstrip("-").isdigit() else None
-        return _Prepared(
-            topic=msg.topic,
-            body=body,
-            sys_flag=int(sys_flag),
-            flag=msg.flag,
-            properties=encode_properties(wire, java_order=True),
-            uniq_id=uniq,
-            batch=False,
-            reconsume_times=reconsume,
-            max_reconsume_times=max_reconsume,
-        )
-
-    def _prepare_batch(self, msgs: Sequence[Message]) -> _Prepared:
-        """``MessageBatch.generateFromList`` + ``DefaultMQProducer.batch``."""
-        if not msgs:
-            raise IllegalArgumentError("a batch needs at least one message")
-        first = msgs[0]
-        topic = first.topic
-        wait = first.wait_store_msg_ok  # a property lookup: read once, not per message
-        uniq_ids = []
-        for msg in msgs:
-            self._check_message(msg)
-            if msg.topic != topic:
-                raise IllegalArgumentError("The topic of the messages in one batch should be the same")
-            if msg.delay_time_level > 0:
-                raise IllegalArgumentError("TimeDelayLevel is not supported for batching")
-            if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-                raise IllegalArgumentError("Retry Group is not supported for batching")
-            if msg.wait_store_msg_ok != wait:
-                raise IllegalArgumentError("The waitStoreMsgOK of the messages in one batch should the same")
-            uniq = msg.properties.get(MessageConst.UNIQ_KEY)
-            if not uniq:
-                uniq = new_unique_id()
-                msg.properties[MessageConst.UNIQ_KEY] = uniq
-            uniq_ids.append(uniq)
-        body = encode_batch(msgs)
-        if len(body) > self.config.max_message_size:
-            raise IllegalArgumentError(
-                f"the message body size over max value, MAX: {self.config.max_message_size}"
-            )
-        batch_props = {MessageConst.WAIT: "true" if wait else "false"}
-        return _Prepared(
-            topic=topic,
-            body=body,
-            sys_flag=0,
-            flag=0,
-            properties=encode_properties(batch_props, java_order=True),
-            uniq_id=",".join(uniq_ids),
-            batch=True,
-            reconsume_times=0,
-            max_reconsume_times=None,
-        )
-
-    def _prepare_any(self, msg: Message | Sequence[Message]) -> _Prepared:
-        if isinstance(msg, Message):
-            return self._prepare(msg)
-        if isinstance(cast(object, msg), (str, bytes)):
-            raise IllegalArgumentError("send() takes a Message or a list of Messages")
-        return self._prepare_batch(list(msg))
-
-    def _header(self, prep: _Prepared, mq: MessageQueue) -> SendMessageRequestHeader:
-        return SendMessageRequestHeader(
-            producer_group=self.config.producer_group,
-            topic=prep.topic,
-            default_topic=self.config.create_topic_key,
-            default_topic_queue_nums=self.config.default_topic_queue_nums,
-            queue_id=mq.queue_id,
-            sys_flag=prep.sys_flag,
-            born_timestamp=time.time_ns() // 1_000_000,
-            flag=prep.flag,
-            properties=prep.properties,
-            reconsume_times=prep.reconsume_times,
-            unit_mode=False,
-            batch=prep.batch,
-            max_reconsume_times=prep.max_reconsume_times,
-            bname=mq.broker_name,
-        )
+    def _prepare_any(self, msg: Message | Sequence[Message]) -> PreparedSend:
+        return prepare_send(msg, self.config)
 
     def _broker_addr(self, mq: MessageQueue) -> str:
         instance = self._running_instance()
@@ -488,91 +363,55 @@ class Producer(ServiceLifecycle):
         begin = self._clock_ms()
         prep = self._prepare_any(msg)
         if queue is not None or selector is not None:
-            mq = self._choose_explicit(prep, queue, selector, arg, msg)
+            chosen = self._choose_explicit(prep, queue, selector, arg, msg)
             if self._clock_ms() - begin >= timeout:
                 raise RequestTimeoutError("sendSelectImpl call timeout")
-            return self._send_kernel(prep, mq, mode, timeout - (self._clock_ms() - begin))
+            return self._send_kernel(prep, chosen, mode, timeout - (self._clock_ms() - begin))
         info = self._find_publish_info(prep.topic)
         if not info.ok():
             raise ClientError(f"No route info of this topic: {prep.topic}")
-        attempts = 1 + self.config.retry_times_when_send_failed if mode == "sync" else 1
-        last_broker: str | None = None
-        last_exc: RocketqError | None = None
-        brokers_sent: list[str] = []
-        for _ in range(attempts):
-            mq = self._fault.select_one_message_queue(info, last_broker)
-            brokers_sent.append(mq.broker_name)
-            start = self._clock_ms()
-            if start - begin >= timeout:
-                last_exc = RequestTimeoutError(f"sendDefaultImpl call timeout after {timeout}ms")
-                break
-            try:
-                result = self._send_kernel(prep, mq, mode, timeout - (start - begin))
-            except (RemotingError, BrokerError) as exc:
-                self._fault.update_fault_item(mq.broker_name, self._clock_ms() - start, True)
-                _log_limiter.warning(
-                    ("send", mq.broker_name), "send to %s failed (%s); retry another broker", mq, exc
-                )
-                last_exc, last_broker = exc, mq.broker_name
-                if isinstance(exc, BrokerError) and not exc.retriable:
-                    raise
-                continue
-            self._fault.update_fault_item(mq.broker_name, self._clock_ms() - start, False)
-            if (
-                result is not None
-                and result.status is not SendStatus.SEND_OK
-                and self.config.retry_another_broker_when_not_store_ok
-            ):
-                last_broker = mq.broker_name
-                continue
-            return result
-        cost = self._clock_ms() - begin
-        info_text = (
-            f"Send [{len(brokers_sent)}] times, still failed, cost [{cost}]ms, "
-            f"Topic: {prep.topic}, BrokersSent: {brokers_sent}"
+        attempts = SendAttempts(
+            self._fault,
+            info,
+            self.config,
+            prep.topic,
+            begin,
+            timeout,
+            self._clock_ms,
+            retries=self.config.retry_times_when_send_failed if mode == "sync" else 0,
         )
-        if isinstance(last_exc, BrokerError):
-            raise last_exc
-        if isinstance(last_exc, RequestTimeoutError):
-            # Timeout contract: the message may still have been stored.
-            raise RequestTimeoutError(f"{info_text}: {last_exc}") from last_exc
-        if isinstance(last_exc, RemotingError):
-            raise type(last_exc)(f"{info_text}: {last_exc}") from last_exc
-        raise ClientError(info_text)
+        while (mq := attempts.next_queue()) is not None:
+            start = self._clock_ms()
+            try:
+                result = self._send_kernel(prep, mq, mode, attempts.remaining_ms(start))
+            except (RemotingError, BrokerError) as exc:
+                attempts.failed(mq, start, exc)
+                continue
+            if attempts.succeeded(mq, start, result):
+                return result
+        raise attempts.give_up()
 
     def _choose_explicit(
         self,
-        prep: _Prepared,
+        prep: PreparedSend,
         queue: MessageQueue | None,
         selector: SelectorLike | None,
         arg: object,
         msg: Message | Sequence[Message],
     ) -> MessageQueue:
-        if queue is not None and selector is not None:
-            raise IllegalArgumentError("pass either queue= or selector=, not both")
-        if queue is not None:
-            if queue.topic != prep.topic:
-                raise IllegalArgumentError(
-                    f"message's topic not equal mq's topic: {prep.topic} != {queue.topic}"
-                )
-            return queue
+        mq = check_explicit_queue(prep.topic, queue, selector)
+        if mq is not None:
+            return mq
         assert selector is not None
-        info = self._find_publish_info(prep.topic)
-        if not info.ok():
-            raise ClientError(f"No route info for this topic, {prep.topic}")
-        first = msg if isinstance(msg, Message) else next(iter(msg))
-        mq = as_selector(selector).select(list(info.message_queue_list), first, arg)
-        if not isinstance(mq, MessageQueue):
-            raise ClientError("select message queue return null.")
-        return mq
+        return select_with(self._find_publish_info(prep.topic), prep.topic, selector, msg, arg)
 
     def _send_kernel(
-        self, prep: _Prepared, mq: MessageQueue, mode: _Mode, timeout_ms: int
+        self, prep: PreparedSend, mq: MessageQueue, mode: _Mode, timeout_ms: int
     ) -> SendResult | None:
         """``sendKernelImpl``: one attempt to one queue."""
         addr = self._broker_addr(mq)
         instance = self._running_instance()
-        header = self._header(prep, mq)
+        header = send_header(prep, mq, self.config)
         hook_ctx = self._hooks_before(prep, mq, addr)
         try:
             if mode == "oneway":
@@ -588,30 +427,13 @@ class Producer(ServiceLifecycle):
         self._hooks_after(hook_ctx, result, None)
         return result
 
-    def _hooks_before(self, prep: _Prepared, mq: MessageQueue, addr: str) -> SendMessageContext | None:
-        """``executeSendMessageHookBefore``; None (nothing to do after) without hooks."""
-        if not self.send_hooks:
-            return None
-        ctx = SendMessageContext(
-            producer_group=self.config.producer_group,
-            topic=prep.topic,
-            properties=decode_properties(prep.properties),
-            body_length=len(prep.body),
-            broker_addr=addr,
-            broker_name=mq.broker_name,
-        )
-        run_send_hooks(self.send_hooks, ctx, before=True)
-        return ctx
+    def _hooks_before(self, prep: PreparedSend, mq: MessageQueue, addr: str) -> SendMessageContext | None:
+        return hooks_before(self.send_hooks, self.config.producer_group, prep, mq, addr)
 
     def _hooks_after(
         self, ctx: SendMessageContext | None, result: SendResult | None, exc: BaseException | None
     ) -> None:
-        """``executeSendMessageHookAfter`` with the attempt's outcome."""
-        if ctx is None:
-            return
-        ctx.send_result = result
-        ctx.exception = exc
-        run_send_hooks(self.send_hooks, ctx, before=False)
+        hooks_after(self.send_hooks, ctx, result, exc)
 
     # ================================================================== async
     def send_async(
@@ -728,7 +550,7 @@ class Producer(ServiceLifecycle):
 
     def _attempt_async(
         self,
-        prep: _Prepared,
+        prep: PreparedSend,
         mq: MessageQueue,
         begin: int,
         timeout: int,
@@ -746,7 +568,7 @@ class Producer(ServiceLifecycle):
         hook_ctx: SendMessageContext | None = None
         try:
             addr = self._broker_addr(mq)
-            header = self._header(prep, mq)
+            header = send_header(prep, mq, self.config)
             hook_ctx = self._hooks_before(prep, mq, addr)
             fut = self._running_instance().api.send_message_async(
                 addr, mq.broker_name, header, prep.body, prep.uniq_id, remaining, batch=prep.batch
@@ -770,7 +592,7 @@ class Producer(ServiceLifecycle):
 
     def _on_async_error(
         self,
-        prep: _Prepared,
+        prep: PreparedSend,
         mq: MessageQueue,
         begin: int,
         timeout: int,

@@ -16,8 +16,11 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from rocketq.client.api_results import SendResult
+from rocketq.client.send_prep import PreparedSend
+from rocketq.protocol.message import decode_properties
+from rocketq.protocol.message_queue import MessageQueue
 
-__all__ = ["SendMessageContext", "SendMessageHook", "run_send_hooks"]
+__all__ = ["SendMessageContext", "SendMessageHook", "hooks_after", "hooks_before", "run_send_hooks"]
 
 log = logging.getLogger(__name__)
 
@@ -59,3 +62,36 @@ def run_send_hooks(hooks: Sequence[SendMessageHook], ctx: SendMessageContext, *,
                 hook.send_message_after(ctx)
         except Exception:
             log.exception("send hook %s failed", hook.hook_name())
+
+
+def hooks_before(
+    hooks: Sequence[SendMessageHook], group: str, prep: PreparedSend, mq: MessageQueue, addr: str
+) -> SendMessageContext | None:
+    """``executeSendMessageHookBefore`` for one attempt; None (nothing to do after) without
+    hooks. Shared by the blocking and the asyncio producer."""
+    if not hooks:
+        return None
+    ctx = SendMessageContext(
+        producer_group=group,
+        topic=prep.topic,
+        properties=decode_properties(prep.properties),
+        body_length=len(prep.body),
+        broker_addr=addr,
+        broker_name=mq.broker_name,
+    )
+    run_send_hooks(hooks, ctx, before=True)
+    return ctx
+
+
+def hooks_after(
+    hooks: Sequence[SendMessageHook],
+    ctx: SendMessageContext | None,
+    result: SendResult | None,
+    exc: BaseException | None,
+) -> None:
+    """``executeSendMessageHookAfter`` with the attempt's outcome (nothing when ``ctx`` is None)."""
+    if ctx is None:
+        return
+    ctx.send_result = result
+    ctx.exception = exc
+    run_send_hooks(hooks, ctx, before=False)

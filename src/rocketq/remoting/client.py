@@ -75,7 +75,7 @@ from rocketq.protocol.frame import (
     FrameDecoder,
     RemotingCommand,
 )
-from rocketq.remoting.helper import RequestIdCounter, exception_desc, machinery_response, parse_addr
+from rocketq.remoting.helper import RequestIdCounter, answer_frame, machinery_response, parse_addr
 
 __all__ = ["RemotingClient", "RequestHandler", "RpcHook"]
 
@@ -772,35 +772,24 @@ class RemotingClient:
     def _handle_request(self, conn: _Connection, cmd: RemotingCommand) -> None:
         """Answer one request the server sent (runs on the handler pool)."""
         handler = self._request_handler
-        response: RemotingCommand | None
+        outcome: RemotingCommand | Exception | None
         if handler is None:
             if cmd.flag & FLAG_ONEWAY:
                 return
             log.warning("%s: request code %d from %s not supported", self.name, cmd.code, conn.addr)
             # NettyRemotingAbstract.processRequestCommand: no processor for the code.
-            response = machinery_response(
+            frame = machinery_response(
                 cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported"
-            )
+            ).encode()
         else:
             try:
-                response = handler(cmd, conn.addr)
+                outcome = handler(cmd, conn.addr)
             except Exception as exc:
                 log.exception("%s: request handler failed on code %d from %s", self.name, cmd.code, conn.addr)
-                if cmd.flag & FLAG_ONEWAY:
-                    return
-                response = machinery_response(cmd, ResponseCode.SYSTEM_ERROR, exception_desc(exc))
-            else:
-                if response is None or cmd.flag & FLAG_ONEWAY:
-                    return
-                # The processor callback sets opaque, the response flag and the request's
-                # serialize type (NettyRemotingAbstract.processRequestCommand).
-                response.opaque = cmd.opaque
-                response.flag |= FLAG_RESPONSE
-                response.serialize_type = cmd.serialize_type
-        try:
-            frame = response.encode()
-        except ProtocolError as exc:
-            log.exception("%s: cannot encode the response to code %d", self.name, cmd.code)
-            frame = machinery_response(cmd, ResponseCode.SYSTEM_ERROR, exception_desc(exc)).encode()
+                outcome = exc
+            answer = answer_frame(cmd, outcome)
+            if answer is None:
+                return
+            frame = answer
         if not conn.closed:
             self._write(conn, frame)

@@ -11,12 +11,13 @@ from __future__ import annotations
 import itertools
 from typing import Final
 
-from rocketq.errors import IllegalArgumentError
-from rocketq.protocol.codes import SerializeType
-from rocketq.protocol.frame import FLAG_RESPONSE, RemotingCommand
+from rocketq.errors import IllegalArgumentError, ProtocolError
+from rocketq.protocol.codes import ResponseCode, SerializeType
+from rocketq.protocol.frame import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
 
 __all__ = [
     "RequestIdCounter",
+    "answer_frame",
     "exception_desc",
     "host_addr_to_string",
     "machinery_response",
@@ -82,3 +83,25 @@ def machinery_response(request: RemotingCommand, code: int, remark: str) -> Remo
         remark=remark,
         serialize_type=SerializeType.JSON,
     )
+
+
+def answer_frame(request: RemotingCommand, outcome: RemotingCommand | Exception | None) -> bytes | None:
+    """The frame answering a request the other side sent, from its handler's ``outcome`` (an
+    answer, the exception it raised, or ``None`` for no answer); ``None`` when nothing is
+    written (a oneway request, or no answer). ``NettyRemotingAbstract.processRequestCommand``:
+    the callback sets the opaque, the response flag and the request's serialize type; a failed
+    handler is answered SYSTEM_ERROR; an answer that cannot be encoded too. Shared by the
+    blocking and the asyncio remoting clients."""
+    if request.flag & FLAG_ONEWAY or outcome is None:
+        return None
+    if isinstance(outcome, Exception):
+        response = machinery_response(request, ResponseCode.SYSTEM_ERROR, exception_desc(outcome))
+    else:
+        response = outcome
+        response.opaque = request.opaque
+        response.flag |= FLAG_RESPONSE
+        response.serialize_type = request.serialize_type
+    try:
+        return response.encode()
+    except ProtocolError as exc:
+        return machinery_response(request, ResponseCode.SYSTEM_ERROR, exception_desc(exc)).encode()

@@ -1,6 +1,7 @@
 """Polling helpers for tests against a live cluster (:class:`~rocketq.testing.cluster.EmbeddedCluster`).
 
-* :func:`wait_until` polls a condition until it holds, else fails the test with
+* :func:`wait_until` (and :func:`async_wait_until` for asyncio tests) polls a condition until
+  it holds, else fails the test with
   :class:`AssertionError` naming what was awaited.
 * :func:`wait_for_dlq` reads queue 0 of ``%DLQ%<group>`` (``MixAll.getDLQTopic``; a DLQ
   topic has one queue, ``SendMessageProcessor``) with a :class:`PullConsumer` until
@@ -12,6 +13,7 @@ module shares one copy.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 
@@ -21,7 +23,7 @@ from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import dlq_topic
 from rocketq.testing.cluster import EmbeddedCluster
 
-__all__ = ["wait_for_dlq", "wait_until"]
+__all__ = ["async_wait_until", "wait_for_dlq", "wait_until"]
 
 
 def wait_until(
@@ -33,6 +35,17 @@ def wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(interval_s)
+
+
+async def async_wait_until(
+    cond: Callable[[], bool], timeout_s: float = 20.0, what: str = "condition", *, interval_s: float = 0.05
+) -> None:
+    """:func:`wait_until` for asyncio tests: polls ``cond`` without blocking the event loop."""
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(interval_s)
 
 
 def wait_for_dlq(

@@ -44,7 +44,7 @@ def _bodies(msgs: list[Message]) -> list[bytes]:
 @pytest.mark.parametrize("max_in_flight", [1, 2, 3])
 def test_at_most_max_in_flight_batches_and_queued_messages_leave_together(max_in_flight: int) -> None:
     send = StubSend()
-    acc = ProduceAccumulator(send, max_in_flight=max_in_flight)
+    acc = ProduceAccumulator(send, new_future=concurrent.futures.Future, max_in_flight=max_in_flight)
     futures = [acc.add(Message("T", f"m{i}".encode())) for i in range(10)]
     # the first max_in_flight messages leave alone at once; the rest wait for a free slot
     assert [_bodies(b) for b, _ in send.batches] == [[f"m{i}".encode()] for i in range(max_in_flight)]
@@ -72,7 +72,7 @@ def test_at_most_max_in_flight_batches_and_queued_messages_leave_together(max_in
 
 def test_a_failed_batch_fails_each_of_its_messages_and_frees_its_slot() -> None:
     send = StubSend()
-    acc = ProduceAccumulator(send, max_in_flight=1)
+    acc = ProduceAccumulator(send, new_future=concurrent.futures.Future, max_in_flight=1)
     first = acc.add(Message("T", b"a"))
     queued = [acc.add(Message("T", b"b")), acc.add(Message("T", b"c"))]
     send.batches[0][1].set_exception(RuntimeError("broker down"))
@@ -85,12 +85,14 @@ def test_a_failed_batch_fails_each_of_its_messages_and_frees_its_slot() -> None:
 
 def test_max_in_flight_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_in_flight"):
-        ProduceAccumulator(StubSend(), max_in_flight=0)
+        ProduceAccumulator(StubSend(), new_future=concurrent.futures.Future, max_in_flight=0)
 
 
 def test_a_queue_over_the_limits_leaves_in_several_batches() -> None:
     send = StubSend()
-    acc = ProduceAccumulator(send, max_in_flight=1, max_messages=3, max_bytes=10_000)
+    acc = ProduceAccumulator(
+        send, new_future=concurrent.futures.Future, max_in_flight=1, max_messages=3, max_bytes=10_000
+    )
     acc.add(Message("T", b"first"))
     for i in range(7):
         acc.add(Message("T", f"q{i}".encode()))

@@ -23,6 +23,7 @@ from rocketq.client.config import (
 from rocketq.client.impl.mq_client_api import MQClientAPI
 from rocketq.client.impl.topic_route import topic_route_to_publish_info, topic_route_to_subscribe_info
 from rocketq.client.producer import Producer
+from rocketq.client.send_prep import prepare_batch, prepare_message, send_header
 from rocketq.errors import BrokerError, ClientError, IllegalArgumentError
 from rocketq.protocol.codes import LanguageCode
 from rocketq.protocol.frame import RemotingCommand, decode_frame
@@ -166,17 +167,17 @@ def test_client_id_and_instance_rename() -> None:
 def test_message_validation_before_sending() -> None:
     p = Producer("G", namesrv_addr="127.0.0.1:9876", config=ProducerConfig(max_message_size=10))
     with pytest.raises(IllegalArgumentError, match="length is zero"):
-        p._prepare(Message("T", b""))
+        prepare_message(Message("T", b""), p.config)
     with pytest.raises(IllegalArgumentError, match="over max value"):
-        p._prepare(Message("T", b"x" * 11))
+        prepare_message(Message("T", b"x" * 11), p.config)
     with pytest.raises(IllegalArgumentError, match="illegal characters"):
-        p._prepare(Message("bad topic", b"x"))
+        prepare_message(Message("bad topic", b"x"), p.config)
     with pytest.raises(IllegalArgumentError, match="same"):
-        p._prepare_batch([Message("A", b"x"), Message("B", b"x")])
+        prepare_batch([Message("A", b"x"), Message("B", b"x")], p.config)
     with pytest.raises(IllegalArgumentError, match="TimeDelayLevel"):
-        p._prepare_batch([Message("A", b"x", delay_time_level=2)])
+        prepare_batch([Message("A", b"x", delay_time_level=2)], p.config)
     with pytest.raises(IllegalArgumentError):
-        p._prepare_batch([])
+        prepare_batch([], p.config)
     with pytest.raises(ClientError, match="state not OK"):
         p.send(Message("T", b"x"))
 
@@ -184,15 +185,15 @@ def test_message_validation_before_sending() -> None:
 def test_uniq_key_compression_and_retry_headers() -> None:
     p = Producer("G", namesrv_addr="127.0.0.1:9876")
     msg = Message("T", b"a" * 5000)
-    prep = p._prepare(msg)
+    prep = prepare_message(msg, p.config)
     uniq = msg.properties["UNIQ_KEY"]
     assert prep.uniq_id == uniq
     assert len(uniq) in (32, 56)
     assert prep.sys_flag == 0x301  # COMPRESSED_FLAG | ZLIB type, as golden seq 15 ("f":"769")
     assert len(prep.body) < 100
-    assert p._prepare(Message("T", b"a" * 4095)).sys_flag == 0
+    assert prepare_message(Message("T", b"a" * 4095), p.config).sys_flag == 0
     retry = Message("%RETRY%G", b"x", properties={"RECONSUME_TIME": "3", "MAX_RECONSUME_TIMES": "16"})
-    rp = p._prepare(retry)
+    rp = prepare_message(retry, p.config)
     assert (rp.reconsume_times, rp.max_reconsume_times) == (3, 16)
     assert "RECONSUME_TIME" not in rp.properties
     assert retry.properties["RECONSUME_TIME"] == "3"  # the caller's message is left alone
@@ -215,8 +216,8 @@ def test_send_request_matches_golden(seq: int, api: MQClientAPI) -> None:
     ext = _golden_ext(golden)
     p = _producer()
     assert golden.body is not None
-    prep = p._prepare(_golden_message(seq, golden.body))
-    header = p._header(prep, MessageQueue("GoldenProducerTopic", "broker-a", int(ext["e"])))
+    prep = prepare_message(_golden_message(seq, golden.body), p.config)
+    header = send_header(prep, MessageQueue("GoldenProducerTopic", "broker-a", int(ext["e"])), p.config)
     header.born_timestamp = int(ext["g"])
     cmd = api.build_send_request(header, prep.body)
     assert cmd.ext_fields == ext
@@ -233,8 +234,8 @@ def test_compressed_send_request_matches_golden(api: MQClientAPI) -> None:
     body = zlib.decompress(golden.body)
     assert len(body) == 5023
     p = _producer()
-    prep = p._prepare(_golden_message(15, body))
-    header = p._header(prep, MessageQueue("GoldenProducerTopic", "broker-a", 2))
+    prep = prepare_message(_golden_message(15, body), p.config)
+    header = send_header(prep, MessageQueue("GoldenProducerTopic", "broker-a", 2), p.config)
     header.born_timestamp = int(ext["g"])
     cmd = api.build_send_request(header, prep.body)
     assert cmd.ext_fields == ext
@@ -251,9 +252,9 @@ def test_batch_request_matches_golden(api: MQClientAPI) -> None:
             Message("GoldenProducerTopic", entry.body, flag=entry.flag, properties=entry.property_map())
         )
     p = _producer()
-    prep = p._prepare_batch(msgs)
+    prep = prepare_batch(msgs, p.config)
     assert prep.body == golden.body
-    header = p._header(prep, MQ0)
+    header = send_header(prep, MQ0, p.config)
     header.born_timestamp = int(ext["g"])
     cmd = api.build_send_request(header, prep.body, batch=True)
     assert cmd.code == 320

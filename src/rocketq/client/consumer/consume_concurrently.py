@@ -38,6 +38,7 @@ from rocketq.client.consumer.listener import (
     shutdown_consume_pool,
 )
 from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.consumer.retry import split_concurrent_result
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.protocol.heartbeat import MessageModel
 from rocketq.protocol.message import MessageConst, MessageExt, encode_properties
@@ -202,15 +203,10 @@ class ConsumeMessageConcurrentlyService:
         host = self.host
         if not msgs:
             return
-        if status == ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
-            ack_index = min(context.ack_index, len(msgs) - 1)
-            ok = ack_index + 1
+        ok, failed = split_concurrent_result(status, context, msgs)
+        if ok:
             host.stats.inc_consume_ok_tps(host.consumer_group, mq.topic, ok)
-            host.stats.inc_consume_failed_tps(host.consumer_group, mq.topic, len(msgs) - ok)
-        else:
-            ack_index = -1
-            host.stats.inc_consume_failed_tps(host.consumer_group, mq.topic, len(msgs))
-        failed = msgs[ack_index + 1 :]
+        host.stats.inc_consume_failed_tps(host.consumer_group, mq.topic, len(msgs) - ok)
         done = msgs
         if failed and host.message_model() == MessageModel.BROADCASTING:
             for msg in failed:

@@ -40,6 +40,7 @@ from rocketq.client.consumer.listener import (
     shutdown_consume_pool,
 )
 from rocketq.client.consumer.process_queue import REBALANCE_LOCK_INTERVAL_MS, ProcessQueue
+from rocketq.client.consumer.retry import OrderlyAction, orderly_action, orderly_max_reconsume_times
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.protocol.heartbeat import MessageModel
 from rocketq.protocol.message import MessageExt
@@ -266,30 +267,24 @@ class ConsumeMessageOrderlyService:
         group, topic = host.consumer_group, mq.topic
         commit_offset = -1
         keep_going = True
-        if context.auto_commit:
-            if status in (
-                ConsumeOrderlyStatus.SUCCESS,
-                ConsumeOrderlyStatus.COMMIT,
-                ConsumeOrderlyStatus.ROLLBACK,
-            ):
-                if status != ConsumeOrderlyStatus.SUCCESS:
-                    log.warning("COMMIT/ROLLBACK are for auto_commit=False only; treated as SUCCESS: %s", mq)
-                commit_offset = pq.commit()
-                host.stats.inc_consume_ok_tps(group, topic, len(msgs))
-            elif self._suspend(msgs, context, pq, mq):
-                keep_going = False
-            else:
-                commit_offset = pq.commit()
-        elif status == ConsumeOrderlyStatus.SUCCESS:
-            host.stats.inc_consume_ok_tps(group, topic, len(msgs))
-        elif status == ConsumeOrderlyStatus.COMMIT:
+        action = orderly_action(status, context.auto_commit)
+        if action is OrderlyAction.COMMIT:
+            if status != ConsumeOrderlyStatus.SUCCESS:
+                log.warning("COMMIT/ROLLBACK are for auto_commit=False only; treated as SUCCESS: %s", mq)
             commit_offset = pq.commit()
-        elif status == ConsumeOrderlyStatus.ROLLBACK:
+            host.stats.inc_consume_ok_tps(group, topic, len(msgs))
+        elif action is OrderlyAction.KEEP:
+            host.stats.inc_consume_ok_tps(group, topic, len(msgs))
+        elif action is OrderlyAction.COMMIT_ONLY:
+            commit_offset = pq.commit()
+        elif action is OrderlyAction.ROLLBACK:
             pq.rollback()
             self.submit_consume_request_later(pq, mq, context.suspend_current_queue_time_millis)
             keep_going = False
-        else:
-            keep_going = not self._suspend(msgs, context, pq, mq)
+        elif self._suspend(msgs, context, pq, mq):
+            keep_going = False
+        elif context.auto_commit:
+            commit_offset = pq.commit()
         if commit_offset >= 0 and not pq.is_dropped():
             host.update_offset(mq, commit_offset, increase_only=False)
         return keep_going
@@ -310,8 +305,7 @@ class ConsumeMessageOrderlyService:
         return True
 
     def _max_reconsume_times(self) -> int:
-        value = self.host.max_reconsume_times
-        return 2**31 - 1 if value == -1 else value
+        return orderly_max_reconsume_times(self.host.max_reconsume_times)
 
     def _check_reconsume_times(self, msgs: list[MessageExt]) -> bool:
         """``checkReconsumeTimes``: True to suspend and retry; messages over the max go to the DLQ."""

@@ -71,14 +71,21 @@ from rocketq.protocol.heartbeat import (
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.message_queue import MessageQueue
 
-__all__ = ["LitePullConsumer"]
+__all__ = [
+    "DELAY_WHEN_FLOW_CONTROL_MS",
+    "DELAY_WHEN_PAUSE_MS",
+    "LiteConsumeRequest",
+    "LitePullConsumer",
+    "MessageQueueState",
+    "flow_controlled",
+]
 
 log = logging.getLogger(__name__)
 
 #: ``DefaultLitePullConsumerImpl.PULL_TIME_DELAY_MILLS_WHEN_PAUSE``
-_DELAY_WHEN_PAUSE_MS = 1000
+DELAY_WHEN_PAUSE_MS = 1000
 #: ``PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL``
-_DELAY_WHEN_FLOW_CONTROL_MS = 50
+DELAY_WHEN_FLOW_CONTROL_MS = 50
 #: worker threads: pulls are asynchronous, so a few run every task
 _MAX_WORKERS = 4
 
@@ -87,8 +94,20 @@ def _now_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
 
+def flow_controlled(cfg: LitePullConsumerConfig, cached_requests: int, pq: ProcessQueue) -> bool:
+    """``pullTaskImpl``'s flow control: too much waiting for ``poll`` overall
+    (``pull_threshold_for_all``), or in this queue's ProcessQueue (count, MiB, offset span).
+    Shared by the blocking and the asyncio lite pull consumers."""
+    return (
+        cached_requests * cfg.pull_batch_size > cfg.pull_threshold_for_all
+        or pq.msg_count > cfg.pull_threshold_for_queue
+        or pq.msg_size / (1024 * 1024) > cfg.pull_threshold_size_for_queue_mib
+        or pq.max_span() > cfg.consume_max_span
+    )
+
+
 @dataclasses.dataclass(slots=True)
-class _QueueState:
+class MessageQueueState:
     """``AssignedMessageQueue.MessageQueueState``."""
 
     process_queue: ProcessQueue
@@ -99,7 +118,7 @@ class _QueueState:
 
 
 @dataclasses.dataclass(slots=True)
-class _ConsumeRequest:
+class LiteConsumeRequest:
     messages: list[MessageExt]
     mq: MessageQueue
     process_queue: ProcessQueue
@@ -110,14 +129,14 @@ class _RequestCache:
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._items: collections.deque[_ConsumeRequest] = collections.deque()
+        self._items: collections.deque[LiteConsumeRequest] = collections.deque()
 
-    def put(self, req: _ConsumeRequest) -> None:
+    def put(self, req: LiteConsumeRequest) -> None:
         with self._cond:
             self._items.append(req)
             self._cond.notify()
 
-    def get(self, timeout_s: float) -> _ConsumeRequest | None:
+    def get(self, timeout_s: float) -> LiteConsumeRequest | None:
         deadline = time.monotonic() + timeout_s
         with self._cond:
             while not self._items:
@@ -215,7 +234,7 @@ class LitePullConsumer(ServiceLifecycle):
         self._state = ServiceState.CREATE_JUST
         self._subscription_type = SubscriptionType.NONE
         self._pending_subscriptions: dict[str, SubscriptionData] = {}
-        self._assigned: dict[MessageQueue, _QueueState] = {}
+        self._assigned: dict[MessageQueue, MessageQueueState] = {}
         self._tasks: dict[MessageQueue, _PullTask] = {}
         self._cache = _RequestCache()
         self._instance: MQClientInstance | None = None
@@ -373,7 +392,7 @@ class LitePullConsumer(ServiceLifecycle):
                     self._drop_queue(mq)
             for mq in queues:
                 if mq not in self._assigned:
-                    self._assigned[mq] = _QueueState(ProcessQueue(clock_ms=self._clock_ms))
+                    self._assigned[mq] = MessageQueueState(ProcessQueue(clock_ms=self._clock_ms))
             running = self._state is ServiceState.RUNNING
         if running:
             self._start_pull_tasks(queues)
@@ -417,7 +436,7 @@ class LitePullConsumer(ServiceLifecycle):
                     pq = None
                     if rebalance is not None:
                         pq = rebalance.process_queue(mq)
-                    self._assigned[mq] = _QueueState(pq or ProcessQueue(clock_ms=self._clock_ms))
+                    self._assigned[mq] = MessageQueueState(pq or ProcessQueue(clock_ms=self._clock_ms))
                     added.append(mq)
             running = self._state is ServiceState.RUNNING
         if running and added:
@@ -467,7 +486,7 @@ class LitePullConsumer(ServiceLifecycle):
             sd = self._pending_subscriptions.get(topic)
         return sd if sd is not None else build_subscription_data(topic, "*", sub_version=0)
 
-    def _next_pull_offset(self, mq: MessageQueue, state: _QueueState) -> int:
+    def _next_pull_offset(self, mq: MessageQueue, state: MessageQueueState) -> int:
         """``nextPullOffset``: a pending seek wins, else the last pull's next offset, else the store."""
         with self._lock:
             if state.seek_offset != -1:
@@ -492,20 +511,13 @@ class LitePullConsumer(ServiceLifecycle):
         if state is None:
             return
         if state.paused:
-            task.schedule(_DELAY_WHEN_PAUSE_MS)
+            task.schedule(DELAY_WHEN_PAUSE_MS)
             return
         pq = state.process_queue
         if pq.dropped:
             return
-        if len(self._cache) * cfg.pull_batch_size > cfg.pull_threshold_for_all:
-            task.schedule(_DELAY_WHEN_FLOW_CONTROL_MS)
-            return
-        if (
-            pq.msg_count > cfg.pull_threshold_for_queue
-            or pq.msg_size / (1024 * 1024) > cfg.pull_threshold_size_for_queue_mib
-            or pq.max_span() > cfg.consume_max_span
-        ):
-            task.schedule(_DELAY_WHEN_FLOW_CONTROL_MS)
+        if flow_controlled(cfg, len(self._cache), pq):
+            task.schedule(DELAY_WHEN_FLOW_CONTROL_MS)
             return
         try:
             inst, _, wrapper, _ = self._check_running()
@@ -540,7 +552,7 @@ class LitePullConsumer(ServiceLifecycle):
     def _on_pull_result(
         self,
         task: _PullTask,
-        state: _QueueState,
+        state: MessageQueueState,
         sd: SubscriptionData,
         fut: concurrent.futures.Future[PullResult],
     ) -> None:
@@ -566,7 +578,7 @@ class LitePullConsumer(ServiceLifecycle):
                 return
             if result.pull_status is PullStatus.FOUND and result.msg_found_list:
                 state.process_queue.put_messages(result.msg_found_list)
-                self._cache.put(_ConsumeRequest(result.msg_found_list, mq, state.process_queue))
+                self._cache.put(LiteConsumeRequest(result.msg_found_list, mq, state.process_queue))
             elif result.pull_status is PullStatus.OFFSET_ILLEGAL:
                 log.warning("the pull request offset of %s is illegal: %s", mq, result)
             state.pull_offset = result.next_begin_offset

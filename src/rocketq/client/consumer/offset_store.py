@@ -38,6 +38,7 @@ __all__ = [
     "LocalFileOffsetStore",
     "OffsetBrokerHost",
     "OffsetStore",
+    "OffsetTable",
     "ReadOffsetType",
     "RemoteBrokerOffsetStore",
     "default_local_offset_store_dir",
@@ -101,8 +102,9 @@ class OffsetBrokerHost(Protocol):
     ) -> None: ...
 
 
-class _MemoryTable:
-    """The thread-safe offset table both stores share."""
+class OffsetTable:
+    """The thread-safe offset table (``offsetTable``) every store shares, the asyncio ones too:
+    ``update(increase_only=True)`` never moves an offset back."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -135,7 +137,7 @@ class _MemoryBackedOffsetStore:
     """What both stores do alike: the in-memory table and the memory side of ``readOffset``."""
 
     def __init__(self) -> None:
-        self._table = _MemoryTable()
+        self._table = OffsetTable()
 
     def update_offset(self, mq: MessageQueue, offset: int, increase_only: bool) -> None:
         self._table.update(mq, offset, increase_only)

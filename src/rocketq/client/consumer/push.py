@@ -58,6 +58,11 @@ from rocketq.client.consumer.offset_store import (
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.pull_message_service import PullMessageService, PullRequest
 from rocketq.client.consumer.rebalance_push import RebalancePushImpl
+from rocketq.client.consumer.retry import (
+    SEND_BACK_TIMEOUT_MS,
+    concurrent_max_reconsume_times,
+    retry_message,
+)
 from rocketq.client.consumer.route_backoff import RouteBackoff
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.client.impl.pull_api_wrapper import PullAPIWrapper, build_pull_sys_flag
@@ -92,7 +97,7 @@ from rocketq.protocol.heartbeat import (
     SubscriptionData,
     build_subscription_data,
 )
-from rocketq.protocol.message import Message, MessageConst, MessageExt, decode_record
+from rocketq.protocol.message import MessageConst, MessageExt, decode_record
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import (
     CLIENT_INNER_PRODUCER_GROUP,
@@ -102,7 +107,7 @@ from rocketq.protocol.mixall import (
 )
 from rocketq.remoting.helper import host_addr_to_string
 
-__all__ = ["PushConsumer", "PushConsumerConfig"]
+__all__ = ["PushConsumer", "PushConsumerConfig", "queue_thresholds"]
 
 log = logging.getLogger(__name__)
 #: Repeated pull failures (a broker restarting fails every queue's pull every second): one
@@ -117,9 +122,20 @@ BROKER_SUSPEND_MAX_TIME_MILLIS = 15_000
 CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND = 30_000
 #: OFFSET_ILLEGAL: the corrected offset is stored and the queue rebuilt 10 s later
 _OFFSET_MOVED_REBUILD_DELAY_MS = 10_000
-_SEND_BACK_TIMEOUT_MS = 5000
 _MIB = 1024 * 1024
-_DEFAULT_MAX_RECONSUME_CONCURRENT = 16
+
+
+def queue_thresholds(cfg: PushConsumerConfig, owned: int, current: tuple[int, int]) -> tuple[int, int]:
+    """``messageQueueChanged``: the per-queue (count, MiB) flow-control limits once a topic's owned
+    queue count changed; ``pull_threshold_for_topic`` / ``..._size_for_topic_mib`` (when not -1)
+    are split evenly over the owned queues, at least 1 each. Shared with the asyncio consumer."""
+    count, mib = current
+    if owned:
+        if cfg.pull_threshold_for_topic != -1:
+            count = max(1, cfg.pull_threshold_for_topic // owned)
+        if cfg.pull_threshold_size_for_topic_mib != -1:
+            mib = max(1, cfg.pull_threshold_size_for_topic_mib // owned)
+    return count, mib
 
 
 class PushConsumer(ServiceLifecycle):
@@ -485,14 +501,9 @@ class PushConsumer(ServiceLifecycle):
 
     def on_queues_changed(self, topic: str, owned: set[MessageQueue]) -> None:
         """``messageQueueChanged``: topic-level flow-control limits per queue, heartbeat now."""
-        cfg = self.config
-        if owned:
-            if cfg.pull_threshold_for_topic != -1:
-                self._pull_threshold_for_queue = max(1, cfg.pull_threshold_for_topic // len(owned))
-            if cfg.pull_threshold_size_for_topic_mib != -1:
-                self._pull_threshold_size_for_queue_mib = max(
-                    1, cfg.pull_threshold_size_for_topic_mib // len(owned)
-                )
+        self._pull_threshold_for_queue, self._pull_threshold_size_for_queue_mib = queue_thresholds(
+            self.config, len(owned), (self._pull_threshold_for_queue, self._pull_threshold_size_for_queue_mib)
+        )
         instance = self._instance
         if instance is not None:
             instance.send_heartbeat_to_all_broker_with_lock()
@@ -533,8 +544,7 @@ class PushConsumer(ServiceLifecycle):
             reb.unlock_all(oneway)
 
     def _max_reconsume_times_concurrent(self) -> int:
-        value = self.config.max_reconsume_times
-        return _DEFAULT_MAX_RECONSUME_CONCURRENT if value == -1 else value
+        return concurrent_max_reconsume_times(self.config.max_reconsume_times)
 
     def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str | None) -> None:
         """CONSUMER_SEND_MSG_BACK; if the broker cannot be asked, re-send via the inner producer."""
@@ -550,7 +560,7 @@ class PushConsumer(ServiceLifecycle):
                 msg,
                 self.config.consumer_group,
                 delay_level,
-                _SEND_BACK_TIMEOUT_MS,
+                SEND_BACK_TIMEOUT_MS,
                 self._max_reconsume_times_concurrent(),
                 bname=broker_name,
             )
@@ -566,20 +576,9 @@ class PushConsumer(ServiceLifecycle):
 
     def _send_via_producer(self, msg: MessageExt, reconsume_time: int, max_reconsume_times: int) -> None:
         """``sendMessageBack`` fallback: a copy to ``%RETRY%<group>`` through the inner producer."""
-        props = dict(msg.properties)
-        props.pop(MessageConst.TRAN_MSG, None)
-        props.setdefault(MessageConst.ORIGIN_MESSAGE_ID, msg.msg_id)
-        if not props[MessageConst.ORIGIN_MESSAGE_ID]:
-            props[MessageConst.ORIGIN_MESSAGE_ID] = msg.msg_id
-        props[MessageConst.RETRY_TOPIC] = msg.topic
-        props[MessageConst.RECONSUME_TIME] = str(reconsume_time)
-        props[MessageConst.MAX_RECONSUME_TIMES] = str(max_reconsume_times)
-        props[MessageConst.DELAY] = str(3 + msg.reconsume_times)
-        for key in (MessageConst.MIN_OFFSET, MessageConst.MAX_OFFSET, MessageConst.CONSUME_START_TIME):
-            props.pop(key, None)
-        new_msg = Message(retry_topic(self.config.consumer_group), msg.body, flag=msg.flag)
-        new_msg.properties = props
-        self._producer().send(new_msg)
+        self._producer().send(
+            retry_message(msg, self.config.consumer_group, reconsume_time, max_reconsume_times)
+        )
 
     def _producer(self) -> Producer:
         """The consumer's ``CLIENT_INNER_PRODUCER``, started on first use."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from rocketq.client.api_results import FindBrokerResult
@@ -44,6 +44,9 @@ from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import MASTER_ID, RETRY_GROUP_TOPIC_PREFIX
 
 __all__ = [
+    "START_AT",
+    "START_MAX",
+    "START_SEARCH",
     "MessageQueueListener",
     "OffsetAdmin",
     "PullRequest",
@@ -52,6 +55,8 @@ __all__ = [
     "RebalancePullImpl",
     "compute_pull_from_where",
     "parse_consume_timestamp",
+    "rebalance_diff",
+    "start_without_offset",
 ]
 
 log = logging.getLogger(__name__)
@@ -107,6 +112,34 @@ def parse_consume_timestamp(text: str) -> int:
     return int(time.mktime(tm) * 1000)
 
 
+#: :func:`start_without_offset` answers: start at this offset, at the queue's max offset, or at
+#: the offset SEARCH_OFFSET_BY_TIMESTAMP finds for this time (ms).
+START_AT = "at"
+START_MAX = "max"
+START_SEARCH = "search"
+
+
+def start_without_offset(
+    mq: MessageQueue, consume_from_where: ConsumeFromWhere, consume_timestamp: str | None
+) -> tuple[str, int]:
+    """Where a queue without a stored offset starts (the pure half of ``computePullFromWhere``):
+    ``(START_AT, offset)``, ``(START_MAX, 0)`` or ``(START_SEARCH, timestamp_ms)``.
+
+    LAST_OFFSET (and the deprecated variants) -> the queue's max offset (0 for a retry topic);
+    FIRST_OFFSET -> 0; TIMESTAMP -> SEARCH_OFFSET_BY_TIMESTAMP (the max offset for a retry topic).
+    Shared by the blocking and the asyncio consumers.
+    """
+    retry = mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+    if consume_from_where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
+        return START_AT, 0
+    if consume_from_where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
+        if retry:
+            return START_MAX, 0
+        stamp = consume_timestamp or time.strftime("%Y%m%d%H%M%S", time.localtime(time.time() - 1800))
+        return START_SEARCH, parse_consume_timestamp(stamp)
+    return (START_AT, 0) if retry else (START_MAX, 0)
+
+
 def compute_pull_from_where(
     offset_store: OffsetStore,
     admin: OffsetAdmin,
@@ -116,28 +149,41 @@ def compute_pull_from_where(
 ) -> int:
     """``RebalancePushImpl/RebalanceLitePullImpl.computePullFromWhere`` (4.9.7); -1 = not now.
 
-    A stored offset always wins. Without one (``-1``): LAST_OFFSET (and the deprecated
-    variants) -> the queue's max offset (0 for a retry topic); FIRST_OFFSET -> 0; TIMESTAMP ->
-    SEARCH_OFFSET_BY_TIMESTAMP (the max offset for a retry topic).
+    A stored offset always wins; without one (``-1``) :func:`start_without_offset` decides.
     """
     last = offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
     if last >= 0:
         return last
     if last != -1:
         return -1
-    retry = mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+    kind, value = start_without_offset(mq, consume_from_where, consume_timestamp)
     try:
-        if consume_from_where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
-            return 0
-        if consume_from_where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
-            if retry:
-                return admin.max_offset(mq)
-            stamp = consume_timestamp or time.strftime("%Y%m%d%H%M%S", time.localtime(time.time() - 1800))
-            return admin.search_offset(mq, parse_consume_timestamp(stamp))
-        return 0 if retry else admin.max_offset(mq)
+        if kind == START_MAX:
+            return admin.max_offset(mq)
+        if kind == START_SEARCH:
+            return admin.search_offset(mq, value)
+        return value
     except RocketqError as exc:
         log.warning("compute pull offset of %s failed: %s", mq, exc)
         return -1
+
+
+def rebalance_diff(
+    table: Mapping[MessageQueue, ProcessQueue], topic: str, mq_set: set[MessageQueue], *, passive: bool
+) -> tuple[list[tuple[MessageQueue, ProcessQueue]], list[MessageQueue]]:
+    """The pure half of ``updateProcessQueueTableInRebalance``: which owned queues of ``topic``
+    to drop (no longer allocated, or, for a push consumer, not pulled for too long) and which
+    allocated queues to add, in sorted order (a dropped one still allocated is added again once
+    it has been removed). Shared by the blocking and the asyncio consumers."""
+    drop = [
+        (mq, pq)
+        for mq, pq in table.items()
+        if mq.topic == topic and (mq not in mq_set or (passive and pq.is_pull_expired()))
+    ]
+    dropped = {mq for mq, _ in drop}
+    # a dropped queue that is still allocated is taken again fresh once it is removed
+    add = [mq for mq in sorted(mq_set) if mq not in table or mq in dropped]
+    return drop, add
 
 
 class RebalanceImpl:
@@ -312,20 +358,18 @@ class RebalanceImpl:
         """``updateProcessQueueTableInRebalance``: drop, keep and add queues of ``topic``."""
         changed = False
         with self._lock:
-            current = [(mq, pq) for mq, pq in self.process_queue_table.items() if mq.topic == topic]
-        for mq, pq in current:
-            stale = mq not in mq_set
-            expired = (
-                not stale and self.consume_type() is ConsumeType.CONSUME_PASSIVELY and pq.is_pull_expired()
-            )
-            if stale or expired:
-                pq.dropped = True
-                if self.remove_unnecessary_message_queue(mq, pq):
-                    with self._lock:
-                        self.process_queue_table.pop(mq, None)
-                    changed = True
+            table = dict(self.process_queue_table)
+        to_drop, to_add = rebalance_diff(
+            table, topic, mq_set, passive=self.consume_type() is ConsumeType.CONSUME_PASSIVELY
+        )
+        for mq, pq in to_drop:
+            pq.dropped = True
+            if self.remove_unnecessary_message_queue(mq, pq):
+                with self._lock:
+                    self.process_queue_table.pop(mq, None)
+                changed = True
         requests: list[PullRequest] = []
-        for mq in sorted(mq_set):
+        for mq in to_add:
             with self._lock:
                 if mq in self.process_queue_table:
                     continue

@@ -39,6 +39,7 @@ __all__ = [
     "PullAPIWrapper",
     "build_pull_header",
     "build_pull_sys_flag",
+    "decode_pull_result",
     "filter_by_tags",
 ]
 
@@ -130,6 +131,25 @@ def filter_by_tags(msgs: list[MessageExt], subscription: SubscriptionData) -> li
         return msgs
     wanted = set(tags)
     return [m for m in msgs if m.tags in wanted]
+
+
+def decode_pull_result(mq: MessageQueue, result: PullResult, subscription: SubscriptionData) -> PullResult:
+    """The pure half of ``processPullResult`` (the asyncio consumers call it too): FOUND
+    records decoded, re-filtered by tag, stamped with MIN_OFFSET/MAX_OFFSET and the broker
+    name; the raw bytes dropped."""
+    if result.pull_status is PullStatus.FOUND:
+        msgs = filter_by_tags(decode_records(result.message_binary), subscription)
+        offsets = {
+            MessageConst.MIN_OFFSET: str(result.min_offset),
+            MessageConst.MAX_OFFSET: str(result.max_offset),
+        }
+        encoded = encode_properties(offsets)
+        for msg in msgs:
+            msg.put_properties_lazily(offsets, encoded)  # no property parsing on the pull path
+            msg.broker_name = mq.broker_name
+        result.msg_found_list = msgs
+    result.message_binary = b""
+    return result
 
 
 class PullAPIWrapper:
@@ -305,16 +325,4 @@ class PullAPIWrapper:
     ) -> PullResult:
         """``processPullResult``: remember the suggested broker, decode, re-filter, annotate."""
         self.update_pull_from_which_node(mq, result.suggest_which_broker_id)
-        if result.pull_status is PullStatus.FOUND:
-            msgs = filter_by_tags(decode_records(result.message_binary), subscription)
-            offsets = {
-                MessageConst.MIN_OFFSET: str(result.min_offset),
-                MessageConst.MAX_OFFSET: str(result.max_offset),
-            }
-            encoded = encode_properties(offsets)
-            for msg in msgs:
-                msg.put_properties_lazily(offsets, encoded)  # no property parsing on the pull path
-                msg.broker_name = mq.broker_name
-            result.msg_found_list = msgs
-        result.message_binary = b""
-        return result
+        return decode_pull_result(mq, result, subscription)

@@ -22,6 +22,7 @@ Invariants:
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol
 
 from rocketq.client.api_results import FindBrokerResult
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RouteTable",
     "TopicRouteCache",
+    "prune_offline_brokers",
     "select_subscribe_addr",
     "topic_route_to_publish_info",
     "topic_route_to_subscribe_info",
@@ -105,6 +107,26 @@ def select_subscribe_addr(
     if addr is None:
         return None
     return addr, slave
+
+
+def prune_offline_brokers(
+    broker_addrs: dict[str, dict[int, str]], routes: Iterable[TopicRouteData]
+) -> list[str]:
+    """``cleanOfflineBroker``: drop from ``broker_addrs`` (in place) every address no route
+    mentions any more; returns the broker names left with no address (removed)."""
+    live: dict[str, set[str]] = {}
+    for route in routes:
+        for bd in route.broker_datas:
+            live.setdefault(bd.broker_name or "", set()).update(bd.broker_addrs.values())
+    gone = []
+    for name in list(broker_addrs):
+        kept = {bid: a for bid, a in broker_addrs[name].items() if a in live.get(name, set())}
+        if kept:
+            broker_addrs[name] = kept
+        else:
+            del broker_addrs[name]
+            gone.append(name)
+    return gone
 
 
 class TopicRouteCache:

@@ -1,0 +1,322 @@
+"""AsyncProducer: ``DefaultMQProducer`` semantics on the caller's event loop.
+
+The asyncio counterpart of :class:`rocketq.client.producer.Producer` (Java's
+``DefaultMQProducerImpl``). One implementation of the rules: message checks, UNIQ_KEY,
+compression, batches, the request header, explicit-queue and selector choice, retry decisions
+and the final error all come from :mod:`rocketq.client.send_prep`; queue choice and latency
+fault tolerance from :class:`~rocketq.client.latency.MQFaultStrategy`; publish lists from
+:func:`~rocketq.client.instance.topic_route_to_publish_info`.
+
+Behaviour (as ``Producer``):
+
+* ``await send(msg)``: up to ``1 + retry_times_when_send_failed`` attempts, each on a queue
+  chosen round robin skipping the broker that just failed (or by latency with
+  ``send_latency_fault_enable``); retried after transport errors and retriable broker codes.
+  The whole send, retries included, must finish within ``send_msg_timeout_ms``.
+* ``queue=`` / ``selector=`` (+ ``arg``): exactly one attempt, so ordered sends never jump queues.
+* a list of messages is one batch; ``send_oneway``: one attempt, nothing awaited but the write.
+* ``auto_batch``: the blocking producer's :class:`~rocketq.client.produce_accumulator.ProduceAccumulator`
+  (with asyncio futures) turns many concurrent small sends into SEND_BATCH_MESSAGE requests.
+
+Timeout contract: a send that raised :class:`~rocketq.errors.RequestTimeoutError` may still have
+been stored (and a retried send may then be stored twice, as with the Java client). Cancelling
+an ``await send(...)`` has the same contract.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+from rocketq.aio.instance import AsyncClientInstance
+from rocketq.aio.remoting import RequestHook
+from rocketq.client.api_results import SendResult
+from rocketq.client.config import (
+    ClientConfig,
+    ProducerConfig,
+    change_instance_name_to_pid,
+    validate_topic,
+)
+from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
+from rocketq.client.produce_accumulator import ProduceAccumulator
+from rocketq.client.selectors import SelectorLike
+from rocketq.client.send_message_hook import SendMessageHook, hooks_after, hooks_before
+from rocketq.client.send_prep import (
+    PreparedSend,
+    SendAttempts,
+    check_explicit_queue,
+    check_message,
+    prepare_send,
+    select_with,
+    send_header,
+)
+from rocketq.common.service_state import ServiceState
+from rocketq.errors import BrokerError, ClientError, RemotingError, RequestTimeoutError, RocketqError
+from rocketq.protocol.message import Message
+from rocketq.protocol.message_queue import MessageQueue
+
+__all__ = ["AsyncProducer"]
+
+log = logging.getLogger(__name__)
+
+
+def _now_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+class AsyncProducer:
+    """A message producer on the running event loop; use ``async with``.
+
+    ``producer_group`` and ``namesrv_addr`` override the fields of ``config`` /
+    ``client_config``. ``request_hooks`` see every outgoing request before it is encoded
+    (request signing).
+    """
+
+    def __init__(
+        self,
+        producer_group: str | None = None,
+        *,
+        namesrv_addr: str | None = None,
+        config: ProducerConfig | None = None,
+        client_config: ClientConfig | None = None,
+        request_hooks: Sequence[RequestHook] = (),
+        clock_ms: Callable[[], int] = _now_ms,
+    ) -> None:
+        cfg = config or ProducerConfig()
+        if producer_group is not None:
+            cfg = dataclasses.replace(cfg, producer_group=producer_group)
+        ccfg = client_config or ClientConfig()
+        if namesrv_addr is not None:
+            ccfg = dataclasses.replace(ccfg, namesrv_addr=namesrv_addr)
+        self.config = cfg
+        self.client_config = ccfg
+        self._hooks = tuple(request_hooks)
+        self._clock_ms = clock_ms
+        self._fault = MQFaultStrategy(enabled=cfg.send_latency_fault_enable, clock_ms=clock_ms)
+        self._publish: dict[str, TopicPublishInfo] = {}
+        self._state = ServiceState.CREATE_JUST
+        self._instance: AsyncClientInstance | None = None
+        self._accumulator: ProduceAccumulator[asyncio.Future[SendResult]] | None = None
+        #: SendMessageHooks, called around every send attempt (``registerSendMessageHook``)
+        self.send_hooks: list[SendMessageHook] = []
+
+    # ================================================================== lifecycle
+    @property
+    def state(self) -> ServiceState:
+        return self._state
+
+    @property
+    def client_id(self) -> str:
+        return self._running().client_id
+
+    async def start(self) -> None:
+        """Start the client instance's tasks on the running loop."""
+        self._state.check_startable("producer")
+        self._state = ServiceState.START_FAILED
+        ccfg = dataclasses.replace(
+            self.client_config, instance_name=change_instance_name_to_pid(self.client_config.instance_name)
+        )
+        self.client_config = ccfg
+        instance = AsyncClientInstance(ccfg, ccfg.build_client_id(), request_hooks=self._hooks)
+        instance.producer = (self.config.producer_group, self)
+        self._publish[self.config.create_topic_key] = TopicPublishInfo([], have_topic_router_info=False)
+        await instance.start()
+        self._instance = instance
+        cfg = self.config
+        if cfg.auto_batch:
+            loop = asyncio.get_running_loop()
+            self._accumulator = ProduceAccumulator(
+                lambda msgs: loop.create_task(self._send_now(msgs[0] if len(msgs) == 1 else msgs)),
+                new_future=loop.create_future,
+                max_messages=cfg.auto_batch_max_messages,
+                max_bytes=cfg.auto_batch_max_bytes,
+                max_in_flight=cfg.auto_batch_max_in_flight,
+            )
+        self._state = ServiceState.RUNNING
+
+    async def shutdown(self) -> None:
+        """UNREGISTER_CLIENT everywhere, cancel the tasks, close the connections."""
+        was_running = self._state is ServiceState.RUNNING
+        self._state = ServiceState.SHUTDOWN_ALREADY
+        if was_running and self._instance is not None:
+            await self._instance.close()
+
+    async def __aenter__(self) -> AsyncProducer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.shutdown()
+
+    def _running(self) -> AsyncClientInstance:
+        instance = self._instance
+        if self._state is not ServiceState.RUNNING or instance is None:
+            raise ClientError(f"the producer service state not OK, {self._state.name}")
+        return instance
+
+    def register_send_message_hook(self, hook: SendMessageHook) -> None:
+        """Add a hook called around every send attempt (``registerSendMessageHook``); it runs
+        on the loop, so it must not block."""
+        self.send_hooks.append(hook)
+
+    # ================================================================== AsyncProducerInner
+    def publish_topics(self) -> set[str]:
+        return set(self._publish)
+
+    def update_topic_publish_info(self, topic: str, info: TopicPublishInfo) -> None:
+        self._publish[topic] = info
+
+    # ================================================================== routes
+    async def _find_publish_info(self, topic: str) -> TopicPublishInfo:
+        """``tryToFindTopicPublishInfo``: cache, then the name server, then the TBW102 template."""
+        instance = self._running()
+        info = self._publish.get(topic)
+        if info is None or not info.ok():
+            self._publish.setdefault(topic, TopicPublishInfo([], have_topic_router_info=False))
+            await instance.update_route(topic)
+            info = self._publish[topic]
+        if info.have_topic_router_info or info.ok():
+            return info
+        await instance.update_route(
+            topic,
+            default_topic=self.config.create_topic_key,
+            default_queue_nums=self.config.default_topic_queue_nums,
+        )
+        return self._publish[topic]
+
+    async def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
+        """The topic's publish queue list in route order (``fetchPublishMessageQueues``)."""
+        validate_topic(topic)
+        info = await self._find_publish_info(topic)
+        if not info.ok():
+            raise ClientError(f"No route info of this topic: {topic}")
+        return list(info.message_queue_list)
+
+    async def _broker_addr(self, mq: MessageQueue) -> str:
+        instance = self._running()
+        addr = instance.find_broker_address_in_publish(mq.broker_name)
+        if addr is None:
+            await self._find_publish_info(mq.topic)
+            addr = instance.find_broker_address_in_publish(mq.broker_name)
+        if addr is None:
+            raise ClientError(f"The broker[{mq.broker_name}] not exist")
+        return addr
+
+    # ================================================================== sending
+    async def send(
+        self,
+        msg: Message | Sequence[Message],
+        *,
+        queue: MessageQueue | None = None,
+        selector: SelectorLike | None = None,
+        arg: object = None,
+        timeout_ms: int | None = None,
+    ) -> SendResult:
+        """Send and await the broker's answer (``DefaultMQProducer.send``); a list is a batch.
+
+        With ``config.auto_batch``, single small messages sent while a batch of their topic is
+        in flight leave together as the next batch (each still gets its own SendResult).
+        """
+        acc = self._accumulator
+        if (
+            acc is not None
+            and queue is None
+            and selector is None
+            and timeout_ms is None
+            and isinstance(msg, Message)
+            and ProduceAccumulator.eligible(msg)
+            and len(msg.body) < self.config.compress_msg_body_over_howmuch
+        ):
+            check_message(msg, self.config)
+            self._running()
+            return await acc.add(msg)
+        result = await self._send(msg, False, queue, selector, arg, timeout_ms)
+        assert result is not None
+        return result
+
+    async def _send_now(self, msg: Message | Sequence[Message]) -> SendResult:
+        """A send past the accumulator (its batches, and single messages)."""
+        result = await self._send(msg, False, None, None, None, None)
+        assert result is not None
+        return result
+
+    async def send_oneway(
+        self,
+        msg: Message | Sequence[Message],
+        *,
+        queue: MessageQueue | None = None,
+        selector: SelectorLike | None = None,
+        arg: object = None,
+    ) -> None:
+        """Send without waiting for any answer (``sendOneway``): one attempt, no result."""
+        await self._send(msg, True, queue, selector, arg, None)
+
+    async def _send(
+        self,
+        msg: Message | Sequence[Message],
+        oneway: bool,
+        queue: MessageQueue | None,
+        selector: SelectorLike | None,
+        arg: object,
+        timeout_ms: int | None,
+    ) -> SendResult | None:
+        self._running()
+        timeout = self.config.send_msg_timeout_ms if timeout_ms is None else timeout_ms
+        begin = self._clock_ms()
+        prep = prepare_send(msg, self.config)
+        explicit = check_explicit_queue(prep.topic, queue, selector)
+        if explicit is None and selector is not None:
+            info = await self._find_publish_info(prep.topic)
+            explicit = select_with(info, prep.topic, selector, msg, arg)
+        if explicit is not None:
+            if self._clock_ms() - begin >= timeout:
+                raise RequestTimeoutError("sendSelectImpl call timeout")
+            return await self._send_kernel(prep, explicit, oneway, timeout - (self._clock_ms() - begin))
+        info = await self._find_publish_info(prep.topic)
+        if not info.ok():
+            raise ClientError(f"No route info of this topic: {prep.topic}")
+        attempts = SendAttempts(
+            self._fault,
+            info,
+            self.config,
+            prep.topic,
+            begin,
+            timeout,
+            self._clock_ms,
+            retries=0 if oneway else self.config.retry_times_when_send_failed,
+        )
+        while (mq := attempts.next_queue()) is not None:
+            start = self._clock_ms()
+            try:
+                result = await self._send_kernel(prep, mq, oneway, attempts.remaining_ms(start))
+            except (RemotingError, BrokerError) as exc:
+                attempts.failed(mq, start, exc)
+                continue
+            if attempts.succeeded(mq, start, result):
+                return result
+        raise attempts.give_up()
+
+    async def _send_kernel(
+        self, prep: PreparedSend, mq: MessageQueue, oneway: bool, timeout_ms: int
+    ) -> SendResult | None:
+        """``sendKernelImpl``: one attempt to one queue."""
+        addr = await self._broker_addr(mq)
+        api = self._running().api
+        header = send_header(prep, mq, self.config)
+        hook_ctx = hooks_before(self.send_hooks, self.config.producer_group, prep, mq, addr)
+        result: SendResult | None = None
+        try:
+            if not oneway:
+                result = await api.send_message(
+                    addr, mq.broker_name, header, prep.body, prep.uniq_id, timeout_ms, batch=prep.batch
+                )
+            else:
+                await api.send_message_oneway(addr, header, prep.body, batch=prep.batch)
+        except RocketqError as exc:
+            hooks_after(self.send_hooks, hook_ctx, None, exc)
+            raise
+        hooks_after(self.send_hooks, hook_ctx, result, None)
+        return result

@@ -1,0 +1,340 @@
+"""Send preparation and retry rules shared by the blocking and the asyncio producer.
+
+Pure logic (no I/O) of ``DefaultMQProducerImpl`` (4.9.7): ``Validators.checkMessage``,
+``tryToCompressMessage``, ``MessageBatch.generateFromList``, the request header of
+``sendKernelImpl``, the explicit queue checks of ``send(msg, mq)`` / ``sendSelectImpl`` and
+the retry decisions and final error of ``sendDefaultImpl``. :class:`rocketq.client.producer.Producer`
+and :class:`rocketq.aio.producer.AsyncProducer` both call these, so the two can never differ on
+what goes on the wire or on when a send is retried.
+
+Invariants: every prepared message has a UNIQ_KEY (``MessageClientIDSetter.setUniqID``), which
+is ``SendResult.msg_id`` (a batch joins its messages' keys with commas); bodies of
+``compress_msg_body_over_howmuch`` bytes or more are zlib-compressed (batches never are);
+``max_message_size`` is checked before anything is sent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import cast
+
+from rocketq.client.api_results import SendResult, SendStatus
+from rocketq.client.config import ProducerConfig, validate_topic
+from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
+from rocketq.client.selectors import SelectorLike, as_selector
+from rocketq.common.log_limiter import LogLimiter
+from rocketq.errors import (
+    BrokerError,
+    ClientError,
+    IllegalArgumentError,
+    RemotingError,
+    RequestTimeoutError,
+    RocketqError,
+)
+from rocketq.protocol.codes import MessageSysFlag
+from rocketq.protocol.headers import SendMessageRequestHeader
+from rocketq.protocol.message import (
+    Message,
+    MessageConst,
+    compress_body,
+    encode_batch,
+    encode_properties,
+)
+from rocketq.protocol.message_id import new_unique_id
+from rocketq.protocol.message_queue import MessageQueue
+from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX
+
+log = logging.getLogger(__name__)
+#: A failed send logs "retry another broker" once per broker per 10 s (three attempts to one
+#: broker would log three lines per send), with the count of the lines left out.
+_log_limiter = LogLimiter(log)
+
+__all__ = [
+    "PreparedSend",
+    "SendAttempts",
+    "check_explicit_queue",
+    "check_message",
+    "give_up_error",
+    "prepare_batch",
+    "prepare_message",
+    "prepare_send",
+    "retry_after_result",
+    "select_with",
+    "send_header",
+]
+
+
+@dataclasses.dataclass(slots=True)
+class PreparedSend:
+    """One send's wire data: everything but the queue."""
+
+    topic: str
+    body: bytes
+    sys_flag: int
+    flag: int
+    properties: str
+    uniq_id: str
+    batch: bool
+    reconsume_times: int | None
+    max_reconsume_times: int | None
+
+
+def check_message(msg: Message, config: ProducerConfig) -> None:
+    """``Validators.checkMessage``: topic, non-empty body, ``max_message_size``."""
+    if not isinstance(msg, Message):
+        raise IllegalArgumentError(f"the message is not a Message: {msg!r}")
+    validate_topic(msg.topic, for_send=True)
+    if not msg.body:
+        raise IllegalArgumentError("the message body length is zero")
+    if len(msg.body) > config.max_message_size:
+        raise IllegalArgumentError(f"the message body size over max value, MAX: {config.max_message_size}")
+
+
+def prepare_message(msg: Message, config: ProducerConfig) -> PreparedSend:
+    """One message: UNIQ_KEY set, body compressed past the threshold, retry fields moved."""
+    check_message(msg, config)
+    props = msg.properties
+    uniq = props.get(MessageConst.UNIQ_KEY)
+    if not uniq:
+        uniq = new_unique_id()
+        props[MessageConst.UNIQ_KEY] = uniq
+    wire = dict(props)
+    body = msg.body
+    sys_flag = 0
+    if len(body) >= config.compress_msg_body_over_howmuch:
+        # DefaultMQProducerImpl.tryToCompressMessage: COMPRESSED_FLAG plus the type bits (ZLIB)
+        body = compress_body(body, config.compress_level)
+        sys_flag |= MessageSysFlag.COMPRESSED_FLAG | MessageSysFlag.COMPRESSION_ZLIB_TYPE
+    if wire.get(MessageConst.TRAN_MSG, "").lower() == "true":
+        sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
+    reconsume: int | None = 0
+    max_reconsume: int | None = None
+    if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        # sendKernelImpl moves these two properties into header fields j and l
+        rt = wire.pop(MessageConst.RECONSUME_TIME, None)
+        mrt = wire.pop(MessageConst.MAX_RECONSUME_TIMES, None)
+        reconsume = int(rt) if rt and rt.lstrip("-").isdigit() else 0
+        max_reconsume = int(mrt) if mrt and mrt.lstrip("-").isdigit() else None
+    return PreparedSend(
+        topic=msg.topic,
+        body=body,
+        sys_flag=int(sys_flag),
+        flag=msg.flag,
+        properties=encode_properties(wire, java_order=True),
+        uniq_id=uniq,
+        batch=False,
+        reconsume_times=reconsume,
+        max_reconsume_times=max_reconsume,
+    )
+
+
+def prepare_batch(msgs: Sequence[Message], config: ProducerConfig) -> PreparedSend:
+    """``MessageBatch.generateFromList`` + ``DefaultMQProducer.batch``."""
+    if not msgs:
+        raise IllegalArgumentError("a batch needs at least one message")
+    first = msgs[0]
+    topic = first.topic
+    wait = first.wait_store_msg_ok  # a property lookup: read once, not per message
+    uniq_ids = []
+    for msg in msgs:
+        check_message(msg, config)
+        if msg.topic != topic:
+            raise IllegalArgumentError("The topic of the messages in one batch should be the same")
+        if msg.delay_time_level > 0:
+            raise IllegalArgumentError("TimeDelayLevel is not supported for batching")
+        if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            raise IllegalArgumentError("Retry Group is not supported for batching")
+        if msg.wait_store_msg_ok != wait:
+            raise IllegalArgumentError("The waitStoreMsgOK of the messages in one batch should the same")
+        uniq = msg.properties.get(MessageConst.UNIQ_KEY)
+        if not uniq:
+            uniq = new_unique_id()
+            msg.properties[MessageConst.UNIQ_KEY] = uniq
+        uniq_ids.append(uniq)
+    body = encode_batch(msgs)
+    if len(body) > config.max_message_size:
+        raise IllegalArgumentError(f"the message body size over max value, MAX: {config.max_message_size}")
+    batch_props = {MessageConst.WAIT: "true" if wait else "false"}
+    return PreparedSend(
+        topic=topic,
+        body=body,
+        sys_flag=0,
+        flag=0,
+        properties=encode_properties(batch_props, java_order=True),
+        uniq_id=",".join(uniq_ids),
+        batch=True,
+        reconsume_times=0,
+        max_reconsume_times=None,
+    )
+
+
+def prepare_send(msg: Message | Sequence[Message], config: ProducerConfig) -> PreparedSend:
+    """A message, or a list of messages as one batch."""
+    if isinstance(msg, Message):
+        return prepare_message(msg, config)
+    if isinstance(cast(object, msg), (str, bytes)):
+        raise IllegalArgumentError("send() takes a Message or a list of Messages")
+    return prepare_batch(list(msg), config)
+
+
+def send_header(prep: PreparedSend, mq: MessageQueue, config: ProducerConfig) -> SendMessageRequestHeader:
+    """The request header of ``sendKernelImpl`` for one attempt to ``mq``."""
+    return SendMessageRequestHeader(
+        producer_group=config.producer_group,
+        topic=prep.topic,
+        default_topic=config.create_topic_key,
+        default_topic_queue_nums=config.default_topic_queue_nums,
+        queue_id=mq.queue_id,
+        sys_flag=prep.sys_flag,
+        born_timestamp=time.time_ns() // 1_000_000,
+        flag=prep.flag,
+        properties=prep.properties,
+        reconsume_times=prep.reconsume_times,
+        unit_mode=False,
+        batch=prep.batch,
+        max_reconsume_times=prep.max_reconsume_times,
+        bname=mq.broker_name,
+    )
+
+
+def check_explicit_queue(
+    topic: str, queue: MessageQueue | None, selector: SelectorLike | None
+) -> MessageQueue | None:
+    """``send(msg, mq)``: the queue itself, checked against the message's topic; None when a
+    selector is to choose (``sendSelectImpl``)."""
+    if queue is not None and selector is not None:
+        raise IllegalArgumentError("pass either queue= or selector=, not both")
+    if queue is not None and queue.topic != topic:
+        raise IllegalArgumentError(f"message's topic not equal mq's topic: {topic} != {queue.topic}")
+    return queue
+
+
+def select_with(
+    info: TopicPublishInfo, topic: str, selector: SelectorLike, msg: Message | Sequence[Message], arg: object
+) -> MessageQueue:
+    """``sendSelectImpl``: the selector's choice from the publish list (first message of a batch)."""
+    if not info.ok():
+        raise ClientError(f"No route info for this topic, {topic}")
+    first = msg if isinstance(msg, Message) else next(iter(msg))
+    mq = as_selector(selector).select(list(info.message_queue_list), first, arg)
+    if not isinstance(mq, MessageQueue):
+        raise ClientError("select message queue return null.")
+    return mq
+
+
+def retry_after_result(result: SendResult | None, config: ProducerConfig) -> bool:
+    """``sendDefaultImpl``: a stored-but-not-OK result is retried on another broker only with
+    ``retryAnotherBrokerWhenNotStoreOK``."""
+    return (
+        result is not None
+        and result.status is not SendStatus.SEND_OK
+        and config.retry_another_broker_when_not_store_ok
+    )
+
+
+def give_up_error(
+    last_exc: RocketqError | None, brokers_sent: Sequence[str], topic: str, cost_ms: int
+) -> RocketqError:
+    """The error ``sendDefaultImpl`` raises after its last attempt failed."""
+    info_text = (
+        f"Send [{len(brokers_sent)}] times, still failed, cost [{cost_ms}]ms, "
+        f"Topic: {topic}, BrokersSent: {list(brokers_sent)}"
+    )
+    if isinstance(last_exc, BrokerError):
+        return last_exc
+    if isinstance(last_exc, RequestTimeoutError):
+        # Timeout contract: the message may still have been stored.
+        err: RocketqError = RequestTimeoutError(f"{info_text}: {last_exc}")
+        err.__cause__ = last_exc
+        return err
+    if isinstance(last_exc, RemotingError):
+        err = type(last_exc)(f"{info_text}: {last_exc}")
+        err.__cause__ = last_exc
+        return err
+    return ClientError(info_text)
+
+
+class SendAttempts:
+    """The attempt loop of ``sendDefaultImpl``, sans-IO: the caller does each send itself.
+
+    ::
+
+        attempts = SendAttempts(fault, info, config, topic, begin, timeout, clock, retries=2)
+        while (mq := attempts.next_queue()) is not None:
+            start = clock()
+            try:
+                result = send(mq, attempts.remaining_ms(start))
+            except (RemotingError, BrokerError) as exc:
+                attempts.failed(mq, start, exc)  # re-raises a non-retriable broker error
+                continue
+            if attempts.succeeded(mq, start, result):
+                return result
+        raise attempts.give_up()
+
+    Each queue is chosen by ``MQFaultStrategy`` avoiding the broker that just failed; every
+    outcome feeds the latency fault tolerance; the whole loop keeps within ``timeout_ms``.
+    """
+
+    def __init__(
+        self,
+        fault: MQFaultStrategy,
+        info: TopicPublishInfo,
+        config: ProducerConfig,
+        topic: str,
+        begin_ms: int,
+        timeout_ms: int,
+        clock_ms: Callable[[], int],
+        *,
+        retries: int,
+    ) -> None:
+        self._fault = fault
+        self._info = info
+        self._config = config
+        self._topic = topic
+        self._begin = begin_ms
+        self._timeout = timeout_ms
+        self._clock = clock_ms
+        self._left = 1 + retries
+        self._last_broker: str | None = None
+        self._last_exc: RocketqError | None = None
+        self.brokers_sent: list[str] = []
+
+    def next_queue(self) -> MessageQueue | None:
+        """The queue of the next attempt; None when no attempt (or no time) is left."""
+        if self._left <= 0:
+            return None
+        self._left -= 1
+        mq = self._fault.select_one_message_queue(self._info, self._last_broker)
+        self.brokers_sent.append(mq.broker_name)
+        if self._clock() - self._begin >= self._timeout:
+            self._last_exc = RequestTimeoutError(f"sendDefaultImpl call timeout after {self._timeout}ms")
+            self._left = 0
+            return None
+        return mq
+
+    def remaining_ms(self, now_ms: int) -> int:
+        return self._timeout - (now_ms - self._begin)
+
+    def failed(self, mq: MessageQueue, start_ms: int, exc: RemotingError | BrokerError) -> None:
+        """A transport error or broker refusal: isolate the broker; re-raise if not retriable."""
+        self._fault.update_fault_item(mq.broker_name, self._clock() - start_ms, True)
+        _log_limiter.warning(
+            ("send", mq.broker_name), "send to %s failed (%s); retry another broker", mq, exc
+        )
+        self._last_exc, self._last_broker = exc, mq.broker_name
+        if isinstance(exc, BrokerError) and not exc.retriable:
+            raise exc
+
+    def succeeded(self, mq: MessageQueue, start_ms: int, result: SendResult | None) -> bool:
+        """An answer: True when it is final, False when it is retried on another broker."""
+        self._fault.update_fault_item(mq.broker_name, self._clock() - start_ms, False)
+        if retry_after_result(result, self._config):
+            self._last_broker = mq.broker_name
+            return False
+        return True
+
+    def give_up(self) -> RocketqError:
+        return give_up_error(self._last_exc, self.brokers_sent, self._topic, self._clock() - self._begin)

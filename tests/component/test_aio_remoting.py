@@ -1,0 +1,205 @@
+"""AsyncRemotingClient against a scripted server speaking real frames on 127.0.0.1.
+
+Each test runs on the stdlib loop and, when uvloop is installed, on uvloop too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+import pytest
+
+from rocketq.aio.remoting import AsyncRemotingClient
+from rocketq.errors import ConnectError, RequestTimeoutError
+from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.frame import FLAG_ONEWAY, FLAG_RESPONSE, FrameDecoder, RemotingCommand
+
+try:
+    import uvloop
+except ImportError:  # pragma: no cover - uvloop is an optional extra
+    uvloop = None  # type: ignore[assignment]
+
+LOOPS = ["asyncio", *(["uvloop"] if uvloop is not None else [])]
+
+#: ``(server writer, request) -> None``: how the scripted server treats one client request
+Script = Callable[[asyncio.StreamWriter, RemotingCommand], Awaitable[None]]
+
+
+def run(kind: str, coro: Coroutine[Any, Any, None]) -> None:
+    if kind == "uvloop":
+        assert uvloop is not None
+        uvloop.run(coro)
+    else:
+        asyncio.run(coro)
+
+
+class Server:
+    """A server that decodes frames and hands each request to ``script``."""
+
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self.received: list[RemotingCommand] = []
+        self.writers: list[asyncio.StreamWriter] = []
+        self.responses: asyncio.Queue[RemotingCommand] = asyncio.Queue()
+        self.server: asyncio.AbstractServer | None = None
+
+    async def __aenter__(self) -> str:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        port = self.server.sockets[0].getsockname()[1]
+        return f"127.0.0.1:{port}"
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.server is not None
+        for w in self.writers:
+            w.close()
+        self.server.close()
+        await self.server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.writers.append(writer)
+        decoder = FrameDecoder()
+        while data := await reader.read(65536):
+            for cmd in decoder.feed(data):
+                if cmd.flag & FLAG_RESPONSE:
+                    self.responses.put_nowait(cmd)
+                else:
+                    self.received.append(cmd)
+                    await self.script(writer, cmd)
+
+
+def answer(cmd: RemotingCommand, remark: str) -> bytes:
+    return RemotingCommand(code=0, flag=FLAG_RESPONSE, opaque=cmd.opaque, remark=remark).encode()
+
+
+@pytest.mark.parametrize("kind", LOOPS)
+def test_out_of_order_answers_match_by_opaque(kind: str) -> None:
+    held: list[RemotingCommand] = []
+
+    async def script(w: asyncio.StreamWriter, cmd: RemotingCommand) -> None:
+        held.append(cmd)
+        if len(held) == 3:  # answer the three calls in reverse order, in one write
+            w.write(b"".join(answer(c, c.remark or "") for c in reversed(held)))
+
+    async def main() -> None:
+        async with Server(script) as addr, AsyncRemotingClient() as client:
+            calls = [client.invoke(addr, RemotingCommand(code=10, remark=f"r{i}"), 3000) for i in range(3)]
+            results = await asyncio.gather(*calls)
+            assert [r.remark for r in results] == ["r0", "r1", "r2"]
+            assert len({c.opaque for c in held}) == 3
+
+    run(kind, main())
+
+
+@pytest.mark.parametrize("kind", LOOPS)
+def test_timeout_oneway_hook_and_late_answer_dropped(kind: str) -> None:
+    async def script(w: asyncio.StreamWriter, cmd: RemotingCommand) -> None:
+        if cmd.code == 11:  # answered only after the caller gave up
+            await asyncio.sleep(0.3)
+            w.write(answer(cmd, "late"))
+
+    async def main() -> None:
+        server = Server(script)
+        signed: list[int] = []
+
+        def hook(request: RemotingCommand) -> None:
+            signed.append(request.code)
+            request.ext_fields = {**(request.ext_fields or {}), "Signature": "x"}
+
+        async with server as addr, AsyncRemotingClient(request_hooks=[hook]) as client:
+            with pytest.raises(RequestTimeoutError):
+                await client.invoke(addr, RemotingCommand(code=11), 100)
+            await client.invoke_oneway(addr, RemotingCommand(code=12))
+            while len(server.received) < 2:
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.4)  # the late answer arrives and is dropped without harm
+            assert server.received[1].flag & FLAG_ONEWAY
+            assert all(c.ext_fields and c.ext_fields["Signature"] == "x" for c in server.received)
+            assert signed == [11, 12]
+            assert client.is_connected(addr)
+
+    run(kind, main())
+
+
+@pytest.mark.parametrize("kind", LOOPS)
+def test_lost_connection_fails_pending_calls_and_reconnects(kind: str) -> None:
+    async def script(w: asyncio.StreamWriter, cmd: RemotingCommand) -> None:
+        if cmd.code == 20:
+            w.close()
+        else:
+            w.write(answer(cmd, "ok"))
+
+    async def main() -> None:
+        async with Server(script) as addr, AsyncRemotingClient() as client:
+            with pytest.raises(ConnectError):
+                await client.invoke(addr, RemotingCommand(code=20), 3000)
+            assert (await client.invoke(addr, RemotingCommand(code=21), 3000)).remark == "ok"
+
+    run(kind, main())
+
+
+@pytest.mark.parametrize("kind", LOOPS)
+def test_malformed_frame_closes_the_connection(kind: str) -> None:
+    async def script(w: asyncio.StreamWriter, cmd: RemotingCommand) -> None:
+        w.write(b"\x7f\xff\xff\xff" + b"\x00" * 8)  # a frame length over the maximum
+
+    async def main() -> None:
+        async with Server(script) as addr, AsyncRemotingClient() as client:
+            with pytest.raises(ConnectError, match="malformed"):
+                await client.invoke(addr, RemotingCommand(code=30), 3000)
+            assert not client.is_connected(addr)
+
+    run(kind, main())
+
+
+@pytest.mark.parametrize("kind", LOOPS)
+def test_server_requests_are_answered_by_the_handler(kind: str) -> None:
+    server_box: list[Server] = []
+
+    async def script(w: asyncio.StreamWriter, cmd: RemotingCommand) -> None:
+        # the server asks the client two things back: a handled code and an unknown one
+        w.write(RemotingCommand(code=RequestCode.GET_CONSUMER_RUNNING_INFO, opaque=900).encode())
+        w.write(RemotingCommand(code=999, opaque=901).encode())
+        w.write(answer(cmd, "done"))
+
+    async def handler(request: RemotingCommand, addr: str) -> RemotingCommand | None:
+        if request.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
+            return RemotingCommand(code=ResponseCode.SUCCESS, body=b"info")
+        raise ValueError("unknown")
+
+    async def main() -> None:
+        server = Server(script)
+        server_box.append(server)
+        async with server as addr, AsyncRemotingClient(request_handler=handler) as client:
+            await client.invoke(addr, RemotingCommand(code=40), 3000)
+            got = [await asyncio.wait_for(server.responses.get(), 3) for _ in range(2)]
+            by_opaque = {r.opaque: r for r in got}
+            assert by_opaque[900].code == ResponseCode.SUCCESS and by_opaque[900].body == b"info"
+            assert by_opaque[901].code == ResponseCode.SYSTEM_ERROR
+            assert "ValueError: unknown" in (by_opaque[901].remark or "")
+
+    run(kind, main())
+
+
+@pytest.mark.parametrize("kind", LOOPS)
+def test_no_thread_and_nothing_left_after_close(kind: str) -> None:
+    async def script(w: asyncio.StreamWriter, cmd: RemotingCommand) -> None:
+        w.write(answer(cmd, "ok"))
+
+    async def main() -> None:
+        before = set(threading.enumerate())
+        async with Server(script) as addr:
+            client = AsyncRemotingClient()
+            await asyncio.gather(*[client.invoke(addr, RemotingCommand(code=1), 3000) for _ in range(50)])
+            assert set(threading.enumerate()) == before
+            await client.close()
+            with pytest.raises(Exception, match="closed"):
+                await client.invoke(addr, RemotingCommand(code=1), 3000)
+            # the only tasks left are this test's and the scripted server's
+            mine = {asyncio.current_task()}
+            tasks = [t for t in asyncio.all_tasks() - mine if "Server._serve" not in repr(t.get_coro())]
+            assert tasks == []
+
+    run(kind, main())
