@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from rocketq.aio.remoting import AsyncRemotingClient
+from rocketq.aio.instance import AsyncClientInstance
+from rocketq.aio.remoting import AsyncRemotingClient, wait_event
+from rocketq.client.config import ClientConfig
 from rocketq.errors import ConnectError, RequestTimeoutError
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import FLAG_ONEWAY, FLAG_RESPONSE, FrameDecoder, RemotingCommand
@@ -201,5 +203,56 @@ def test_no_thread_and_nothing_left_after_close(kind: str) -> None:
             mine = {asyncio.current_task()}
             tasks = [t for t in asyncio.all_tasks() - mine if "Server._serve" not in repr(t.get_coro())]
             assert tasks == []
+
+    run(kind, main())
+
+
+@pytest.mark.parametrize("steps", range(4))
+@pytest.mark.parametrize("kind", LOOPS)
+def test_wait_event_propagates_a_cancel_landing_as_the_event_is_set(kind: str, steps: int) -> None:
+    """asyncio.wait_for before 3.12 returns instead of raising when the cancel and the event
+    meet in one loop step (gh-86296); wait_event raises CancelledError at every step offset."""
+
+    async def main() -> None:
+        event = asyncio.Event()
+        rounds: list[bool] = []
+
+        async def waiter_loop() -> None:
+            while True:  # as AsyncClientInstance._rebalance_loop
+                rounds.append(await wait_event(event, 30.0))
+                event.clear()
+
+        task = asyncio.get_running_loop().create_task(waiter_loop())
+        await asyncio.sleep(0)
+        event.set()
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        task.cancel()
+        done, _ = await asyncio.wait((task,), timeout=2.0)
+        assert done == {task}, f"the loop outlived cancel() ({steps} steps after set)"
+        assert task.cancelled()
+        event.clear()
+        assert await wait_event(event, 0.01) is False
+        event.set()
+        assert await wait_event(event, 0.0) is True
+
+    run(kind, main())
+
+
+@pytest.mark.parametrize("steps", range(4))
+@pytest.mark.parametrize("kind", LOOPS)
+def test_instance_close_ends_a_rebalance_loop_woken_in_the_same_step(kind: str, steps: int) -> None:
+    """NOTIFY_CONSUMER_IDS_CHANGED (rebalance_immediately) right as close() cancels: close()
+    returns (it hung forever when the rebalance loop waited with asyncio.wait_for)."""
+
+    async def main() -> None:
+        inst = AsyncClientInstance(ClientConfig(namesrv_addr="127.0.0.1:9"), "127.0.0.1@test")
+        await inst.start()
+        await asyncio.sleep(0)
+        inst.rebalance_immediately()
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        await asyncio.wait_for(inst.close(), 5.0)
+        assert inst.closed
 
     run(kind, main())

@@ -467,3 +467,52 @@ def test_sql92_subscription_is_filtered_by_the_broker(unique_name: Callable[...,
 
         asyncio.run(main())
     assert sorted(got) == sorted(f"k{i}" for i in range(30) if 3 <= i % 10 <= 5)
+
+
+@pytest.mark.parametrize("kind", LOOPS)
+def test_four_members_of_one_group_on_one_loop_drain_every_queue_and_shut_down(
+    kind: str, embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
+) -> None:
+    """The A4b benchmark shape, several rounds: 4 AsyncPushConsumers of one group on one loop
+    take every message of every queue, and shutting them down one after another returns.
+    Each member's UNREGISTER_CLIENT makes the broker send NOTIFY_CONSUMER_IDS_CHANGED to the
+    others while they close; a rebalance loop woken in the step its cancel landed used to
+    survive the cancel (asyncio.wait_for, gh-86296) and close() hung forever."""
+    topic = unique_name("T")
+    embedded_cluster.create_topic(topic, 4)
+    ns = embedded_cluster.namesrv_addr
+    total = 400
+
+    async def round_(group: str) -> None:
+        seen: set[tuple[int, int]] = set()
+        done = asyncio.Event()
+
+        async def listener(
+            msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
+        ) -> ConsumeConcurrentlyStatus:
+            seen.update((m.queue_id, m.queue_offset) for m in msgs)
+            if len(seen) >= total:
+                done.set()
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        members = []
+        for _ in range(4):
+            consumer = _consumer(embedded_cluster, group, topic, consume_message_batch_max_size=32)
+            consumer.register_message_listener(listener)
+            members.append(consumer)
+        try:
+            for consumer in members:
+                await consumer.start()
+            await asyncio.wait_for(done.wait(), 20.0)
+            assert {q for q, _ in seen} == {0, 1, 2, 3}
+        finally:
+            for consumer in members:
+                await asyncio.wait_for(consumer.shutdown(), 15.0)
+
+    async def main() -> None:
+        async with AsyncProducer(unique_name("PG"), namesrv_addr=ns) as p:
+            await asyncio.gather(*[p.send(Message(topic, f"m{i}".encode())) for i in range(total)])
+        for _ in range(6):
+            await round_(unique_name("G"))
+
+    run(kind, main())

@@ -29,7 +29,7 @@ from typing import Protocol
 
 from rocketq.acl.client_security import client_security_of
 from rocketq.aio.api import AsyncMQClientAPI
-from rocketq.aio.remoting import AsyncRemotingClient, RequestHook
+from rocketq.aio.remoting import AsyncRemotingClient, RequestHook, wait_event
 from rocketq.client.api_results import FindBrokerResult
 from rocketq.client.config import ClientConfig
 from rocketq.client.consumer.route_backoff import ROUTE_RETRY_FIRST_MS, ROUTE_RETRY_MAX_MS
@@ -332,8 +332,8 @@ class AsyncClientInstance:
         wakeup = self._rebalance_wakeup
         assert wakeup is not None
         while True:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(wakeup.wait(), self.config.rebalance_interval_ms / 1000.0)
+            # not asyncio.wait_for: it can swallow close()'s cancel (see wait_event)
+            await wait_event(wakeup, self.config.rebalance_interval_ms / 1000.0)
             wakeup.clear()
             if self.consumer is not None:
                 try:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import dataclasses
 import logging
 import time
@@ -31,7 +30,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mappin
 from rocketq.aio.instance import AsyncClientInstance
 from rocketq.aio.offset_store import AsyncLocalOffsetStore, AsyncOffsetStore, AsyncRemoteOffsetStore
 from rocketq.aio.rebalance import AsyncPullAPIWrapper, AsyncRebalance, compute_pull_from_where
-from rocketq.aio.remoting import RequestHook
+from rocketq.aio.remoting import RequestHook, wait_event
 from rocketq.client.api_results import PullStatus
 from rocketq.client.config import (
     ClientConfig,
@@ -446,8 +445,7 @@ class AsyncLitePullConsumer:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return []
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(event.wait(), remaining)
+            await wait_event(event, remaining)
 
     def __aiter__(self) -> AsyncIterator[MessageExt]:
         return self

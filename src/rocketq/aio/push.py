@@ -39,7 +39,7 @@ import functools
 import logging
 import operator
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 
 from rocketq.aio.consume import (
     AsyncConcurrentListener,
@@ -295,9 +295,14 @@ class AsyncPushConsumer:
         async def run() -> None:
             await coro
 
+        def finished(task: asyncio.Task[None]) -> None:
+            self._side_tasks.discard(task)
+            if isinstance(coro, Coroutine):  # cancelled before it started: no "never awaited"
+                coro.close()
+
         task = asyncio.get_running_loop().create_task(run())
         self._side_tasks.add(task)
-        task.add_done_callback(self._side_tasks.discard)
+        task.add_done_callback(finished)
 
     def _every(self, period_ms: int, fn: Callable[[], Awaitable[None]]) -> None:
         async def loop() -> None:

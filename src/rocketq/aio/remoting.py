@@ -50,9 +50,29 @@ from rocketq.protocol.frame import (
 )
 from rocketq.remoting.helper import RequestIdCounter, answer_frame, machinery_response, parse_addr
 
-__all__ = ["AsyncRemotingClient", "AsyncRequestHandler", "RequestHook"]
+__all__ = ["AsyncRemotingClient", "AsyncRequestHandler", "RequestHook", "wait_event"]
 
 log = logging.getLogger(__name__)
+
+
+async def wait_event(event: asyncio.Event, timeout_s: float) -> bool:
+    """Wait up to ``timeout_s`` for ``event``; True when it is set. A cancellation always
+    propagates.
+
+    Not ``asyncio.wait_for(event.wait(), t)``: before Python 3.12, ``wait_for`` returns the
+    inner result instead of raising ``CancelledError`` when the task is cancelled in the same
+    loop step as the event is set (CPython gh-86296), so a ``while True`` loop around it
+    outlives ``task.cancel()`` and whoever awaits the task hangs.
+    """
+    if event.is_set():
+        return True
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait((waiter,), timeout=max(timeout_s, 0.0))
+    finally:
+        waiter.cancel()
+    return event.is_set()
+
 
 #: ``(request, server address) -> response or None``: requests a server sends to the client.
 AsyncRequestHandler = Callable[[RemotingCommand, str], Awaitable[RemotingCommand | None]]
