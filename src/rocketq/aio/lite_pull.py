@@ -38,6 +38,7 @@ from rocketq.client.config import (
     SubscriptionType,
     change_instance_name_to_pid,
     validate_topic,
+    with_overrides,
 )
 from rocketq.client.consumer.allocate import AllocateMessageQueueStrategy
 from rocketq.client.consumer.lite_pull import (
@@ -114,14 +115,10 @@ class AsyncLitePullConsumer:
         request_hooks: Sequence[RequestHook] = (),
         clock_ms: Callable[[], int] = _now_ms,
     ) -> None:
-        cfg = config or LitePullConsumerConfig()
-        if consumer_group is not None:
-            cfg = dataclasses.replace(cfg, consumer_group=consumer_group)
-        if message_model is not None:
-            cfg = dataclasses.replace(cfg, message_model=message_model)
-        ccfg = client_config or ClientConfig()
-        if namesrv_addr is not None:
-            ccfg = dataclasses.replace(ccfg, namesrv_addr=namesrv_addr)
+        cfg = with_overrides(
+            config or LitePullConsumerConfig(), consumer_group=consumer_group, message_model=message_model
+        )
+        ccfg = with_overrides(client_config or ClientConfig(), namesrv_addr=namesrv_addr)
         self.config = cfg
         self.client_config = ccfg
         self.allocate_strategy = allocate_strategy

@@ -39,6 +39,7 @@ from rocketq.client.config import (
     ProducerConfig,
     change_instance_name_to_pid,
     validate_topic,
+    with_overrides,
 )
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
 from rocketq.client.produce_accumulator import ProduceAccumulator
@@ -85,12 +86,8 @@ class AsyncProducer:
         request_hooks: Sequence[RequestHook] = (),
         clock_ms: Callable[[], int] = _now_ms,
     ) -> None:
-        cfg = config or ProducerConfig()
-        if producer_group is not None:
-            cfg = dataclasses.replace(cfg, producer_group=producer_group)
-        ccfg = client_config or ClientConfig()
-        if namesrv_addr is not None:
-            ccfg = dataclasses.replace(ccfg, namesrv_addr=namesrv_addr)
+        cfg = with_overrides(config or ProducerConfig(), producer_group=producer_group)
+        ccfg = with_overrides(client_config or ClientConfig(), namesrv_addr=namesrv_addr)
         self.config = cfg
         self.client_config = ccfg
         self._hooks = tuple(request_hooks)

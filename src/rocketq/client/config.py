@@ -17,6 +17,7 @@ Invariants:
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import os
@@ -24,7 +25,7 @@ import re
 import socket
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from rocketq.errors import ClientError, IllegalArgumentError
 from rocketq.protocol.codes import LanguageCode, SerializeType
@@ -40,6 +41,8 @@ from rocketq.protocol.mixall import (
 from rocketq.remoting.tls import TlsConfig  # re-exported: spark/ and cli/ use the client API only
 
 if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
     from rocketq.client.metrics import ClientMetrics
 
 __all__ = [
@@ -60,6 +63,7 @@ __all__ = [
     "parse_namesrv_addr",
     "validate_group",
     "validate_topic",
+    "with_overrides",
 ]
 
 #: ``MixAll.NAMESRV_ADDR_ENV``
@@ -70,6 +74,17 @@ DEFAULT_INSTANCE_NAME = "DEFAULT"
 # Validators.CHARACTER_MAX_LENGTH and TopicValidator's pattern.
 _GROUP_MAX_LENGTH = 255
 _NAME_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+
+
+_Config = TypeVar("_Config", bound="DataclassInstance")
+
+
+def with_overrides(config: _Config, **overrides: object) -> _Config:
+    """``config`` with the fields named in ``overrides`` replaced, leaving out those given as
+    None: a client class's keyword arguments (``consumer_group=``, ``namesrv_addr=``) over the
+    config object it was handed. The result is validated as any new config is."""
+    changes = {name: value for name, value in overrides.items() if value is not None}
+    return dataclasses.replace(config, **changes) if changes else config
 
 
 def validate_topic(topic: str, *, for_send: bool = False) -> None:

@@ -50,6 +50,7 @@ from rocketq.client.config import (
     ProducerConfig,
     change_instance_name_to_pid,
     validate_topic,
+    with_overrides,
 )
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
@@ -141,12 +142,8 @@ class Producer(ServiceLifecycle):
         enable_msg_trace: bool = False,
         custom_trace_topic: str | None = None,
     ) -> None:
-        cfg = config or ProducerConfig()
-        if producer_group is not None:
-            cfg = dataclasses.replace(cfg, producer_group=producer_group)
-        ccfg = client_config or ClientConfig()
-        if namesrv_addr is not None:
-            ccfg = dataclasses.replace(ccfg, namesrv_addr=namesrv_addr)
+        cfg = with_overrides(config or ProducerConfig(), producer_group=producer_group)
+        ccfg = with_overrides(client_config or ClientConfig(), namesrv_addr=namesrv_addr)
         self.config = cfg
         self.client_config = ccfg
         self._manager = manager or DEFAULT_MANAGER

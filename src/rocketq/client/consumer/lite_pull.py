@@ -42,7 +42,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 
 from rocketq.client.api_results import PullResult, PullStatus
-from rocketq.client.config import ClientConfig, LitePullConsumerConfig, SubscriptionType, validate_topic
+from rocketq.client.config import (
+    ClientConfig,
+    LitePullConsumerConfig,
+    SubscriptionType,
+    validate_topic,
+    with_overrides,
+)
 from rocketq.client.consumer.allocate import AllocateMessageQueueStrategy
 from rocketq.client.consumer.consumer_start import register_and_start, start_consumer_instance
 from rocketq.client.consumer.offset_store import (
@@ -217,14 +223,10 @@ class LitePullConsumer(ServiceLifecycle):
         allocate_strategy: AllocateMessageQueueStrategy | None = None,
         clock_ms: Callable[[], int] = _now_ms,
     ) -> None:
-        cfg = config or LitePullConsumerConfig()
-        if consumer_group is not None:
-            cfg = dataclasses.replace(cfg, consumer_group=consumer_group)
-        if message_model is not None:
-            cfg = dataclasses.replace(cfg, message_model=message_model)
-        ccfg = client_config or ClientConfig()
-        if namesrv_addr is not None:
-            ccfg = dataclasses.replace(ccfg, namesrv_addr=namesrv_addr)
+        cfg = with_overrides(
+            config or LitePullConsumerConfig(), consumer_group=consumer_group, message_model=message_model
+        )
+        ccfg = with_overrides(client_config or ClientConfig(), namesrv_addr=namesrv_addr)
         self.config = cfg
         self.client_config = ccfg
         self.allocate_strategy = allocate_strategy

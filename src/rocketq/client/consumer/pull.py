@@ -26,13 +26,12 @@ Invariants:
 from __future__ import annotations
 
 import concurrent.futures
-import dataclasses
 import logging
 import threading
 from collections.abc import Callable
 
 from rocketq.client.api_results import PullResult, PullStatus
-from rocketq.client.config import ClientConfig, PullConsumerConfig
+from rocketq.client.config import ClientConfig, PullConsumerConfig, with_overrides
 from rocketq.client.consumer.allocate import AllocateMessageQueueStrategy
 from rocketq.client.consumer.consumer_start import register_and_start, start_consumer_instance
 from rocketq.client.consumer.offset_store import OffsetStore, ReadOffsetType
@@ -84,14 +83,10 @@ class PullConsumer(ServiceLifecycle):
         manager: MQClientManager | None = None,
         allocate_strategy: AllocateMessageQueueStrategy | None = None,
     ) -> None:
-        cfg = config or PullConsumerConfig()
-        if consumer_group is not None:
-            cfg = dataclasses.replace(cfg, consumer_group=consumer_group)
-        if message_model is not None:
-            cfg = dataclasses.replace(cfg, message_model=message_model)
-        ccfg = client_config or ClientConfig()
-        if namesrv_addr is not None:
-            ccfg = dataclasses.replace(ccfg, namesrv_addr=namesrv_addr)
+        cfg = with_overrides(
+            config or PullConsumerConfig(), consumer_group=consumer_group, message_model=message_model
+        )
+        ccfg = with_overrides(client_config or ClientConfig(), namesrv_addr=namesrv_addr)
         self.config = cfg
         self.client_config = ccfg
         self._manager = manager or DEFAULT_MANAGER

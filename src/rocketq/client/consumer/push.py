@@ -41,7 +41,7 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from rocketq.client.api_results import PullResult, PullStatus
-from rocketq.client.config import ClientConfig, PushConsumerConfig, validate_topic
+from rocketq.client.config import ClientConfig, PushConsumerConfig, validate_topic, with_overrides
 from rocketq.client.consumer.allocate import AllocateMessageQueueStrategy
 from rocketq.client.consumer.consume_concurrently import ConsumeMessageConcurrentlyService
 from rocketq.client.consumer.consume_orderly import ConsumeMessageOrderlyService
@@ -159,12 +159,11 @@ class PushConsumer(ServiceLifecycle):
         enable_msg_trace: bool = False,
         custom_trace_topic: str | None = None,
     ) -> None:
-        cfg = config or PushConsumerConfig(consumer_group=consumer_group or DEFAULT_CONSUMER_GROUP)
-        if consumer_group is not None and cfg.consumer_group != consumer_group:
-            cfg = dataclasses.replace(cfg, consumer_group=consumer_group)
-        ccfg = client_config or ClientConfig()
-        if namesrv_addr is not None:
-            ccfg = dataclasses.replace(ccfg, namesrv_addr=namesrv_addr)
+        cfg = with_overrides(
+            config or PushConsumerConfig(consumer_group=consumer_group or DEFAULT_CONSUMER_GROUP),
+            consumer_group=consumer_group,
+        )
+        ccfg = with_overrides(client_config or ClientConfig(), namesrv_addr=namesrv_addr)
         self.config = cfg
         self.client_config = ccfg
         self._strategy = allocate_strategy
