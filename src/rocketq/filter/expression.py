@@ -199,40 +199,34 @@ def create_in(left: Expr, elements: Sequence[str], *, negate: bool) -> Expr:
 
 
 # ---------------------------------------------------------------------- logic
-def create_and(left: Expr, right: Expr) -> Expr:
-    """``LogicExpression.createAND``."""
+def _logic(left: Expr, right: Expr, deciding: bool, symbol: str) -> Expr:
+    """``LogicExpression``'s AND (``deciding=False``) and OR (``deciding=True``): either side
+    equal to ``deciding`` decides the result at once (the right side is then not evaluated);
+    otherwise an unknown (None) side makes the result unknown, as in SQL's three-valued logic."""
     lf, rf = left.evaluate, right.evaluate
 
     def evaluate(p: Properties) -> object:
         lv = lf(p)
-        if lv is False:
-            return False
+        if lv is deciding:
+            return deciding
         rv = rf(p)
-        if rv is False:
-            return False
+        if rv is deciding:
+            return deciding
         if lv is None or rv is None:
             return None
-        return True
+        return not deciding
 
-    return _boolean(evaluate, f"({left.text} && {right.text})")
+    return _boolean(evaluate, f"({left.text} {symbol} {right.text})")
+
+
+def create_and(left: Expr, right: Expr) -> Expr:
+    """``LogicExpression.createAND``."""
+    return _logic(left, right, False, "&&")
 
 
 def create_or(left: Expr, right: Expr) -> Expr:
     """``LogicExpression.createOR``."""
-    lf, rf = left.evaluate, right.evaluate
-
-    def evaluate(p: Properties) -> object:
-        lv = lf(p)
-        if lv is True:
-            return True
-        rv = rf(p)
-        if rv is True:
-            return True
-        if lv is None or rv is None:
-            return None
-        return False
-
-    return _boolean(evaluate, f"({left.text} || {right.text})")
+    return _logic(left, right, True, "||")
 
 
 # ---------------------------------------------------------------------- comparison
