@@ -899,7 +899,7 @@ class LoopThread:
         self._start_fn = start_fn
         self._stop_fn = stop_fn
         self.name = name
-        self._thread: threading.Thread | None = None
+        self._runner: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
@@ -912,15 +912,15 @@ class LoopThread:
 
     def start(self, timeout_s: float = 10.0) -> None:
         """Start the thread and return once the service started (re-raises its error)."""
-        if self._thread is not None:
+        if self._runner is not None:
             return
-        self._thread = threading.Thread(target=self._main, name=self.name, daemon=True)
-        self._thread.start()
+        self._runner = threading.Thread(target=self._main, name=self.name, daemon=True)
+        self._runner.start()
         if not self._ready.wait(timeout_s):
             raise TimeoutError(f"{self.name} did not start within {timeout_s} s")
         if self._error is not None:
-            self._thread.join(timeout_s)
-            self._thread = None
+            self._runner.join(timeout_s)
+            self._runner = None
             raise self._error
 
     def run(self, coro: Coroutine[Any, Any, _T], timeout_s: float | None = 10.0) -> _T:
@@ -937,7 +937,7 @@ class LoopThread:
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Stop the service, end the loop and join the thread."""
-        thread, loop = self._thread, self._loop
+        thread, loop = self._runner, self._loop
         if thread is None or loop is None:
             return
         try:
@@ -945,7 +945,7 @@ class LoopThread:
         finally:
             loop.call_soon_threadsafe(loop.stop)
             thread.join(timeout_s)
-            self._thread = None
+            self._runner = None
 
     def __enter__(self: _L) -> _L:
         self.start()
