@@ -656,7 +656,9 @@ class RemotingServer:
         if self._tls_mode is not TlsMode.DISABLED:
             factory = lambda: _PeekProtocol(self)  # noqa: E731
         self._server = await loop.create_server(factory, self.host, self._port, reuse_address=True)
-        self._port = self._server.sockets[0].getsockname()[1]
+        # uvloop's Server.sockets is a list where typeshed says tuple: read it untyped (mypyc compat)
+        listening: Any = self._server
+        self._port = listening.sockets[0].getsockname()[1]
         self._idle_task = loop.create_task(self._idle_scan(), name=f"{self.name}-idle")
         log.info("%s: listening on %s:%d", self.name, self.host, self._port)
 
