@@ -13,7 +13,11 @@ Contract (the embedded cluster relies on it):
   writes the same line to ``F`` atomically): ``namesrv`` -> ``{"namesrv": "host:port"}``;
   ``broker`` -> ``{"broker": "ip:port", "broker_name": ..., "namesrv": ...}``; ``server`` ->
   ``{"namesrv": "127.0.0.1:P1", "brokers": ["127.0.0.1:P2"]}``. "Ready" means listening
-  and, for a broker, registered with its name servers.
+  and, for a broker, registered with its name servers. Every ready line also says which event
+  loop serves (``"event_loop": "uvloop"`` or ``"asyncio"``) and whether the mypyc build runs
+  (``"compiled": true``).
+* The servers run on uvloop when it is installed (``rocketq[speed]``), unless
+  ``ROCKETQ_NO_UVLOOP=1`` (:mod:`rocketq.common.event_loop`).
 * Port 0 means OS-assigned. All three bind 127.0.0.1 unless told otherwise (``--host``,
   or ``listenHost`` in broker.conf / ``--set``): a non-loopback bind is always explicit.
 * Logs go to stderr through :mod:`logging`, or with ``--log-file F`` to ``F`` rotated by
@@ -40,6 +44,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from rocketq.common.event_loop import run_on_server_loop
 from rocketq.common.file_lock import FileLockedError
 from rocketq.errors import IllegalArgumentError
 
@@ -192,6 +197,11 @@ def _fail(text: str) -> int:
 
 
 def _announce(line: dict[str, object], ready_file: str | None) -> None:
+    from rocketq import _build
+    from rocketq.common.event_loop import loop_name
+
+    # which event loop and which build serve (tests and the benchmark read them)
+    line = {**line, "event_loop": loop_name(asyncio.get_running_loop()), "compiled": _build.state().compiled}
     text = json.dumps(line)
     if ready_file:
         tmp = ready_file + ".tmp"
@@ -227,7 +237,7 @@ def _run(body: Callable[[asyncio.Event], Awaitable[None]]) -> int:
         await body(stop)
 
     try:
-        asyncio.run(runner())
+        run_on_server_loop(runner())
     except (FileLockedError, IllegalArgumentError) as exc:
         return _fail(str(exc))
     except OSError as exc:
