@@ -75,10 +75,14 @@ lint: venv
 typecheck: venv
 	$(VENV)/bin/mypy
 
+# Compiled: the whole suite on the extensions, then the pure pass; tests/component/test_build.py
+# checks each pass loaded the build it expects (ROCKETQ_EXPECT_BUILD).
 pytest: venv interop-deps browser
-	$(PY) -m pytest -q
 ifeq ($(COMPILE),1)
-	ROCKETQ_PURE_PYTHON=1 $(PY) -m pytest -q $(PURE_TESTS)
+	ROCKETQ_EXPECT_BUILD=compiled $(PY) -m pytest -q
+	ROCKETQ_PURE_PYTHON=1 ROCKETQ_EXPECT_BUILD=pure $(PY) -m pytest -q $(PURE_TESTS)
+else
+	$(PY) -m pytest -q
 endif
 
 test: lint typecheck pytest
