@@ -49,7 +49,7 @@ import socket
 import ssl
 import threading
 from collections.abc import Callable, Coroutine, Generator, Sequence
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar, cast
 
 from rocketq.common.log_limiter import LogLimiter
 from rocketq.errors import ConnectError, ProtocolError, RequestTimeoutError, RocketqError
@@ -325,7 +325,7 @@ class _ServerProtocol(asyncio.Protocol):
         self._early: list[bytes] = []
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        transport = cast(asyncio.Transport, transport)  # uvloop's transports do not subclass it
         channel = self._channel = Channel(self._server, transport)
         self._server._on_connect(channel)
         early, self._early = self._early, []
@@ -403,7 +403,7 @@ class _PeekProtocol(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        transport = cast(asyncio.Transport, transport)  # uvloop's transports do not subclass it
         self._transport = transport
         server = self._server
         server._peeking.add(transport)
