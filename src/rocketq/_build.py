@@ -151,7 +151,7 @@ def detect(environ: Mapping[str, str] | None = None, root: Path | None = None) -
     stale = [
         m
         for m in HOT_MODULES
-        if not source_path(m).is_file() or recorded.get(m) != source_digest(source_path(m))
+        if not source_path(m, root).is_file() or recorded.get(m) != source_digest(source_path(m, root))
     ]
     if stale:
         return BuildState(False, f"stale compiled build, sources changed since: {', '.join(stale)}", True)
