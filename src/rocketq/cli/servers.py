@@ -47,6 +47,7 @@ from typing import Any
 from rocketq.common.event_loop import run_on_server_loop
 from rocketq.common.file_lock import FileLockedError
 from rocketq.errors import IllegalArgumentError
+from rocketq.remoting.tls import TlsConfig, TlsMode
 
 __all__ = ["LOG_FORMAT", "LOG_LEVELS", "register"]
 
@@ -221,8 +222,12 @@ def _parse_sets(items: list[str]) -> dict[str, str]:
     return out
 
 
-def _run(body: Callable[[asyncio.Event], Awaitable[None]]) -> int:
+def _run(body: Callable[[asyncio.Event], Awaitable[None]], *, tls: bool = False) -> int:
     """Run ``body(stop_event)`` with SIGINT/SIGTERM setting the event; 0 on a clean exit.
+
+    On uvloop when installed, except a server with TLS (``tls``): its handshake (the peeking
+    protocol and ``start_tls`` of :mod:`rocketq.remoting.server`) times out on uvloop, so TLS
+    servers stay on asyncio's loop.
 
     A server that cannot start says why in one ``error:`` line and exits 1: its store or KV
     file is locked by a running server, its port is taken, or its configuration is wrong.
@@ -237,7 +242,7 @@ def _run(body: Callable[[asyncio.Event], Awaitable[None]]) -> int:
         await body(stop)
 
     try:
-        run_on_server_loop(runner())
+        run_on_server_loop(runner(), uvloop=not tls)
     except (FileLockedError, IllegalArgumentError) as exc:
         return _fail(str(exc))
     except OSError as exc:
@@ -303,6 +308,11 @@ def _namesrv_keys(sets: dict[str, str]) -> dict[str, str]:
     }
 
 
+def _tls(config: TlsConfig) -> bool:
+    """Whether a server with these settings speaks TLS, as a server or towards its name servers."""
+    return config.server_mode is not TlsMode.DISABLED or config.enable
+
+
 # ---------------------------------------------------------------------- commands
 def _cmd_namesrv(args: argparse.Namespace) -> int:
     _setup_logging(args)
@@ -326,7 +336,7 @@ def _cmd_namesrv(args: argparse.Namespace) -> int:
         finally:
             await namesrv.shutdown()
 
-    return _run(body)
+    return _run(body, tls=_tls(config.tls))
 
 
 def _cmd_broker(args: argparse.Namespace) -> int:
@@ -360,7 +370,7 @@ def _cmd_broker(args: argparse.Namespace) -> int:
                 metrics.close()
             await broker.shutdown()
 
-    return _run(body)
+    return _run(body, tls=_tls(config.tls))
 
 
 def _cmd_server(args: argparse.Namespace) -> int:
@@ -410,4 +420,4 @@ def _cmd_server(args: argparse.Namespace) -> int:
                 await broker.shutdown()
             await namesrv.shutdown()
 
-    return _run(body)
+    return _run(body, tls=_tls(checked.tls) or _tls(namesrv_config.tls))

@@ -1,9 +1,10 @@
 """The event loop rocketq's server processes run on: uvloop when installed, asyncio otherwise.
 
-The name server and broker processes (``rocketq namesrv``/``broker``/``cluster``, and so the servers
+The name server and broker processes (``rocketq namesrv``/``broker``/``server``, and so the servers
 ``rocketq.testing`` launches) run their asyncio code on uvloop when it is importable (the
 ``rocketq[speed]`` extra; ``make`` installs it). ``ROCKETQ_NO_UVLOOP=1`` opts out and runs the
-standard asyncio loop. The choice is independent of the compiled build (``rocketq._build``).
+standard asyncio loop; so does a server configured for TLS (its handshake path times out on uvloop,
+see ``rocketq.cli.servers._run``). The choice is independent of the compiled build (``rocketq._build``).
 Clients choose their own loop (``rocketq.aio`` runs on any).
 """
 
@@ -53,14 +54,15 @@ def loop_name(loop: asyncio.AbstractEventLoop) -> str:
     return "uvloop" if type(loop).__module__.startswith("uvloop") else "asyncio"
 
 
-def run_on_server_loop(main: Coroutine[Any, Any, None]) -> None:
-    """``asyncio.run(main)`` on :func:`new_server_loop` (``asyncio.run`` takes no loop factory
-    before Python 3.12, ``asyncio.Runner`` none before 3.11)."""
+def run_on_server_loop(main: Coroutine[Any, Any, None], *, uvloop: bool = True) -> None:
+    """``asyncio.run(main)`` on :func:`new_server_loop` (asyncio's loop when not ``uvloop``).
+    ``asyncio.run`` takes no loop factory before Python 3.12, ``asyncio.Runner`` none before 3.11."""
+    factory = new_server_loop if uvloop else asyncio.new_event_loop
     if sys.version_info >= (3, 11):
-        with asyncio.Runner(loop_factory=new_server_loop) as runner:
+        with asyncio.Runner(loop_factory=factory) as runner:
             runner.run(main)
         return
-    loop = new_server_loop()  # pragma: no cover - Python 3.10
+    loop = factory()  # pragma: no cover - Python 3.10
     try:
         asyncio.set_event_loop(loop)
         loop.run_until_complete(main)
