@@ -125,7 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.child_of_suite:
         sizes = Sizes(**json.loads(args.sizes_json))
         result = run_suite(
-            sizes, systems=["rocketq"], variants=variants, say=lambda line: print(f"{line} [pure]")
+            sizes,
+            systems=["rocketq"],
+            variants=variants,
+            say=lambda line: print(line.replace(" rocketq ", " rocketq-pure ", 1)),
         )
         write_results(result, out)
         return 0
