@@ -29,6 +29,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
+from rocketq.aio.remoting import wait_for
 from rocketq.client.consumer.listener import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
@@ -176,7 +177,7 @@ class ConcurrentConsumeService:
     ) -> tuple[ConsumeConcurrentlyStatus | None, bool]:
         """The listener with the consume timeout: (status or None, whether it raised)."""
         try:
-            result: object = await asyncio.wait_for(
+            result: object = await wait_for(
                 self.listener(list(msgs), context), self.consume_timeout_ms / 1000.0
             )
         except asyncio.TimeoutError:
@@ -364,9 +365,7 @@ class OrderlyConsumeService:
         hook_ctx = run_before_hooks(host.hooks, host.consumer_group, mq, msgs)
         begin = time.monotonic()
         try:
-            result = await asyncio.wait_for(
-                self.listener(list(msgs), context), self.consume_timeout_ms / 1000.0
-            )
+            result = await wait_for(self.listener(list(msgs), context), self.consume_timeout_ms / 1000.0)
             raw = result if isinstance(result, ConsumeOrderlyStatus) else None
         except Exception:
             has_exception = True

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from rocketq.aio.instance import AsyncClientInstance
-from rocketq.aio.remoting import RequestHook
+from rocketq.aio.remoting import RequestHook, wait_for
 from rocketq.client.api_results import SendResult
 from rocketq.client.config import (
     ClientConfig,
@@ -43,6 +43,7 @@ from rocketq.client.config import (
 )
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
 from rocketq.client.produce_accumulator import ProduceAccumulator
+from rocketq.client.request_response import reply_timeout_error, request_send_error, stamp_request
 from rocketq.client.selectors import SelectorLike
 from rocketq.client.send_message_hook import SendMessageHook, hooks_after, hooks_before
 from rocketq.client.send_prep import (
@@ -233,6 +234,46 @@ class AsyncProducer:
         result = await self._send(msg, False, queue, selector, arg, timeout_ms)
         assert result is not None
         return result
+
+    async def request(
+        self,
+        msg: Message,
+        timeout_ms: int,
+        *,
+        queue: MessageQueue | None = None,
+        selector: SelectorLike | None = None,
+        arg: object = None,
+    ) -> Message:
+        """Send ``msg`` and await its reply (``DefaultMQProducer.request``).
+
+        The message gets ``CORRELATION_ID``, ``REPLY_TO_CLIENT`` and ``TTL``; the responder
+        answers with :func:`rocketq.client.create_reply_message` sent by any producer, and the
+        broker pushes the reply over this client's connection. Raises
+        :class:`RequestTimeoutError` when no reply came within ``timeout_ms`` (the request
+        may still be answered later; that answer is dropped) and :class:`ClientError` when
+        the request could not be sent (the cause chained).
+        """
+        check_message(msg, self.config)
+        instance = self._running()
+        begin = self._clock_ms()
+        cid = stamp_request(msg, instance.client_id, timeout_ms)
+        if instance.topic_route_data(msg.topic) is None:
+            # a reply is pushed over the connection the broker knows from our heartbeat
+            await self._find_publish_info(msg.topic)
+            await instance.send_heartbeat_to_all_brokers()
+        reply = instance.requests.put(cid)
+        try:
+            try:
+                await self._send(msg, False, queue, selector, arg, timeout_ms - (self._clock_ms() - begin))
+            except RocketqError as exc:
+                raise request_send_error(msg.topic, exc) from exc
+            left_s = (timeout_ms - (self._clock_ms() - begin)) / 1000.0
+            try:
+                return await wait_for(reply, left_s)
+            except asyncio.TimeoutError:
+                raise reply_timeout_error(msg.topic, timeout_ms) from None
+        finally:
+            instance.requests.remove(cid)
 
     async def _send_now(self, msg: Message | Sequence[Message]) -> SendResult:
         """A send past the accumulator (its batches, and single messages)."""
