@@ -41,7 +41,9 @@ from tests.integration.test_transaction import TX_CONF, _bodies
 pytestmark = [pytest.mark.integration]
 
 S = LocalTransactionState
-FAST = ClientConfig(heartbeat_broker_interval_ms=300, poll_name_server_interval_ms=500, rebalance_interval_ms=1000)
+FAST = ClientConfig(
+    heartbeat_broker_interval_ms=300, poll_name_server_interval_ms=500, rebalance_interval_ms=1000
+)
 
 
 @pytest.fixture(scope="module")
@@ -172,9 +174,11 @@ def test_request_reply_round_trip_concurrent_requests_and_timeout(
 
         responder.subscribe(topic, "*")
         responder.register_message_listener(on_messages)
-        async with replier, responder, AsyncProducer(
-            unique_name("areqpg"), namesrv_addr=embedded_cluster.namesrv_addr
-        ) as requester:
+        async with (
+            replier,
+            responder,
+            AsyncProducer(unique_name("areqpg"), namesrv_addr=embedded_cluster.namesrv_addr) as requester,
+        ):
             reply = await requester.request(Message(topic, b"ping", tags="T"), 15_000)
             assert reply.body == b"re:ping"
             props = reply.properties

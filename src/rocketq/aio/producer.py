@@ -30,10 +30,11 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from rocketq.aio.instance import AsyncClientInstance
 from rocketq.aio.remoting import RequestHook, wait_for
-from rocketq.client.api_results import SendResult
+from rocketq.client.api_results import SendResult, SendStatus
 from rocketq.client.config import (
     ClientConfig,
     ProducerConfig,
@@ -42,6 +43,7 @@ from rocketq.client.config import (
     with_overrides,
 )
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
+from rocketq.client.metrics import safely, topic_of
 from rocketq.client.produce_accumulator import ProduceAccumulator
 from rocketq.client.request_response import reply_timeout_error, request_send_error, stamp_request
 from rocketq.client.selectors import SelectorLike
@@ -55,10 +57,14 @@ from rocketq.client.send_prep import (
     select_with,
     send_header,
 )
+from rocketq.client.trace.hooks import SendMessageTraceHookImpl
 from rocketq.common.service_state import ServiceState
 from rocketq.errors import BrokerError, ClientError, RemotingError, RequestTimeoutError, RocketqError
 from rocketq.protocol.message import Message
 from rocketq.protocol.message_queue import MessageQueue
+
+if TYPE_CHECKING:
+    from rocketq.aio.trace import AsyncioTraceDispatcher
 
 __all__ = ["AsyncProducer"]
 
@@ -85,6 +91,8 @@ class AsyncProducer:
         config: ProducerConfig | None = None,
         client_config: ClientConfig | None = None,
         request_hooks: Sequence[RequestHook] = (),
+        enable_msg_trace: bool = False,
+        custom_trace_topic: str | None = None,
         clock_ms: Callable[[], int] = _now_ms,
     ) -> None:
         cfg = with_overrides(config or ProducerConfig(), producer_group=producer_group)
@@ -100,6 +108,13 @@ class AsyncProducer:
         self._accumulator: ProduceAccumulator[asyncio.Future[SendResult]] | None = None
         #: SendMessageHooks, called around every send attempt (``registerSendMessageHook``)
         self.send_hooks: list[SendMessageHook] = []
+        #: message trace (``enableMsgTrace``/``customizedTraceTopic``): None when off
+        self.trace_dispatcher: AsyncioTraceDispatcher | None = None
+        if enable_msg_trace:
+            from rocketq.aio.trace import AsyncioTraceDispatcher
+
+            self.trace_dispatcher = AsyncioTraceDispatcher(cfg.producer_group, "PRODUCE", custom_trace_topic)
+            self.send_hooks.append(SendMessageTraceHookImpl(self.trace_dispatcher))
 
     # ================================================================== lifecycle
     @property
@@ -134,11 +149,19 @@ class AsyncProducer:
                 max_in_flight=cfg.auto_batch_max_in_flight,
             )
         self._state = ServiceState.RUNNING
+        if self.trace_dispatcher is not None:
+            try:
+                await self.trace_dispatcher.start(self.client_config)
+            except RocketqError:
+                log.exception("message trace of %s could not start", cfg.producer_group)
 
     async def shutdown(self) -> None:
-        """UNREGISTER_CLIENT everywhere, cancel the tasks, close the connections."""
+        """Flush the message trace, UNREGISTER_CLIENT everywhere, cancel the tasks, close the
+        connections."""
         was_running = self._state is ServiceState.RUNNING
         self._state = ServiceState.SHUTDOWN_ALREADY
+        if was_running and self.trace_dispatcher is not None:
+            await self.trace_dispatcher.shutdown()
         if was_running and self._instance is not None:
             await self._instance.close()
 
@@ -217,7 +240,28 @@ class AsyncProducer:
 
         With ``config.auto_batch``, single small messages sent while a batch of their topic is
         in flight leave together as the next batch (each still gets its own SendResult).
+        ``client_config.metrics`` (when set) sees each send's latency and outcome.
         """
+        metrics = self.client_config.metrics
+        if metrics is not None:
+            started, ok = time.perf_counter(), False
+            try:
+                result = await self._send_unmeasured(msg, queue, selector, arg, timeout_ms)
+                ok = result.status is SendStatus.SEND_OK
+            finally:
+                cost = (time.perf_counter() - started) * 1000.0
+                safely(lambda: metrics.on_send(topic_of(msg), cost, ok))
+            return result
+        return await self._send_unmeasured(msg, queue, selector, arg, timeout_ms)
+
+    async def _send_unmeasured(
+        self,
+        msg: Message | Sequence[Message],
+        queue: MessageQueue | None,
+        selector: SelectorLike | None,
+        arg: object,
+        timeout_ms: int | None,
+    ) -> SendResult:
         acc = self._accumulator
         if (
             acc is not None
