@@ -43,7 +43,7 @@ from rocketq.client.config import (
     with_overrides,
 )
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
-from rocketq.client.metrics import safely, topic_of
+from rocketq.client.metrics import ClientMetrics, safely, topic_of
 from rocketq.client.produce_accumulator import ProduceAccumulator
 from rocketq.client.request_response import reply_timeout_error, request_send_error, stamp_request
 from rocketq.client.selectors import SelectorLike
@@ -244,39 +244,88 @@ class AsyncProducer:
         """
         metrics = self.client_config.metrics
         if metrics is not None:
-            started, ok = time.perf_counter(), False
-            try:
-                result = await self._send_unmeasured(msg, queue, selector, arg, timeout_ms)
-                ok = result.status is SendStatus.SEND_OK
-            finally:
-                cost = (time.perf_counter() - started) * 1000.0
-                safely(lambda: metrics.on_send(topic_of(msg), cost, ok))
-            return result
-        return await self._send_unmeasured(msg, queue, selector, arg, timeout_ms)
+            return await self._send_measured(metrics, msg, queue, selector, arg, timeout_ms)
+        fut = self._accumulated(msg, queue, selector, timeout_ms)
+        if fut is not None:  # one future per message: no coroutine of ours between
+            return await fut
+        result = await self._send(msg, False, queue, selector, arg, timeout_ms)
+        assert result is not None
+        return result
 
-    async def _send_unmeasured(
+    def send_async(
         self,
+        msg: Message | Sequence[Message],
+        *,
+        queue: MessageQueue | None = None,
+        selector: SelectorLike | None = None,
+        arg: object = None,
+        timeout_ms: int | None = None,
+    ) -> asyncio.Future[SendResult]:
+        """Start a send and return its future at once (``DefaultMQProducer.send`` with a
+        ``SendCallback``: add a done-callback, or await it later). Same semantics as
+        :meth:`send`; for many sends in flight it is the cheap form: an auto-batched message
+        costs one future (no task), where ``create_task(send(...))`` costs a task more.
+
+        An auto-batched message that fails the message checks raises at once; otherwise
+        errors come through the future. Cancelling the future stops waiting, not the send
+        (see the timeout contract in the module docstring).
+        """
+        if self.client_config.metrics is None:
+            fut = self._accumulated(msg, queue, selector, timeout_ms)
+            if fut is not None:
+                return fut
+        return asyncio.get_running_loop().create_task(
+            self.send(msg, queue=queue, selector=selector, arg=arg, timeout_ms=timeout_ms)
+        )
+
+    def _accumulated(
+        self,
+        msg: Message | Sequence[Message],
+        queue: MessageQueue | None,
+        selector: SelectorLike | None,
+        timeout_ms: int | None,
+    ) -> asyncio.Future[SendResult] | None:
+        """The message's future in the auto-batch accumulator, or None when it does not go
+        that way (no auto_batch, an explicit queue/selector/timeout, a batch, a delayed or
+        retry message, or a body that would be compressed)."""
+        acc = self._accumulator
+        if (
+            acc is None
+            or queue is not None
+            or selector is not None
+            or timeout_ms is not None
+            or not isinstance(msg, Message)
+            or not ProduceAccumulator.eligible(msg)
+            or len(msg.body) >= self.config.compress_msg_body_over_howmuch
+        ):
+            return None
+        check_message(msg, self.config)
+        self._running()
+        return acc.add(msg)
+
+    async def _send_measured(
+        self,
+        metrics: ClientMetrics,
         msg: Message | Sequence[Message],
         queue: MessageQueue | None,
         selector: SelectorLike | None,
         arg: object,
         timeout_ms: int | None,
     ) -> SendResult:
-        acc = self._accumulator
-        if (
-            acc is not None
-            and queue is None
-            and selector is None
-            and timeout_ms is None
-            and isinstance(msg, Message)
-            and ProduceAccumulator.eligible(msg)
-            and len(msg.body) < self.config.compress_msg_body_over_howmuch
-        ):
-            check_message(msg, self.config)
-            self._running()
-            return await acc.add(msg)
-        result = await self._send(msg, False, queue, selector, arg, timeout_ms)
-        assert result is not None
+        """:meth:`send` reporting its latency and outcome to ``metrics``."""
+        started, ok = time.perf_counter(), False
+        try:
+            fut = self._accumulated(msg, queue, selector, timeout_ms)
+            result = (
+                await fut
+                if fut is not None
+                else await self._send(msg, False, queue, selector, arg, timeout_ms)
+            )
+            assert result is not None
+            ok = result.status is SendStatus.SEND_OK
+        finally:
+            cost = (time.perf_counter() - started) * 1000.0
+            safely(lambda: metrics.on_send(topic_of(msg), cost, ok))
         return result
 
     async def request(
