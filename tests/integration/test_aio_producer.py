@@ -282,14 +282,27 @@ def test_auto_batch_sends_concurrent_messages_as_batches_with_a_result_each(
             others = [asyncio.ensure_future(producer.send(Message(topic, b"kept"))) for _ in range(20)]
             late.cancel()
             assert all(r.status is SendStatus.SEND_OK for r in await asyncio.gather(*others))
+            # send_async: the accumulator's own future per message (no task); a batch or an
+            # explicit queue goes as a task of send()
+            before = producer._accumulator.batches_sent
+            futures = [producer.send_async(Message(topic, f"f{i}".encode())) for i in range(100)]
+            assert not any(isinstance(f, asyncio.Task) for f in futures)
+            q1 = MessageQueue(topic, embedded_cluster.broker_names[0], 1)
+            explicit = producer.send_async(Message(topic, b"q1"), queue=q1)
+            assert isinstance(explicit, asyncio.Task)
+            done = await asyncio.gather(*futures)
+            assert len({r.msg_id for r in done}) == 100
+            assert producer._accumulator.batches_sent - before < 50
+            assert (await explicit).message_queue == q1
         assert all(r.status is SendStatus.SEND_OK for r in results)
         assert len({r.msg_id for r in results}) == 500
         assert len({(r.message_queue, r.queue_offset) for r in results}) == 500
         assert batches < 250, f"{batches} requests for 500 concurrent sends: not batched"
         async with AsyncLitePullConsumer(config=_cfg(unique_name("LG")), namesrv_addr=ns) as consumer:
             consumer.subscribe(topic)
-            got = await _poll_until(consumer, 520)
+            got = await _poll_until(consumer, 621)
         bodies = [m.body for m in got]
+        assert sorted(b for b in bodies if b.startswith(b"f")) == sorted(f"f{i}".encode() for i in range(100))
         assert sorted(b for b in bodies if b.startswith(b"m")) == sorted(f"m{i}".encode() for i in range(500))
         assert bodies.count(b"kept") == 20
 
