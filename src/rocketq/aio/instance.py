@@ -108,6 +108,7 @@ class AsyncClientInstance:
         self._broker_versions: dict[str, dict[str, int]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._rebalance_wakeup: asyncio.Event | None = None
+        self._rebalance_task: asyncio.Task[None] | None = None
         self._route_lock: asyncio.Lock | None = None
         self._started = False
         self._closed = False
@@ -131,6 +132,7 @@ class AsyncClientInstance:
                 self._rebalance_loop(), name=f"{self.client_id}-rebalance"
             ),
         ]
+        self._rebalance_task = self._tasks[-1]
 
     def _periodic(
         self, name: str, fn: Callable[[], Awaitable[object]], initial_s: float, period_ms: int
@@ -332,6 +334,14 @@ class AsyncClientInstance:
                     )
 
     # ================================================================== consumers
+    async def stop_rebalance(self) -> None:
+        """Cancel and await the rebalance task (a consumer's shutdown starts with it, so no
+        rebalance round runs against a consumer that is shutting down)."""
+        task, self._rebalance_task = self._rebalance_task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
     def rebalance_immediately(self) -> None:
         """Wake the rebalance task (``rebalanceImmediately``)."""
         if self._rebalance_wakeup is not None:

@@ -193,6 +193,8 @@ class AsyncLitePullConsumer:
         self._state = ServiceState.SHUTDOWN_ALREADY
         if not was_running:
             return
+        if self._instance is not None:
+            await self._instance.stop_rebalance()
         tasks = [*self._tasks.values(), *self._side_tasks]
         self._tasks.clear()
         for task in tasks:

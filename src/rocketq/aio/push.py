@@ -345,6 +345,8 @@ class AsyncPushConsumer:
         if not was_running:
             return
         try:
+            if self._instance is not None:
+                await self._instance.stop_rebalance()
             tasks = [*self._pull_tasks.values(), *self._side_tasks]
             self._pull_tasks.clear()
             for task in tasks:
