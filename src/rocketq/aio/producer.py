@@ -217,14 +217,8 @@ class AsyncProducer:
         return list(info.message_queue_list)
 
     async def _broker_addr(self, mq: MessageQueue) -> str:
-        instance = self._running()
-        addr = instance.find_broker_address_in_publish(mq.broker_name)
-        if addr is None:
-            await self._find_publish_info(mq.topic)
-            addr = instance.find_broker_address_in_publish(mq.broker_name)
-        if addr is None:
-            raise ClientError(f"The broker[{mq.broker_name}] not exist")
-        return addr
+        """The master of ``mq``'s broker, the route fetched once when it is unknown."""
+        return await self._running().master_of(mq)
 
     # ================================================================== sending
     async def send(
