@@ -187,6 +187,10 @@ def test_request_reply_round_trip_concurrent_requests_and_timeout(
             assert props[MessageConst.TTL] == "15000"
             assert reply.topic == "DefaultCluster_REPLY_TOPIC"
             assert seen[0].properties[MessageConst.CORRELATION_ID] == props[MessageConst.CORRELATION_ID]
+            # a queue-targeted request works the same way
+            q2 = MessageQueue(topic, embedded_cluster.broker_names[0], 2)
+            assert (await requester.request(Message(topic, b"pong"), 15_000, queue=q2)).body == b"re:pong"
+            assert seen[-1].queue_id == 2
             # 200 concurrent requests, each matched to its own reply
             bodies = [f"req-{i}".encode() for i in range(200)]
             replies = await asyncio.gather(*(requester.request(Message(topic, b), 30_000) for b in bodies))

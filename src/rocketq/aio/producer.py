@@ -15,6 +15,10 @@ Behaviour (as ``Producer``):
   The whole send, retries included, must finish within ``send_msg_timeout_ms``.
 * ``queue=`` / ``selector=`` (+ ``arg``): exactly one attempt, so ordered sends never jump queues.
 * a list of messages is one batch; ``send_oneway``: one attempt, nothing awaited but the write.
+* ``send_async`` returns the send's future at once (one future per auto-batched message, no
+  task); ``request`` sends a request and awaits its reply (:mod:`rocketq.aio.request_response`).
+* send hooks, message trace (``enable_msg_trace``, :mod:`rocketq.aio.trace`) and client metrics
+  (``client_config.metrics``: each send's latency and outcome), as ``Producer``.
 * ``auto_batch``: the blocking producer's :class:`~rocketq.client.produce_accumulator.ProduceAccumulator`
   (with asyncio futures) turns many concurrent small sends into SEND_BATCH_MESSAGE requests.
 

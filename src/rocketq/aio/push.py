@@ -12,8 +12,9 @@ Invariants (as the blocking consumer):
 
 * Flow control before every pull: more than ``pull_threshold_for_queue`` cached messages, more
   than ``pull_threshold_size_for_queue_mib`` cached MiB, or (concurrent mode) an offset span
-  over ``consume_concurrently_max_span`` waits 50 ms; an orderly queue is pulled only while
-  its broker lock is held.
+  over ``consume_concurrently_max_span`` waits 50 ms (counted in ``queue_flow_control_times``
+  and reported to ``client_config.metrics``); an orderly queue is pulled only while its broker
+  lock is held. ``suspend()`` stops pulling and rebalancing until ``resume()``.
 * The committed offset is never past an unconsumed message (ProcessQueue rule), so a crash
   re-delivers and never loses.
 * CLUSTERING consumers also subscribe ``%RETRY%<group>``, where CONSUMER_SEND_MSG_BACK puts
@@ -28,6 +29,10 @@ Invariants (as the blocking consumer):
   orderly queue locks and unregisters: no task is left behind.
 * A subscribed topic with no route yet is looked up again after 1 s doubling to 8 s until it
   exists (as the blocking consumer; Java waits for the 30 s route poll).
+* Observability as the blocking consumer: consume hooks, message trace
+  (``enable_msg_trace``; :class:`~rocketq.aio.trace.AsyncioTraceDispatcher`, a task of the loop)
+  and client metrics (``client_config.metrics``: the consume hook, cached messages and bytes,
+  flow control, rebalance changes).
 """
 
 from __future__ import annotations
