@@ -53,7 +53,7 @@ from rocketq.aio.consume import (
     OrderlyConsumeService,
 )
 from rocketq.aio.instance import AsyncClientInstance
-from rocketq.aio.lite_pull import consumer_client_config, open_offset_store
+from rocketq.aio.lite_pull import open_consumer
 from rocketq.aio.offset_store import AsyncOffsetStore
 from rocketq.aio.producer import AsyncProducer
 from rocketq.aio.rebalance import AsyncPullAPIWrapper, AsyncRebalance, compute_pull_from_where
@@ -242,14 +242,9 @@ class AsyncPushConsumer:
             raise ClientError("no subscription: call subscribe() before start()")
         self._state = ServiceState.START_FAILED
         cfg = self.config
-        self.client_config = consumer_client_config(self.client_config, cfg.message_model)
-        instance = AsyncClientInstance(
-            self.client_config, self.client_config.build_client_id(), request_hooks=self._hooks
+        self.client_config, instance, self._store, self._wrapper = open_consumer(
+            self.client_config, cfg.consumer_group, cfg.message_model, cfg.offset_store_dir, self._hooks
         )
-        self._store = await open_offset_store(
-            instance, cfg.consumer_group, cfg.message_model, cfg.offset_store_dir
-        )
-        self._wrapper = AsyncPullAPIWrapper(instance, cfg.consumer_group)
         reb = AsyncRebalance(
             instance,
             cfg.consumer_group,
