@@ -121,3 +121,39 @@ def test_a_listener_overrunning_the_consume_timeout_is_cancelled_and_its_message
         assert outcomes[1][0] and outcomes[2][0]
 
     asyncio.run(main())
+
+
+def test_transaction_checks_beyond_the_hold_max_are_dropped_and_shutdown_cancels_the_rest() -> None:
+    """AsyncTransactionProducer.check_transaction_state: at most check_request_hold_max checks
+    run at once (more are dropped: the broker asks again); shutdown cancels and awaits them."""
+    from rocketq.aio import AsyncTransactionProducer
+    from rocketq.client import LocalTransactionState
+    from rocketq.protocol.headers import CheckTransactionStateRequestHeader
+    from rocketq.protocol.message import Message
+
+    async def main() -> None:
+        gate = asyncio.Event()
+        checked: list[str] = []
+
+        class Listener:
+            def execute_local_transaction(self, msg: Message, arg: object) -> LocalTransactionState:
+                return LocalTransactionState.UNKNOW
+
+            async def check_local_transaction(self, msg: MessageExt) -> LocalTransactionState:
+                checked.append(msg.msg_id)
+                await gate.wait()
+                return LocalTransactionState.COMMIT_MESSAGE
+
+        producer = AsyncTransactionProducer(
+            "pg", namesrv_addr="127.0.0.1:9", transaction_listener=Listener(), check_request_hold_max=2
+        )
+        header = CheckTransactionStateRequestHeader(tran_state_table_offset=1, commit_log_offset=2)
+        for i in range(3):
+            producer.check_transaction_state("127.0.0.1:9", _msgs(1, i)[0], header)
+        assert len(producer._checks) == 2  # the third was dropped
+        await asyncio.sleep(0)
+        assert len(checked) == 2
+        await producer.shutdown()  # never started: only the checks to cancel
+        assert not producer._checks
+
+    asyncio.run(main())
