@@ -99,6 +99,8 @@ class AsyncTransactionProducer(AsyncProducer):
         config: ProducerConfig | None = None,
         client_config: ClientConfig | None = None,
         request_hooks: Sequence[RequestHook] = (),
+        enable_msg_trace: bool = False,
+        custom_trace_topic: str | None = None,
         check_request_hold_max: int = 2000,
     ) -> None:
         super().__init__(
@@ -107,6 +109,8 @@ class AsyncTransactionProducer(AsyncProducer):
             config=config,
             client_config=client_config,
             request_hooks=request_hooks,
+            enable_msg_trace=enable_msg_trace,
+            custom_trace_topic=custom_trace_topic,
         )
         if check_request_hold_max < 1:
             raise ClientError("check_request_hold_max must be >= 1")
