@@ -294,6 +294,9 @@ def test_auto_batch_sends_concurrent_messages_as_batches_with_a_result_each(
             assert len({r.msg_id for r in done}) == 100
             assert producer._accumulator.batches_sent - before < 50
             assert (await explicit).message_queue == q1
+            for kw in ({}, {"queue": q1}):  # accumulated or not, a bad message raises at once
+                with pytest.raises(IllegalArgumentError, match="body length is zero"):
+                    producer.send_async(Message(topic, b""), **kw)  # type: ignore[arg-type]
         assert all(r.status is SendStatus.SEND_OK for r in results)
         assert len({r.msg_id for r in results}) == 500
         assert len({(r.message_queue, r.queue_offset) for r in results}) == 500

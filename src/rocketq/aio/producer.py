@@ -264,14 +264,17 @@ class AsyncProducer:
         :meth:`send`; for many sends in flight it is the cheap form: an auto-batched message
         costs one future (no task), where ``create_task(send(...))`` costs a task more.
 
-        An auto-batched message that fails the message checks raises at once; otherwise
-        errors come through the future. Cancelling the future stops waiting, not the send
-        (see the timeout contract in the module docstring).
+        A message that fails the message checks raises :class:`IllegalArgumentError` at once
+        (as ``Producer.send_async``); every other error comes through the future. Cancelling
+        the future stops waiting, not the send (see the timeout contract in the module
+        docstring).
         """
         if self.client_config.metrics is None:
             fut = self._accumulated(msg, queue, selector, timeout_ms)
             if fut is not None:
                 return fut
+        if isinstance(msg, Message):
+            check_message(msg, self.config)
         return asyncio.get_running_loop().create_task(
             self.send(msg, queue=queue, selector=selector, arg=arg, timeout_ms=timeout_ms)
         )
