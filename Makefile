@@ -69,8 +69,8 @@ demo: venv
 	$(VENV)/bin/rocketq demo
 
 lint: venv
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks setup.py build_backend
+	$(VENV)/bin/ruff format --check src tests benchmarks setup.py build_backend
 
 typecheck: venv
 	$(VENV)/bin/mypy
