@@ -70,7 +70,8 @@ HOT_MODULES: tuple[str, ...] = (
 )
 
 
-def _truthy(value: str | None) -> bool:
+def env_flag(value: str | None) -> bool:
+    """An on/off environment variable's value: set and not "", "0", "false" or "no"."""
     return value is not None and value.strip().lower() not in ("", "0", "false", "no")
 
 
@@ -136,7 +137,7 @@ def detect(environ: Mapping[str, str] | None = None, root: Path | None = None) -
     shared = _extension_path(root / SHARED_LIB)
     missing = [m for m in HOT_MODULES if _extension_path(source_path(m, root).with_suffix("")) is None]
     present = shared is not None or len(missing) < len(HOT_MODULES)
-    if _truthy(env.get(PURE_ENV)):
+    if env_flag(env.get(PURE_ENV)):
         return BuildState(False, f"forced by {PURE_ENV}={env.get(PURE_ENV)}", present)
     if not present:
         return BuildState(False, "no compiled extensions built", False)

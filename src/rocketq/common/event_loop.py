@@ -17,6 +17,8 @@ import sys
 from collections.abc import Coroutine
 from typing import Any
 
+from rocketq._build import env_flag
+
 #: Environment variable: any value but "", "0", "false", "no" keeps the servers on asyncio's loop.
 NO_UVLOOP_ENV = "ROCKETQ_NO_UVLOOP"
 
@@ -24,7 +26,7 @@ NO_UVLOOP_ENV = "ROCKETQ_NO_UVLOOP"
 def uvloop_wanted() -> str | None:
     """Why the servers will not use uvloop (``None`` when they will)."""
     value = os.environ.get(NO_UVLOOP_ENV)
-    if value is not None and value.strip().lower() not in ("", "0", "false", "no"):
+    if env_flag(value):
         return f"{NO_UVLOOP_ENV}={value}"
     try:
         importlib.import_module("uvloop")
