@@ -10,7 +10,8 @@ STAMP  := $(VENV)/.installed
 # in place (extensions next to the sources, C and objects under build/). The stamp depends on every
 # source of the package (mypyc inlines constants and checks types across modules), so an edit triggers
 # a rebuild, never a stale extension; a hot module that stops compiling fails the target loudly.
-# COMPILE=0 skips it (pure Python); MYPYC_OPT_LEVEL is the C optimisation level.
+# COMPILE=0 skips it (extensions already built stay in use: ROCKETQ_PURE_PYTHON=1 or make clean for pure);
+# MYPYC_OPT_LEVEL is the C optimisation level.
 COMPILE         ?= 1
 MYPYC_OPT_LEVEL ?= 2
 COMPILED        := $(VENV)/.compiled
