@@ -128,7 +128,7 @@ class PullMessageProcessor:
             return error_response(
                 request,
                 ResponseCode.NO_PERMISSION,
-                f"the broker[{broker.broker_addr}] pulling message is forbidden",
+                f"the broker[{broker.config.broker_ip1}] pulling message is forbidden",
             )
         sgc = broker.subscription_group_manager.find_subscription_group_config(group)
         if sgc is None:

@@ -4,7 +4,8 @@ Mirrors ``org.apache.rocketmq.broker.processor.SendMessageProcessor`` and
 ``AbstractSendMessageProcessor`` (4.9.x; reference 2.4 "Broker send-side behaviour", 3.7,
 5.3). Invariants:
 
-* Checks run in Java's order (``msgCheck``): broker writable, topic name valid and not a
+* Checks run in Java's order (``msgCheck``): an ordered topic on a broker without
+  PERM_WRITE is refused (any other topic is still stored there), topic name valid and not a
   system topic, topic exists or is auto-created (TBW102 rules, ``%RETRY%`` topics with one
   queue), queue id in range. Codes and remarks are Java's.
 * The batch path is chosen by the header's ``batch``/``m`` flag, not the request code
@@ -185,12 +186,16 @@ class SendMessageProcessor:
         """``msgCheck``: an error response, or (None, queue id to use)."""
         broker = self.broker
         topic = str(header.topic)
-        if not broker.config.broker_permission & _PERM_WRITE:
+        tcm = broker.topic_config_manager
+        # A broker without PERM_WRITE refuses only sends to ordered topics: the name server
+        # already hides its queues from producers (the route carries the broker's perm), and
+        # an ordered message must not land on a queue its consumers do not read in order.
+        if not broker.config.broker_permission & _PERM_WRITE and tcm.is_order_topic(topic):
             return (
                 self._response(
                     request,
                     ResponseCode.NO_PERMISSION,
-                    f"the broker[{broker.broker_addr}] sending message is forbidden",
+                    f"the broker[{broker.config.broker_ip1}] sending message is forbidden",
                 ),
                 0,
             )
@@ -204,7 +209,6 @@ class SendMessageProcessor:
                 ),
                 0,
             )
-        tcm = broker.topic_config_manager
         tc = tcm.select_topic_config(topic)
         if tc is None:
             tc = tcm.create_topic_in_send_message_method(
@@ -277,7 +281,7 @@ class SendMessageProcessor:
                 return self._response(
                     request,
                     ResponseCode.NO_PERMISSION,
-                    f"the broker[{broker.broker_addr}] sending transaction message is forbidden",
+                    f"the broker[{broker.config.broker_ip1}] sending transaction message is forbidden",
                 )
             # TransactionalMessageService.prepareMessage: stored as a half message
             result = broker.transactional_message_bridge.put_half_message(inner)
@@ -431,7 +435,8 @@ class SendMessageProcessor:
             )
         if not broker.config.broker_permission & _PERM_WRITE:
             return request.make_response(
-                ResponseCode.NO_PERMISSION, f"the broker[{broker.broker_addr}] sending message is forbidden"
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{broker.config.broker_ip1}] sending message is forbidden",
             )
         if sgc.retry_queue_nums <= 0:
             return request.make_response(ResponseCode.SUCCESS)
