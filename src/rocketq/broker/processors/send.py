@@ -30,6 +30,7 @@ import time
 from typing import TYPE_CHECKING
 
 from rocketq.broker.processors import decode_request_header
+from rocketq.broker.processors.hot_headers import decode_send_header_v2, send_response_fields
 from rocketq.broker.store import (
     MessageExtBrokerInner,
     PutMessageResult,
@@ -37,7 +38,7 @@ from rocketq.broker.store import (
 )
 from rocketq.broker.topics import is_not_allowed_send_topic, validate_topic
 from rocketq.errors import IllegalArgumentError
-from rocketq.protocol.codes import PermName, RequestCode, ResponseCode, Version
+from rocketq.protocol.codes import PermName, RequestCode, ResponseCode, SerializeType, Version
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import (
     ConsumerSendMsgBackRequestHeader,
@@ -114,6 +115,17 @@ def _max_reconsume_times(request: RemotingCommand, from_header: int | None, grou
     return group_max
 
 
+#: Answers to a message that was stored: they carry the SendMessageResponseHeader fields.
+_STORED_CODES = frozenset(
+    (
+        ResponseCode.SUCCESS,
+        ResponseCode.FLUSH_DISK_TIMEOUT,
+        ResponseCode.FLUSH_SLAVE_TIMEOUT,
+        ResponseCode.SLAVE_NOT_AVAILABLE,
+    )
+)
+
+
 #: SEND_MESSAGE's V1 header or the V2 one (same attributes, one-letter wire names)
 _SendHeader = SendMessageRequestHeader | SendMessageRequestHeaderV2
 
@@ -161,8 +173,11 @@ class SendMessageProcessor:
         else:
             # V2 one-letter fields; a missing one is reported by its wire name, as in Java.
             # Java maps V2 to V1 (createSendMessageRequestHeaderV1); both carry the same
-            # attributes here, so the V2 header is used as it is.
-            header = decode_request_header(request, SendMessageRequestHeaderV2)
+            # attributes here, so the V2 header is used as it is. The plain common case is
+            # read without the generic codec.
+            header = decode_send_header_v2(request.ext_fields) or decode_request_header(
+                request, SendMessageRequestHeaderV2
+            )
         if isinstance(header, RemotingCommand):
             return header
         error, queue_id = self._msg_check(channel, request, header)
@@ -402,22 +417,26 @@ class SendMessageProcessor:
             if not durable:
                 status = PutMessageStatus.FLUSH_DISK_TIMEOUT
         code, remark = _PUT_STATUS_RESPONSE.get(status, (ResponseCode.SYSTEM_ERROR, status.name))
-        response = self._response(request, code, remark)
         append = result.append
-        if append is not None and code in (
-            ResponseCode.SUCCESS,
-            ResponseCode.FLUSH_DISK_TIMEOUT,
-            ResponseCode.FLUSH_SLAVE_TIMEOUT,
-            ResponseCode.SLAVE_NOT_AVAILABLE,
-        ):
-            self.broker.stats.inc_topic_put(topic, msgs, size)
-            header = SendMessageResponseHeader(
-                msg_id=append.msg_id, queue_id=queue_id, queue_offset=append.logics_offset
+        if append is None or code not in _STORED_CODES:
+            return self._response(request, code, remark)
+        self.broker.stats.inc_topic_put(topic, msgs, size)
+        if request.serialize_type != SerializeType.ROCKETMQ:
+            cfg = self.broker.config
+            fields = send_response_fields(
+                cfg.region_id,
+                "true" if cfg.trace_on else "false",
+                append.msg_id,
+                queue_id,
+                append.logics_offset,
             )
-            # MSG_REGION/TRACE_ON were put into the map first (preSend); the header fields join them
-            response.ext_fields = header.to_ext_fields(
-                response.ext_fields, serialize_type=request.serialize_type
-            )
+            return request.make_response(code, remark, fields)
+        response = self._response(request, code, remark)
+        header = SendMessageResponseHeader(
+            msg_id=append.msg_id, queue_id=queue_id, queue_offset=append.logics_offset
+        )
+        # MSG_REGION/TRACE_ON were put into the map first (preSend); the header fields join them
+        response.ext_fields = header.to_ext_fields(response.ext_fields, serialize_type=request.serialize_type)
         return response
 
     # ------------------------------------------------------------------ send back
