@@ -55,7 +55,7 @@ from rocketq.protocol.message import (
     encode_properties,
     tags_code,
 )
-from rocketq.protocol.message_id import create_offset_msg_id
+from rocketq.protocol.message_id import HostAddr, create_offset_msg_id
 from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX, dlq_topic, retry_topic
 from rocketq.remoting.helper import parse_addr
 from rocketq.remoting.server import Channel
@@ -115,6 +115,9 @@ def _max_reconsume_times(request: RemotingCommand, from_header: int | None, grou
     return group_max
 
 
+#: Peer addresses whose parsed born host is kept (SendMessageProcessor._born_host).
+_BORN_HOSTS_MAX = 4096
+
 #: Answers to a message that was stored: they carry the SendMessageResponseHeader fields.
 _STORED_CODES = frozenset(
     (
@@ -136,6 +139,7 @@ class SendMessageProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
         self._random = random.Random()
+        self._born_hosts: dict[str, HostAddr] = {}
 
     async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
         started = time.perf_counter()
@@ -184,6 +188,17 @@ class SendMessageProcessor:
         if error is not None:
             return error
         return header, queue_id
+
+    def _born_host(self, channel: Channel) -> HostAddr:
+        """The peer's (ip, port), parsed once per peer address (bounded, cleared when full)."""
+        addr = channel.remote_addr
+        hosts = self._born_hosts
+        host = hosts.get(addr)
+        if host is None:
+            if len(hosts) >= _BORN_HOSTS_MAX:
+                hosts.clear()
+            host = hosts[addr] = parse_addr(addr)
+        return host
 
     def _response(self, request: RemotingCommand, code: int, remark: str | None) -> RemotingCommand:
         cfg = self.broker.config
@@ -287,7 +302,7 @@ class SendMessageProcessor:
             tags_code=tags_code(props.get(MessageConst.TAGS)),
             sys_flag=int(header.sys_flag or 0),
             born_timestamp=int(header.born_timestamp or 0),
-            born_host=parse_addr(channel.remote_addr),
+            born_host=self._born_host(channel),
             store_host=broker.store_host,
             reconsume_times=reconsume_times,
         )
@@ -359,7 +374,7 @@ class SendMessageProcessor:
         batch_props = decode_properties(header.properties or "")
         batch_props[MessageConst.CLUSTER] = broker.config.broker_cluster_name
         batch_props_string = encode_properties(batch_props, java_order=True)
-        born_host = parse_addr(channel.remote_addr)
+        born_host = self._born_host(channel)
         sys_flag = int(header.sys_flag or 0)
         born_timestamp = int(header.born_timestamp or 0)
         reconsume_times = int(header.reconsume_times or 0)
