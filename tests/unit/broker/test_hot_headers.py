@@ -1,9 +1,10 @@
-"""The send path's straight-line header code agrees with the generic codec.
+"""The data path's straight-line header code agrees with the generic codec.
 
-``decode_send_header_v2`` must return either None (the caller then uses
-``from_ext_fields``) or exactly what ``from_ext_fields`` decodes; ``send_response_fields``
-must equal ``SendMessageResponseHeader.to_ext_fields`` over preSend's two keys, key order
-included (the JSON header is written in the map's order, so the bytes follow).
+``decode_send_header_v2`` and ``decode_pull_header`` must return either None (the caller
+then uses ``from_ext_fields``) or exactly what ``from_ext_fields`` decodes;
+``send_response_fields`` must equal ``SendMessageResponseHeader.to_ext_fields`` over
+preSend's two keys and ``pull_response_fields`` ``PullMessageResponseHeader.to_ext_fields``,
+key order included (the JSON header is written in the map's order, so the bytes follow).
 """
 
 from __future__ import annotations
@@ -11,11 +12,21 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketq.broker.processors.hot_headers import decode_send_header_v2, send_response_fields
-from rocketq.protocol.headers import SendMessageRequestHeaderV2, SendMessageResponseHeader
+from rocketq.broker.processors.hot_headers import (
+    decode_pull_header,
+    decode_send_header_v2,
+    pull_response_fields,
+    send_response_fields,
+)
+from rocketq.protocol.headers import (
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+)
 from rocketq.protocol.message import MessageConst
 
-#: what a 4.9.7 producer sends for one message (SEND_MESSAGE_V2), as captured
+#: the SEND_MESSAGE_V2 map of one message, shaped as a 4.9.7 producer builds it
 _PRODUCER_V2 = {
     "a": "please_rename_unique_group_name",
     "b": "TopicTest",
@@ -55,17 +66,59 @@ _values = {
 }
 
 
-@st.composite
-def _ext_maps(draw: st.DrawFn) -> dict[str, str]:
-    ext = dict(_PRODUCER_V2)
-    for key in draw(st.sets(st.sampled_from(sorted(_values)))):
+#: the PULL_MESSAGE map of one pull, shaped as a 4.9.7 push consumer builds it
+_PUSH_PULL = {
+    "consumerGroup": "please_rename_unique_group_name_4",
+    "topic": "TopicTest",
+    "queueId": "2",
+    "queueOffset": "1234",
+    "maxMsgNums": "32",
+    "sysFlag": "3",
+    "commitOffset": "1200",
+    "suspendTimeoutMillis": "15000",
+    "subscription": "*",
+    "subVersion": "1700000000999",
+    "expressionType": "TAG",
+    "bname": "broker-a",
+}
+_pull_values = {
+    "consumerGroup": st.text(max_size=8),
+    "topic": st.text(max_size=8),
+    "queueId": _numbers,
+    "queueOffset": _numbers,
+    "maxMsgNums": _numbers,
+    "sysFlag": _numbers,
+    "commitOffset": _numbers,
+    "suspendTimeoutMillis": _numbers,
+    "subscription": st.text(max_size=8),
+    "subVersion": _numbers,
+    "expressionType": st.text(max_size=6),
+    "bname": st.text(max_size=8),
+}
+
+
+def _mutated(
+    draw: st.DrawFn, base: dict[str, str], values: dict[str, st.SearchStrategy[str]]
+) -> dict[str, str]:
+    ext = dict(base)
+    for key in draw(st.sets(st.sampled_from(sorted(values)))):
         if draw(st.booleans()):
             ext.pop(key, None)
         else:
-            ext[key] = draw(_values[key])
+            ext[key] = draw(values[key])
     if draw(st.booleans()):
         ext["AccessKey"] = "rocketmq2"  # an RPC hook's key: ignored by both
     return ext
+
+
+@st.composite
+def _ext_maps(draw: st.DrawFn) -> dict[str, str]:
+    return _mutated(draw, _PRODUCER_V2, _values)
+
+
+@st.composite
+def _pull_maps(draw: st.DrawFn) -> dict[str, str]:
+    return _mutated(draw, _PUSH_PULL, _pull_values)
 
 
 def test_a_producers_header_takes_the_fast_path() -> None:
@@ -117,4 +170,37 @@ def test_send_response_fields_match_the_generic_merge(
         msg_id=msg_id, queue_id=queue_id, queue_offset=queue_offset
     ).to_ext_fields(pre_send)
     fast = send_response_fields(region, trace_on, msg_id, queue_id, queue_offset)
+    assert list(fast.items()) == list(generic.items())
+
+
+def test_a_consumers_pull_takes_the_fast_path() -> None:
+    fast = decode_pull_header(_PUSH_PULL)
+    assert fast is not None
+    assert fast == PullMessageRequestHeader.from_ext_fields(_PUSH_PULL)
+    assert (fast.queue_offset, fast.sys_flag, fast.sub_version) == (1234, 3, 1700000000999)
+    missing = dict(_PUSH_PULL)
+    del missing["commitOffset"]
+    assert decode_pull_header(missing) is None  # the generic check names it
+    assert decode_pull_header(None) is None
+
+
+@settings(max_examples=400, deadline=None)
+@given(_pull_maps())
+def test_the_fast_pull_decoder_is_the_generic_one_or_declines(ext: dict[str, str]) -> None:
+    fast = decode_pull_header(ext)
+    if fast is not None:
+        assert fast == PullMessageRequestHeader.from_ext_fields(ext)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=-(2**63), max_value=2**63 - 1), min_size=4, max_size=4))
+def test_pull_response_fields_match_the_generic_encoder(values: list[int]) -> None:
+    suggest, next_begin, min_offset, max_offset = values
+    generic = PullMessageResponseHeader(
+        suggest_which_broker_id=suggest,
+        next_begin_offset=next_begin,
+        min_offset=min_offset,
+        max_offset=max_offset,
+    ).to_ext_fields()
+    fast = pull_response_fields(suggest, next_begin, min_offset, max_offset)
     assert list(fast.items()) == list(generic.items())

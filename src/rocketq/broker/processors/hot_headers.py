@@ -1,6 +1,7 @@
-"""The send path's headers without the generic dict <-> dataclass machinery.
+"""The data path's headers without the generic dict <-> dataclass machinery.
 
-``SEND_MESSAGE_V2`` is the request a broker serves most, one per message sent. The generic
+``SEND_MESSAGE_V2`` is the request a broker serves most, one per message sent, and
+``PULL_MESSAGE`` the one every consumer repeats per batch. The generic
 codec of :mod:`rocketq.protocol.headers_base` walks a per-class plan field by field and
 then merges and re-orders the answer's map; here the same results come from straight-line
 code:
@@ -14,10 +15,11 @@ code:
   (``MSG_REGION`` and ``TRACE_ON`` from ``AbstractSendMessageProcessor``'s preSend, then
   ``SendMessageResponseHeader``) in the ``HashMap`` order fastjson writes them, worked out
   once from the header class.
+* :func:`decode_pull_header` and :func:`pull_response_fields` do the same for
+  ``PullMessageRequestHeader`` and the JSON ``PullMessageResponseHeader``.
 
 Invariant (tested against the generic codec): whenever these return a value, it equals what
-``SendMessageRequestHeaderV2.from_ext_fields`` / ``SendMessageResponseHeader.to_ext_fields``
-give, key order included. Wire names come from the header classes, never spelled here.
+``from_ext_fields`` / ``to_ext_fields`` of the header class give, key order included. Wire names come from the header classes, never spelled here.
 """
 
 from __future__ import annotations
@@ -25,11 +27,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from rocketq.protocol.headers import SendMessageRequestHeaderV2, SendMessageResponseHeader
+from rocketq.protocol.headers import (
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+)
 from rocketq.protocol.java import hashmap_order
 from rocketq.protocol.message import MessageConst
 
-__all__ = ["decode_send_header_v2", "send_response_fields"]
+__all__ = ["decode_pull_header", "decode_send_header_v2", "pull_response_fields", "send_response_fields"]
 
 _V2 = {wf.attr: wf.wire for wf in SendMessageRequestHeaderV2.wire_fields()}
 _GROUP: Final = _V2["producer_group"]
@@ -145,3 +152,95 @@ def send_response_fields(
         _QUEUE_OFFSET: str(queue_offset),
     }
     return {key: values[key] for key in _RESPONSE_ORDER}
+
+
+_PULL = {wf.attr: wf.wire for wf in PullMessageRequestHeader.wire_fields()}
+_P_GROUP: Final = _PULL["consumer_group"]
+_P_TOPIC: Final = _PULL["topic"]
+_P_QUEUE_ID: Final = _PULL["queue_id"]
+_P_QUEUE_OFFSET: Final = _PULL["queue_offset"]
+_P_MAX_MSG_NUMS: Final = _PULL["max_msg_nums"]
+_P_SYS_FLAG: Final = _PULL["sys_flag"]
+_P_COMMIT_OFFSET: Final = _PULL["commit_offset"]
+_P_SUSPEND: Final = _PULL["suspend_timeout_millis"]
+_P_SUBSCRIPTION: Final = _PULL["subscription"]
+_P_SUB_VERSION: Final = _PULL["sub_version"]
+_P_EXPRESSION_TYPE: Final = _PULL["expression_type"]
+_P_BNAME: Final = _PULL["bname"]
+
+
+def decode_pull_header(ext: Mapping[str, str] | None) -> PullMessageRequestHeader | None:
+    """The pull header of ``ext``, or None when a value needs the generic decoder."""
+    if not ext:
+        return None
+    get = ext.get
+    group = get(_P_GROUP)
+    topic = get(_P_TOPIC)
+    queue_id = get(_P_QUEUE_ID)
+    queue_offset = get(_P_QUEUE_OFFSET)
+    max_msg_nums = get(_P_MAX_MSG_NUMS)
+    sys_flag = get(_P_SYS_FLAG)
+    commit_offset = get(_P_COMMIT_OFFSET)
+    suspend = get(_P_SUSPEND)
+    sub_version = get(_P_SUB_VERSION)
+    if (
+        group is None
+        or topic is None
+        or queue_id is None
+        or queue_offset is None
+        or max_msg_nums is None
+        or sys_flag is None
+        or commit_offset is None
+        or suspend is None
+        or sub_version is None
+        or not (
+            _plain(queue_id, 10)
+            and _plain(queue_offset, 19)
+            and _plain(max_msg_nums, 10)
+            and _plain(sys_flag, 10)
+            and _plain(commit_offset, 19)
+            and _plain(suspend, 19)
+            and _plain(sub_version, 19)
+        )
+    ):
+        return None
+    return PullMessageRequestHeader(
+        consumer_group=group,
+        topic=topic,
+        queue_id=int(queue_id),
+        queue_offset=int(queue_offset),
+        max_msg_nums=int(max_msg_nums),
+        sys_flag=int(sys_flag),
+        commit_offset=int(commit_offset),
+        suspend_timeout_millis=int(suspend),
+        subscription=get(_P_SUBSCRIPTION),
+        sub_version=int(sub_version),
+        expression_type=get(_P_EXPRESSION_TYPE),
+        bname=get(_P_BNAME),
+    )
+
+
+_PULL_RESPONSE = {wf.attr: wf.wire for wf in PullMessageResponseHeader.wire_fields()}
+_P_SUGGEST: Final = _PULL_RESPONSE["suggest_which_broker_id"]
+_P_NEXT: Final = _PULL_RESPONSE["next_begin_offset"]
+_P_MIN: Final = _PULL_RESPONSE["min_offset"]
+_P_MAX: Final = _PULL_RESPONSE["max_offset"]
+#: the JSON map's key order, taken from the generic encoder (every field is always set)
+_PULL_RESPONSE_ORDER: Final = tuple(
+    PullMessageResponseHeader(
+        suggest_which_broker_id=0, next_begin_offset=0, min_offset=0, max_offset=0
+    ).to_ext_fields()
+)
+
+
+def pull_response_fields(
+    suggest_which_broker_id: int, next_begin_offset: int, min_offset: int, max_offset: int
+) -> dict[str, str]:
+    """The JSON-serialized ``PullMessageResponseHeader`` map."""
+    values = {
+        _P_SUGGEST: str(suggest_which_broker_id),
+        _P_NEXT: str(next_begin_offset),
+        _P_MIN: str(min_offset),
+        _P_MAX: str(max_offset),
+    }
+    return {key: values[key] for key in _PULL_RESPONSE_ORDER}
