@@ -375,6 +375,7 @@ class SendMessageProcessor:
         batch_props[MessageConst.CLUSTER] = broker.config.broker_cluster_name
         batch_props_string = encode_properties(batch_props, java_order=True)
         born_host = self._born_host(channel)
+        store_host = broker.store_host
         sys_flag = int(header.sys_flag or 0)
         born_timestamp = int(header.born_timestamp or 0)
         reconsume_times = int(header.reconsume_times or 0)
@@ -406,7 +407,7 @@ class SendMessageProcessor:
                     sys_flag=sys_flag,
                     born_timestamp=born_timestamp,
                     born_host=born_host,
-                    store_host=broker.store_host,
+                    store_host=store_host,
                     reconsume_times=reconsume_times,
                 )
             )
