@@ -70,6 +70,7 @@ __all__ = [
     "encode_batch",
     "encode_properties",
     "encode_record",
+    "put_properties_lazily_each",
     "record_size",
     "store_timestamp_pos",
     "tags_code",
@@ -247,6 +248,19 @@ def decode_properties(s: str) -> dict[str, str]:
         if name and value:
             out[name] = value
     return out
+
+
+def put_properties_lazily_each(msgs: Iterable[Message], props: Mapping[str, str]) -> None:
+    """:meth:`Message.put_properties_lazily` on every message, ``props`` encoded once (the
+    consume services stamp CONSUME_START_TIME on each message of a batch this way)."""
+    encoded = encode_properties(props)
+    for msg in msgs:
+        parsed = msg._props
+        if parsed is None:
+            raw = msg._raw_props
+            msg._raw_props = f"{raw}\x02{encoded}" if raw else encoded
+        else:
+            parsed.update(props)
 
 
 # --------------------------------------------------------------------------- compression
@@ -666,9 +680,21 @@ _new = object.__new__
 
 
 def _decode_at(
-    b: bytes, pos: int, end: int, read_body: bool, decompress: bool, hosts: dict[bytes, HostAddr]
+    b: bytes,
+    pos: int,
+    end: int,
+    read_body: bool,
+    decompress: bool,
+    hosts: dict[bytes, HostAddr],
+    topics: dict[bytes, str],
+    broker_name: str = "",
+    extra: str = "",
 ) -> MessageExt:
-    """Decode the record at ``b[pos:]`` that must end by ``end``. The hot path."""
+    """Decode the record at ``b[pos:]`` that must end by ``end``. The hot path.
+
+    ``hosts`` and ``topics`` cache what repeats from record to record of one body; ``extra``
+    is an encoded property string appended after the stored ones (a later entry wins when
+    they are parsed), ``broker_name`` is stamped as is."""
     try:
         fields = _HEAD_V4.unpack_from(b, pos)
         v6 = fields[7] & _V6_BITS
@@ -715,8 +741,16 @@ def _decode_at(
         m.body = body
     else:
         m.body = b""
-    m.topic = b[tstart:ppos].decode("utf-8", "replace")
-    m.stored_properties = m._raw_props = b[ppos + 2 : rec_end].decode("utf-8", "replace")
+    raw_topic = b[tstart:ppos]
+    topic = topics.get(raw_topic)
+    if topic is None:
+        topic = topics[raw_topic] = raw_topic.decode("utf-8", "replace")
+    m.topic = topic
+    stored = m.stored_properties = b[ppos + 2 : rec_end].decode("utf-8", "replace")
+    if extra:
+        m._raw_props = f"{stored}\x02{extra}" if stored else extra
+    else:
+        m._raw_props = stored
     m._props = None
     m.flag = flag
     m.store_size = size
@@ -731,7 +765,7 @@ def _decode_at(
     m.store_host = hosts.get(store) or _host(store, hosts)
     m.reconsume_times = recon
     m.prepared_transaction_offset = prep
-    m.broker_name = ""
+    m.broker_name = broker_name
     return m
 
 
@@ -762,7 +796,7 @@ def decode_record(
         start, end = 0, len(b)
     if offset < 0 or start > end:
         raise MalformedFrameError(f"record offset {offset} outside the buffer")
-    m = _decode_at(b, start, end, read_body, decompress, {})
+    m = _decode_at(b, start, end, read_body, decompress, {}, {})
     if verify_crc:
         body_pos = start + _LAYOUTS[m.sys_flag & _V6_BITS].size
         blen = _INT.unpack_from(b, body_pos - 4)[0]
@@ -794,20 +828,32 @@ def decode_record_properties(record: bytes | memoryview) -> dict[str, str]:
     return decode_properties(bytes(raw).decode("utf-8", "replace"))
 
 
-def decode_records(buf: bytes | bytearray | memoryview, *, decompress: bool = True) -> list[MessageExt]:
+def decode_records(
+    buf: bytes | bytearray | memoryview,
+    *,
+    decompress: bool = True,
+    broker_name: str = "",
+    extra_properties: Mapping[str, str] | None = None,
+) -> list[MessageExt]:
     """Decode back-to-back records: a PULL_MESSAGE / QUERY_MESSAGE / VIEW_MESSAGE_BY_ID body.
 
     Unlike Java's ``MessageDecoder.decodes`` (which silently stops at the first bad
     record) this raises :class:`MalformedFrameError` on any malformed or truncated one.
+    ``broker_name`` is stamped on every message; ``extra_properties`` are put on every
+    message as :meth:`Message.put_properties_lazily` would (they win over stored values,
+    nothing is parsed here; ``stored_properties`` keeps the record's own string): what
+    ``PullAPIWrapper.processPullResult`` adds (MIN_OFFSET/MAX_OFFSET) in the same pass.
     """
     b = buf if isinstance(buf, bytes) else bytes(buf)
     end = len(b)
     pos = 0
     hosts: dict[bytes, HostAddr] = {}
+    topics: dict[bytes, str] = {}
+    extra = encode_properties(extra_properties) if extra_properties else ""
     out: list[MessageExt] = []
     append = out.append
     while pos < end:
-        m = _decode_at(b, pos, end, True, decompress, hosts)
+        m = _decode_at(b, pos, end, True, decompress, hosts, topics, broker_name, extra)
         append(m)
         pos += m.store_size
     return out
