@@ -61,7 +61,6 @@ FLAG_ONEWAY = 0x2
 _INT = struct.Struct(">i")
 _PREFIX = struct.Struct(">iI")
 _BIN_FIXED = struct.Struct(">hbhiii")  # code, language, version, opaque, flag, remarkLength
-_SHORT = struct.Struct(">h")
 _MAX_HEADER_LENGTH = 0xFFFFFF
 
 _LANG_BY_NAME = {lang.name: lang for lang in LanguageCode}
@@ -159,23 +158,24 @@ class RemotingCommand:
         return "".join(parts).encode()
 
     def _encode_binary_header(self) -> bytes:
+        # RocketMQSerializable.rocketMQProtocolEncode: fixed part, remark, then the map as
+        # (short key length, key, int value length, value) entries behind their total length
         remark = self.remark.encode() if self.remark else b""
-        out = bytearray(
-            _BIN_FIXED.pack(self.code, self.language, self.version, self.opaque, self.flag, len(remark))
-        )
-        out += remark
-        ext = bytearray()
-        if self.ext_fields:
-            for key, value in self.ext_fields.items():
+        parts = [
+            _BIN_FIXED.pack(self.code, self.language, self.version, self.opaque, self.flag, len(remark)),
+            remark,
+            b"",  # the map's length, known once it is encoded
+        ]
+        size = 0
+        ext = self.ext_fields
+        if ext:
+            for key, value in ext.items():
                 k = key.encode()
                 v = value.encode()
-                ext += _SHORT.pack(len(k))
-                ext += k
-                ext += _INT.pack(len(v))
-                ext += v
-        out += _INT.pack(len(ext))
-        out += ext
-        return bytes(out)
+                parts += (len(k).to_bytes(2, "big"), k, len(v).to_bytes(4, "big"), v)
+                size += 6 + len(k) + len(v)
+        parts[2] = size.to_bytes(4, "big")
+        return b"".join(parts)
 
     def encode(self) -> bytes:
         """The whole frame, length prefix included."""
@@ -307,18 +307,19 @@ def _decode_json_header(data: bytes | memoryview) -> RemotingCommand:
 
 
 def _decode_binary_header(data: bytes | memoryview) -> RemotingCommand:
-    mv = memoryview(data)
-    end = len(mv)
+    b = bytes(data)  # one copy of the (small) header; slicing bytes is cheaper than a view
+    end = len(b)
     if end < _BIN_FIXED.size + 4:
-        raise MalformedFrameError(f"binary header of {end} bytes is shorter than 25")
-    code, language, version, opaque, flag, remark_len = _BIN_FIXED.unpack_from(mv, 0)
+        raise MalformedFrameError(f"binary header of {end} bytes is shorter than 21")
+    code, language, version, opaque, flag, remark_len = _BIN_FIXED.unpack_from(b, 0)
     pos = _BIN_FIXED.size
     if remark_len < 0 or pos + remark_len + 4 > end:
         raise MalformedFrameError("binary header remark length runs past the header")
+    unpack_int = _INT.unpack_from
     try:
-        remark = bytes(mv[pos : pos + remark_len]).decode() if remark_len else None
+        remark = b[pos : pos + remark_len].decode() if remark_len else None
         pos += remark_len
-        (ext_len,) = _INT.unpack_from(mv, pos)
+        (ext_len,) = unpack_int(b, pos)
         pos += 4
         if ext_len < 0 or pos + ext_len != end:
             raise MalformedFrameError("binary header extFields length does not match the header")
@@ -328,18 +329,16 @@ def _decode_binary_header(data: bytes | memoryview) -> RemotingCommand:
             while pos < end:
                 if pos + 2 > end:
                     raise MalformedFrameError("truncated extFields key length")
-                (klen,) = _SHORT.unpack_from(mv, pos)
-                pos += 2
-                if klen < 0 or pos + klen + 4 > end:
+                klen = (b[pos] << 8) | b[pos + 1]
+                key_end = pos + 2 + klen
+                if klen > 0x7FFF or key_end + 4 > end:  # a Java short: past 0x7FFF it is negative
                     raise MalformedFrameError("extFields key runs past the header")
-                key = bytes(mv[pos : pos + klen]).decode()
-                pos += klen
-                (vlen,) = _INT.unpack_from(mv, pos)
-                pos += 4
-                if vlen < 0 or pos + vlen > end:
+                (vlen,) = unpack_int(b, key_end)
+                value_end = key_end + 4 + vlen
+                if vlen < 0 or value_end > end:
                     raise MalformedFrameError("extFields value runs past the header")
-                ext[key] = bytes(mv[pos : pos + vlen]).decode()
-                pos += vlen
+                ext[b[pos + 2 : key_end].decode()] = b[key_end + 4 : value_end].decode()
+                pos = value_end
     except UnicodeDecodeError as exc:
         raise MalformedFrameError(f"binary header string is not valid UTF-8: {exc}") from exc
     return RemotingCommand(
