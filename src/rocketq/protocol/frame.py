@@ -63,7 +63,8 @@ _PREFIX = struct.Struct(">iI")
 _BIN_FIXED = struct.Struct(">hbhiii")  # code, language, version, opaque, flag, remarkLength
 _MAX_HEADER_LENGTH = 0xFFFFFF
 
-_LANG_BY_NAME = {lang.name: lang for lang in LanguageCode}
+_LANG_VALUE = {lang.name: int(lang) for lang in LanguageCode}
+_LANG_OTHER = int(LanguageCode.OTHER)
 _LANG_NAME = {int(lang): lang.name for lang in LanguageCode}
 
 # fastjson escapes every control character below 0x20 (short forms for \b \t \n \f \r)
@@ -263,16 +264,29 @@ def _decode_json_header(data: bytes | memoryview) -> RemotingCommand:
         raise MalformedFrameError(f"header is not valid JSON: {exc}") from exc
     if type(obj) is not dict:
         raise MalformedFrameError("JSON header is not an object")
-    if "code" not in obj:
-        raise MalformedFrameError("JSON header has no code")
-    code = _int32_field(obj, "code", 0)
-    flag = _int32_field(obj, "flag", 0)
-    opaque = _int32_field(obj, "opaque", 0)
-    version = _int32_field(obj, "version", 0)
+    code = obj.get("code")
+    flag = obj.get("flag", 0)
+    opaque = obj.get("opaque", 0)
+    version = obj.get("version", 0)
+    if not (
+        type(code) is int
+        and type(flag) is int
+        and type(opaque) is int
+        and type(version) is int
+        and _INT32_MIN <= code <= _INT32_MAX
+        and _INT32_MIN <= flag <= _INT32_MAX
+        and _INT32_MIN <= opaque <= _INT32_MAX
+        and _INT32_MIN <= version <= _INT32_MAX
+    ):  # anything but four plain int32s (what every peer writes) takes the careful path
+        if "code" not in obj:
+            raise MalformedFrameError("JSON header has no code")
+        code = _int32_field(obj, "code", 0)
+        flag = _int32_field(obj, "flag", 0)
+        opaque = _int32_field(obj, "opaque", 0)
+        version = _int32_field(obj, "version", 0)
     lang_raw = obj.get("language", "JAVA")
     if type(lang_raw) is str:
-        lang = _LANG_BY_NAME.get(lang_raw)
-        language = int(lang) if lang is not None else int(LanguageCode.OTHER)
+        language = _LANG_VALUE.get(lang_raw, _LANG_OTHER)
     elif type(lang_raw) is int and 0 <= lang_raw <= 0x7F:  # an ordinal (the binary header's byte)
         language = lang_raw
     elif lang_raw is None:
