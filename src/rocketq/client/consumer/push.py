@@ -732,9 +732,7 @@ class PushConsumer(ServiceLifecycle):
             if self.config.pull_interval_ms > 0:
                 service.execute_pull_request_later(pr, self.config.pull_interval_ms)
             else:
-                # executePullRequestImmediately without the queue: this already is the pull
-                # thread, and the next pull (async) goes out at once either way
-                self._pull_message(pr)
+                service.execute_pull_request_immediately(pr)
         elif status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
             pr.next_offset = result.next_begin_offset
             if pq.msg_count == 0:  # correctTagsOffset
