@@ -5,8 +5,18 @@ Mirrors ``org.apache.rocketmq.remoting.netty.NettyRemotingClient`` (and the clie
 
 Threading model (STYLE habit 6):
 
-* One I/O thread, ``<name>-io``, runs a :mod:`selectors` loop. It alone reads sockets,
-  decodes frames, completes futures, registers/closes sockets and fires async timeouts.
+* Reading a connection is a *role* that one thread holds at a time (leader/follower, per
+  connection). A thread blocked in :meth:`RemotingClient.invoke_sync` takes the role when it
+  is free and reads and decodes the socket itself: its own response costs no thread hop.
+  Every other response it reads completes its caller's call (waking that caller); when its
+  own response has arrived it hands the role to another thread waiting in ``invoke_sync`` on
+  that connection (a *follower*), or, when none is left, back to the I/O thread.
+* One I/O thread, ``<name>-io``, runs a :mod:`selectors` loop. It reads the connections no
+  sync caller is reading (answers to async calls and long polls, requests the server sends),
+  finishes writes the kernel did not take at once and fires async timeouts. The selector
+  watches a connection for reading only while the role is free: a caller that takes the role
+  drops the read interest (under the connection's lock) and gives it back when it hands the
+  role back, so the selector never reads a socket a caller reads.
 * Writes use flat combining: a caller appends its encoded frame to the connection's queue
   and, if no other thread is writing, sends *everything* queued in one ``send``; frames
   queued meanwhile by other threads ride along. A caller therefore never waits for a
@@ -16,10 +26,13 @@ Threading model (STYLE habit 6):
 * Connecting (name lookup + TCP handshake, ``connect_timeout_ms``) happens in the calling
   thread under a per-address lock, so a slow DNS answer never stalls the I/O thread.
 * Requests sent by the server to the client run on a small pool, ``<name>-handler``, so a
-  slow handler never stalls I/O.
+  slow handler never stalls I/O (whoever read them, the I/O thread or a sync caller).
 * ``concurrent.futures`` done-callbacks of :meth:`RemotingClient.invoke_async` run on the
-  I/O thread: keep them short; :meth:`RemotingClient.invoke_sync` from there raises
+  I/O thread, also when a sync caller read the response (it passes the completion on):
+  keep them short; :meth:`RemotingClient.invoke_sync` from there raises
   :class:`~rocketq.errors.ClientError` instead of deadlocking.
+* TLS connections are read by the I/O thread only (an SSL object must not be used by two
+  threads at once; reads take the connection's write lock): their sync calls keep the hop.
 
 Invariants:
 
@@ -28,10 +41,15 @@ Invariants:
 * Opaques come from one counter per client, wrapping within int32 like Java's
   ``AtomicInteger`` (``RemotingCommand.requestId``). The client writes the opaque into the
   request object it is given: do not send one command object from two threads at once.
-* Whoever removes an entry from a connection's opaque table completes its future, exactly
+* Whoever removes an entry from a connection's opaque table completes its call, exactly
   once: the response, a timeout or the loss of the connection.
+* At most one thread reads a connection (and feeds its decoder) at a time: the holder of
+  its read role, which changes hands only under the connection's lock.
 * A lost connection fails all its pending calls with :class:`~rocketq.errors.ConnectError`
   at once; a response whose opaque is unknown is dropped (``processResponseCommand``).
+  While a sync caller reads, closing the connection only shuts the socket down (which wakes
+  the reader); the reader closes it when it lets go, so its descriptor is never reused
+  under it.
 
 Security (optional, both off by default at the cost of one attribute test per call): an
 ``rpc_hook`` sees every outgoing request before it is encoded (``RPCHook``; the ACL signer),
@@ -40,7 +58,8 @@ lock (an SSL object must not be used by two threads at once) and does not read s
 into large frames' buffers.
 
 Timeout contract: a call that raised :class:`~rocketq.errors.RequestTimeoutError` may still
-have been executed by the server.
+have been executed by the server. A sync caller waits at most its timeout, whether it reads
+the socket itself or waits for another reader.
 """
 
 from __future__ import annotations
@@ -52,6 +71,7 @@ import functools
 import heapq
 import itertools
 import logging
+import select
 import selectors
 import socket
 import ssl
@@ -91,6 +111,14 @@ _RECV_SIZE: Final = 256 * 1024
 _HANDLER_THREADS: Final = 4
 _EVENT_READ: Final = selectors.EVENT_READ
 _EVENT_WRITE: Final = selectors.EVENT_WRITE
+_HAVE_POLL: Final = hasattr(select, "poll")
+#: Selectors whose kernel object takes a registration change made by another thread while
+#: it waits (epoll, kqueue, /dev/poll); with the others the I/O thread is woken to see it.
+_SHARED_SELECTORS: Final[tuple[type[selectors.BaseSelector], ...]] = tuple(
+    getattr(selectors, name)
+    for name in ("EpollSelector", "KqueueSelector", "DevpollSelector")
+    if hasattr(selectors, name)
+)
 
 
 class _Blocked:
@@ -104,31 +132,52 @@ class _SyncWaiter:
     """A one-shot result slot for :meth:`RemotingClient.invoke_sync`.
 
     Cheaper than a ``concurrent.futures.Future`` on the hottest path (no Condition, no
-    callback list): a pre-acquired lock that the I/O thread releases with the result.
-    Completed at most once — whoever pops the pending entry completes it.
+    callback list). Its lock is a binary semaphore that another thread releases to say
+    "look again": the call is done (result or error set first), or the connection's read
+    role was handed to this caller. Completed at most once — whoever pops the pending entry
+    completes it.
     """
 
-    __slots__ = ("_error", "_lock", "_result")
+    __slots__ = ("_error", "_lock", "_result", "done")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._lock.acquire()
         self._result: RemotingCommand | None = None
         self._error: BaseException | None = None
+        self.done = False
+
+    def signal(self) -> None:
+        """Wake the caller (once per wait: a second signal before it woke is absorbed)."""
+        try:  # noqa: SIM105 - the hot path: cheaper than contextlib.suppress
+            self._lock.release()
+        except RuntimeError:
+            pass  # signalled already and not consumed yet: one wake-up serves both
 
     def set_result(self, result: RemotingCommand) -> None:
         self._result = result
-        self._lock.release()
+        self.done = True
+        self.signal()
 
     def set_exception(self, exc: BaseException) -> None:
         self._error = exc
-        self._lock.release()
+        self.done = True
+        self.signal()
 
     def wait(self, timeout_s: float | None) -> bool:
-        """Wait for completion (``None``: forever); False on timeout."""
+        """Wait for the next signal (``None``: forever); False on timeout."""
         if timeout_s is None:
             return self._lock.acquire()
         return self._lock.acquire(timeout=max(timeout_s, 0.0))
+
+    def wait_done(self, deadline: float | None) -> bool:
+        """Wait until done or until the monotonic ``deadline`` (``None``: forever)."""
+        while not self.done:
+            if deadline is None:
+                self._lock.acquire()
+            elif not self._lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
+                return self.done
+        return True
 
     def result(self) -> RemotingCommand:
         if self._error is not None:
@@ -141,18 +190,29 @@ class _SyncWaiter:
 _Waiter = concurrent.futures.Future[RemotingCommand] | _SyncWaiter
 
 
+class _IoReader:
+    """``_Connection.reader`` while the I/O thread reads the connection."""
+
+
+_IO_READER: Final = _IoReader()
+
+
 class _Connection:
-    """One socket to one address; its opaque table and its outbound queue."""
+    """One socket to one address; its opaque table, its outbound queue, its read role."""
 
     __slots__ = (
         "addr",
         "closed",
         "decoder",
         "events",
+        "followers",
+        "lock",
         "out_buf",
         "out_queue",
         "pending",
-        "registered",
+        "poller",
+        "rbuf",
+        "reader",
         "sock",
         "tls",
         "write_lock",
@@ -171,8 +231,22 @@ class _Connection:
         # Held by whoever sends on (or closes) the socket: no send races a close.
         self.write_lock = threading.Lock()
         self.closed = False
-        self.registered = False
+        # Guards the read role (reader, followers) and the selector registration (events).
+        # Taken inside write_lock, never the other way round.
+        self.lock = threading.Lock()
+        # The read role: None = free (the selector watches the socket), _IO_READER = the I/O
+        # thread is reading, a _SyncWaiter = that sync caller reads.
+        self.reader: _SyncWaiter | _IoReader | None = None
+        # Sync callers waiting for the role (done ones are skipped when it is handed on).
+        self.followers: collections.deque[_SyncWaiter] = collections.deque()
+        # The selector events registered for the socket (0: not registered).
         self.events = 0
+        # Lets a reading caller block until the socket is readable (made on first use).
+        self.poller: select.poll | None = None
+        # What a read lands in, reused (a fresh 256 KiB bytes per recv costs an mmap, an
+        # mremap and a munmap); only the holder of the read role touches it; the decoder
+        # copies what it keeps.
+        self.rbuf: memoryview | None = None
 
     def __repr__(self) -> str:
         return f"<_Connection {self.addr} closed={self.closed} pending={len(self.pending)}>"
@@ -220,6 +294,7 @@ class RemotingClient:
 
         # Made by start(): the selector and the socket pair that wakes it.
         self._selector: selectors.BaseSelector
+        self._selector_shared = False
         self._wake_r: socket.socket
         self._wake_w: socket.socket
         self._wake_pending = False
@@ -230,6 +305,7 @@ class RemotingClient:
         self._timer_lock = threading.Lock()
         self._timer_seq = itertools.count()
         self._io_sleep_until = float("inf")
+        self._io_finished = False
 
         self._io_thread: threading.Thread | None = None
         self._io_ident: int | None = None
@@ -248,6 +324,7 @@ class RemotingClient:
                 return
             self._started = True
             self._selector = selectors.DefaultSelector()
+            self._selector_shared = isinstance(self._selector, _SHARED_SELECTORS)
             self._wake_r, self._wake_w = socket.socketpair()
             self._wake_r.setblocking(False)
             self._wake_w.setblocking(False)
@@ -313,12 +390,22 @@ class RemotingClient:
         deadline = time.monotonic() + timeout_ms / 1000.0
         conn = self._connection(addr)
         waiter = _SyncWaiter()
-        opaque = self._send_request(conn, request, waiter)
-        if waiter.wait(deadline - time.monotonic()):
+        if conn.tls:
+            opaque = self._send_request(conn, request, waiter)
+            waiter.wait_done(deadline)
+        else:
+            # Claimed before the request is written, so its answer never reaches the selector.
+            lead = self._claim_read_role(conn, waiter)
+            try:
+                opaque = self._send_request(conn, request, waiter)
+                self._await_response(conn, waiter, deadline, lead=lead)
+            finally:
+                self._leave_read_role(conn, waiter)
+        if waiter.done:
             return waiter.result()
         if conn.pending.pop(opaque, None) is None:
-            # Completed by the I/O thread at this very moment: it sets the result next.
-            waiter.wait(None)
+            # Completed by a reader at this very moment: it sets the result next.
+            waiter.wait_done(None)
             return waiter.result()
         raise RequestTimeoutError(
             f"wait response timeout {timeout_ms}ms, code {request.code}, opaque {opaque}",
@@ -433,7 +520,10 @@ class RemotingClient:
                     raise ClientError(f"remoting client {self.name} is closed")
                 self._conns[addr] = conn
                 self._live.add(conn)
-            self._on_io(functools.partial(self._register, conn))
+            with conn.lock:
+                self._apply_interest(conn)
+            if not self._selector_shared:
+                self._wakeup()
             log.debug("%s: connected to %s", self.name, addr)
             return conn
         finally:
@@ -502,6 +592,114 @@ class RemotingClient:
                 return _BLOCKED
             conn.out_buf = None
 
+    # ================================================================== read role
+    def _claim_read_role(self, conn: _Connection, waiter: _SyncWaiter) -> bool:
+        """Take the connection's read role if it is free (True), else queue as a follower."""
+        with conn.lock:
+            if conn.closed:
+                return False  # the request is refused with ConnectError next
+            if conn.reader is None:
+                conn.reader = waiter
+                self._apply_interest(conn)  # the selector stops reading this socket
+                return True
+            conn.followers.append(waiter)
+            return False
+
+    def _await_response(self, conn: _Connection, waiter: _SyncWaiter, deadline: float, *, lead: bool) -> None:
+        """Wait for ``waiter``'s response until ``deadline``, reading the socket whenever
+        this thread holds the connection's read role (leader/follower)."""
+        if lead:
+            self._read_until_done(conn, waiter, deadline)
+            return
+        while not waiter.done:
+            if conn.reader is waiter:  # the role was handed to this caller
+                self._read_until_done(conn, waiter, deadline)
+                return
+            if not waiter.wait(deadline - time.monotonic()):
+                return  # timed out
+
+    def _leave_read_role(self, conn: _Connection, waiter: _SyncWaiter) -> None:
+        """Whatever ended the wait: stop following, and hand the role on if this caller
+        holds it (only its holder moves it away from itself, so reading ``reader`` unlocked
+        is safe)."""
+        if conn.reader is not waiter and not waiter.done:
+            with conn.lock:
+                if conn.reader is not waiter:
+                    with contextlib.suppress(ValueError):
+                        conn.followers.remove(waiter)
+        if conn.reader is waiter:
+            with conn.lock:
+                self._pass_read_role(conn)
+
+    def _read_until_done(self, conn: _Connection, waiter: _SyncWaiter, deadline: float) -> None:
+        """Read and deliver frames as the holder of the read role until ``waiter`` is done,
+        the connection is lost or ``deadline`` passes."""
+        poller = conn.poller
+        if poller is None and _HAVE_POLL:
+            poller = conn.poller = select.poll()
+            poller.register(conn.sock, select.POLLIN)
+        while not waiter.done and not conn.closed:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            if poller is not None:
+                ready = bool(poller.poll(int(remaining * 1000) + 1))
+            else:  # pragma: no cover - platforms without poll()
+                ready = bool(select.select([conn.sock], [], [], remaining)[0])
+            if ready:
+                try:
+                    self._read_once(conn, on_io=False)
+                except Exception as exc:
+                    log.exception("%s: error reading connection %s", self.name, conn.addr)
+                    self._close_connection_now(conn, f"internal error: {exc!r}")
+
+    def _pass_read_role(self, conn: _Connection) -> None:
+        """Hand the read role on (caller holds ``conn.lock`` and the role): to the first
+        follower not done yet, else back to the I/O thread's selector."""
+        if conn.closed:
+            if conn.reader is not None and conn.reader is not _IO_READER:
+                conn.sock.close()  # the close left it to the reading caller (shutdown only)
+            conn.reader = None
+            return
+        followers = conn.followers
+        while followers:
+            nxt = followers.popleft()
+            if not nxt.done:
+                conn.reader = nxt
+                self._apply_interest(conn)
+                nxt.signal()
+                return
+        conn.reader = None
+        self._apply_interest(conn)
+        if not self._selector_shared and threading.get_ident() != self._io_ident:
+            self._wakeup()
+
+    def _apply_interest(self, conn: _Connection) -> None:
+        """Make the selector watch what ``conn`` needs now (caller holds ``conn.lock``): read
+        while the role is free or the I/O thread's, write while bytes wait to be sent."""
+        if conn.closed:
+            want = 0
+        else:
+            reader = conn.reader
+            want = _EVENT_READ if reader is None or reader is _IO_READER else 0
+            if conn.out_buf is not None or conn.out_queue:
+                want |= _EVENT_WRITE
+        have = conn.events
+        if want == have:
+            return
+        conn.events = want
+        selector = self._selector
+        try:
+            if not have:
+                selector.register(conn.sock, want, conn)
+            elif not want:
+                selector.unregister(conn.sock)
+            else:
+                selector.modify(conn.sock, want, conn)
+        except (KeyError, ValueError, OSError, RuntimeError) as exc:
+            # The selector or the socket is closed: the connection is going away.
+            log.debug("%s: selector update for %s failed: %r", self.name, conn.addr, exc)
+
     # ================================================================== I/O thread
     def _wakeup(self) -> None:
         if not self._wake_pending:
@@ -514,12 +712,27 @@ class RemotingClient:
                 pass  # closed during shutdown
 
     def _on_io(self, task: Callable[[], None]) -> None:
-        """Run ``task`` on the I/O thread (now, if this is the I/O thread)."""
+        """Run ``task`` on the I/O thread (now, if this is the I/O thread; here, if the I/O
+        thread has ended: whoever pops a task runs it, so each runs exactly once)."""
         if threading.get_ident() == self._io_ident:
             task()
             return
         self._tasks.append(task)
         self._wakeup()
+        if self._io_finished:
+            self._run_tasks()
+
+    def _run_tasks(self) -> None:
+        tasks = self._tasks
+        while True:
+            try:
+                task = tasks.popleft()
+            except IndexError:
+                return
+            try:
+                task()
+            except Exception:
+                log.exception("%s: I/O task failed", self.name)
 
     def _io_main(self) -> None:
         self._io_ident = threading.get_ident()
@@ -532,11 +745,11 @@ class RemotingClient:
             self._io_shutdown()
 
     def _io_loop(self) -> None:
-        select = self._selector.select
+        wait = self._selector.select
         tasks = self._tasks
         while not self._stopping:
             timeout = self._timer_timeout()
-            events = select(timeout)
+            events = wait(timeout)
             for key, mask in events:
                 conn = key.data
                 if conn is None:
@@ -550,12 +763,8 @@ class RemotingClient:
                 except Exception as exc:
                     log.exception("%s: error on connection %s", self.name, conn.addr)
                     self._close_connection_now(conn, f"internal error: {exc!r}")
-            while tasks:
-                task = tasks.popleft()
-                try:
-                    task()
-                except Exception:
-                    log.exception("%s: I/O task failed", self.name)
+            if tasks:
+                self._run_tasks()
             if self._timers:
                 try:
                     self._expire_timers()
@@ -574,23 +783,9 @@ class RemotingClient:
         # while the flag stays set, and the next caller would never wake this thread.
         self._wake_pending = False
 
-    def _register(self, conn: _Connection) -> None:
-        if conn.closed or conn.registered:
-            return
-        if self._stopping:
-            self._close_connection_now(conn, "remoting client closed")
-            return
-        conn.events = _EVENT_READ | (_EVENT_WRITE if conn.out_buf is not None or conn.out_queue else 0)
-        self._selector.register(conn.sock, conn.events, conn)
-        conn.registered = True
-
     def _update_interest(self, conn: _Connection) -> None:
-        if conn.closed or not conn.registered:
-            return
-        events = _EVENT_READ | (_EVENT_WRITE if conn.out_buf is not None or conn.out_queue else 0)
-        if events != conn.events:
-            conn.events = events
-            self._selector.modify(conn.sock, events, conn)
+        with conn.lock:
+            self._apply_interest(conn)
 
     def _on_writable(self, conn: _Connection) -> None:
         with conn.write_lock:
@@ -604,14 +799,28 @@ class RemotingClient:
         if conn.tls:
             self._on_readable_tls(conn)
             return
+        with conn.lock:
+            if conn.reader is not None or conn.closed:
+                return  # a sync caller took the role after the selector saw the socket
+            conn.reader = _IO_READER
+        try:
+            self._read_once(conn, on_io=True)
+        finally:
+            with conn.lock:
+                self._pass_read_role(conn)
+
+    def _read_once(self, conn: _Connection, *, on_io: bool) -> None:
+        """One read and its frames delivered (non-TLS; the caller holds the read role)."""
         decoder = conn.decoder
         large = decoder.pending_large()  # the rest of a large frame: straight into its buffer
+        rbuf = conn.rbuf
+        if rbuf is None:
+            rbuf = conn.rbuf = memoryview(bytearray(_RECV_SIZE))
         try:
             if large is not None:
                 received = conn.sock.recv_into(large)
             else:
-                data = conn.sock.recv(_RECV_SIZE)
-                received = len(data)
+                received = conn.sock.recv_into(rbuf)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
@@ -624,13 +833,13 @@ class RemotingClient:
             self._close_connection_now(conn, "connection closed by the server")
             return
         try:
-            commands = decoder.filled(received) if large is not None else decoder.feed(data)
+            commands = decoder.filled(received) if large is not None else decoder.feed(rbuf[:received])
         except ProtocolError as exc:
             # NettyDecoder: a bad frame closes the channel (NettyRemotingClient.closeChannel).
             log.warning("%s: malformed frame from %s, closing: %s", self.name, conn.addr, exc)
             self._close_connection_now(conn, f"malformed frame: {exc}", cause=exc)
             return
-        self._deliver(conn, commands)
+        self._deliver(conn, commands, on_io=on_io)
 
     def _on_readable_tls(self, conn: _Connection) -> None:
         """Read every decrypted byte available (the SSL object may hold more than the
@@ -664,12 +873,16 @@ class RemotingClient:
                 log.warning("%s: malformed frame from %s, closing: %s", self.name, conn.addr, exc)
                 self._close_connection_now(conn, f"malformed frame: {exc}", cause=exc)
                 return
-            self._deliver(conn, commands)
+            self._deliver(conn, commands, on_io=True)
         if failure is not None:
             self._close_connection_now(conn, failure)
 
-    def _deliver(self, conn: _Connection, commands: list[RemotingCommand]) -> None:
+    def _deliver(self, conn: _Connection, commands: list[RemotingCommand], *, on_io: bool) -> None:
+        """Complete the calls answered by ``commands`` and dispatch the server's requests.
+        A sync caller reading (``on_io`` False) completes sync calls itself and passes async
+        ones to the I/O thread, where their done-callbacks are documented to run."""
         pending = conn.pending
+        later: list[tuple[concurrent.futures.Future[RemotingCommand], RemotingCommand]] | None = None
         for cmd in commands:
             if cmd.flag & FLAG_RESPONSE:
                 fut = pending.pop(cmd.opaque, None)
@@ -678,12 +891,30 @@ class RemotingClient:
                     # (timed out already, or an answer to a oneway request).
                     log.debug("%s: response with unknown opaque %d from %s", self.name, cmd.opaque, conn.addr)
                     continue
-                try:
+                if isinstance(fut, _SyncWaiter):
                     fut.set_result(cmd)
-                except concurrent.futures.InvalidStateError:
-                    log.debug("%s: response to cancelled call %d dropped", self.name, cmd.opaque)
+                elif on_io:
+                    self._complete(fut, cmd)
+                else:
+                    if later is None:
+                        later = []
+                    later.append((fut, cmd))
             else:
                 self._dispatch_request(conn, cmd)
+        if later is not None:
+            self._on_io(functools.partial(self._complete_all, later))
+
+    def _complete(self, fut: _Waiter, cmd: RemotingCommand) -> None:
+        try:
+            fut.set_result(cmd)
+        except concurrent.futures.InvalidStateError:
+            log.debug("%s: response to cancelled call %d dropped", self.name, cmd.opaque)
+
+    def _complete_all(
+        self, answered: list[tuple[concurrent.futures.Future[RemotingCommand], RemotingCommand]]
+    ) -> None:
+        for fut, cmd in answered:
+            self._complete(fut, cmd)
 
     def _dispatch_request(self, conn: _Connection, cmd: RemotingCommand) -> None:
         pool = self._handler_pool
@@ -698,15 +929,19 @@ class RemotingClient:
         self, conn: _Connection, reason: str, cause: BaseException | None = None
     ) -> None:
         """Close the socket and fail its pending calls (I/O thread, or after it ended)."""
-        with conn.write_lock:
+        with conn.write_lock, conn.lock:
             conn.closed = True
             conn.out_queue.clear()
             conn.out_buf = None
-            if conn.registered:
-                conn.registered = False
-                with contextlib.suppress(KeyError, ValueError, RuntimeError):
-                    self._selector.unregister(conn.sock)
-            conn.sock.close()
+            self._apply_interest(conn)  # unregisters
+            reader = conn.reader
+            if reader is None or reader is _IO_READER:
+                conn.sock.close()
+            else:
+                # A sync caller is reading (or about to): wake it with EOF and let it close
+                # the socket when it lets go, so the descriptor is not reused under it.
+                with contextlib.suppress(OSError):
+                    conn.sock.shutdown(socket.SHUT_RDWR)
         with self._lock:
             self._live.discard(conn)
             if self._conns.get(conn.addr) is conn:
@@ -731,9 +966,12 @@ class RemotingClient:
             self._close_connection_now(conn, "remoting client closed")
         with self._timer_lock:
             self._timers.clear()
-        self._tasks.clear()
         self._selector.close()
         self._release_wakeup()
+        # Completions passed on by sync readers still run (here, or by whoever queues one
+        # from now on): no answered async call is left without its result.
+        self._io_finished = True
+        self._run_tasks()
 
     # ================================================================== timers
     def _timer_timeout(self) -> float | None:
