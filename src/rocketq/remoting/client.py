@@ -190,6 +190,10 @@ class _SyncWaiter:
 _Waiter = concurrent.futures.Future[RemotingCommand] | _SyncWaiter
 
 
+#: async calls answered by one read, to complete on the I/O thread
+_Answered = list[tuple[concurrent.futures.Future[RemotingCommand], RemotingCommand]]
+
+
 class _IoReader:
     """``_Connection.reader`` while the I/O thread reads the connection."""
 
@@ -648,7 +652,10 @@ class RemotingClient:
                 ready = bool(select.select([conn.sock], [], [], remaining)[0])
             if ready:
                 try:
-                    self._read_once(conn, on_io=False)
+                    answered = self._read_once(conn)
+                    if answered is not None:
+                        # Async done-callbacks run on the I/O thread (the documented contract).
+                        self._on_io(functools.partial(self._complete_all, answered))
                 except Exception as exc:
                     log.exception("%s: error reading connection %s", self.name, conn.addr)
                     self._close_connection_now(conn, f"internal error: {exc!r}")
@@ -804,13 +811,18 @@ class RemotingClient:
                 return  # a sync caller took the role after the selector saw the socket
             conn.reader = _IO_READER
         try:
-            self._read_once(conn, on_io=True)
+            answered = self._read_once(conn)
         finally:
             with conn.lock:
                 self._pass_read_role(conn)
+        # Done-callbacks run after the role is passed on: one that blocks (it should not)
+        # cannot keep the sync callers of this connection from reading.
+        if answered is not None:
+            self._complete_all(answered)
 
-    def _read_once(self, conn: _Connection, *, on_io: bool) -> None:
-        """One read and its frames delivered (non-TLS; the caller holds the read role)."""
+    def _read_once(self, conn: _Connection) -> _Answered | None:
+        """One read, its sync calls completed and its server requests dispatched (non-TLS;
+        the caller holds the read role); returns the answered async calls to complete."""
         decoder = conn.decoder
         large = decoder.pending_large()  # the rest of a large frame: straight into its buffer
         rbuf = conn.rbuf
@@ -822,24 +834,24 @@ class RemotingClient:
             else:
                 received = conn.sock.recv_into(rbuf)
         except (BlockingIOError, InterruptedError):
-            return
+            return None
         except OSError as exc:
             self._close_connection_now(conn, f"read failed: {exc}")
-            return
+            return None
         finally:
             if large is not None:
                 large.release()
         if not received:
             self._close_connection_now(conn, "connection closed by the server")
-            return
+            return None
         try:
             commands = decoder.filled(received) if large is not None else decoder.feed(rbuf[:received])
         except ProtocolError as exc:
             # NettyDecoder: a bad frame closes the channel (NettyRemotingClient.closeChannel).
             log.warning("%s: malformed frame from %s, closing: %s", self.name, conn.addr, exc)
             self._close_connection_now(conn, f"malformed frame: {exc}", cause=exc)
-            return
-        self._deliver(conn, commands, on_io=on_io)
+            return None
+        return self._deliver(conn, commands)
 
     def _on_readable_tls(self, conn: _Connection) -> None:
         """Read every decrypted byte available (the SSL object may hold more than the
@@ -873,16 +885,18 @@ class RemotingClient:
                 log.warning("%s: malformed frame from %s, closing: %s", self.name, conn.addr, exc)
                 self._close_connection_now(conn, f"malformed frame: {exc}", cause=exc)
                 return
-            self._deliver(conn, commands, on_io=True)
+            answered = self._deliver(conn, commands)
+            if answered is not None:
+                self._complete_all(answered)
         if failure is not None:
             self._close_connection_now(conn, failure)
 
-    def _deliver(self, conn: _Connection, commands: list[RemotingCommand], *, on_io: bool) -> None:
-        """Complete the calls answered by ``commands`` and dispatch the server's requests.
-        A sync caller reading (``on_io`` False) completes sync calls itself and passes async
-        ones to the I/O thread, where their done-callbacks are documented to run."""
+    def _deliver(self, conn: _Connection, commands: list[RemotingCommand]) -> _Answered | None:
+        """Complete the sync calls answered by ``commands`` and dispatch the server's
+        requests; return the answered async calls, which the caller completes on the I/O
+        thread (where their done-callbacks are documented to run)."""
         pending = conn.pending
-        later: list[tuple[concurrent.futures.Future[RemotingCommand], RemotingCommand]] | None = None
+        answered: _Answered | None = None
         for cmd in commands:
             if cmd.flag & FLAG_RESPONSE:
                 fut = pending.pop(cmd.opaque, None)
@@ -890,19 +904,15 @@ class RemotingClient:
                     # NettyRemotingAbstract.processResponseCommand: unknown opaque -> dropped
                     # (timed out already, or an answer to a oneway request).
                     log.debug("%s: response with unknown opaque %d from %s", self.name, cmd.opaque, conn.addr)
-                    continue
-                if isinstance(fut, _SyncWaiter):
+                elif isinstance(fut, _SyncWaiter):
                     fut.set_result(cmd)
-                elif on_io:
-                    self._complete(fut, cmd)
+                elif answered is None:
+                    answered = [(fut, cmd)]
                 else:
-                    if later is None:
-                        later = []
-                    later.append((fut, cmd))
+                    answered.append((fut, cmd))
             else:
                 self._dispatch_request(conn, cmd)
-        if later is not None:
-            self._on_io(functools.partial(self._complete_all, later))
+        return answered
 
     def _complete(self, fut: _Waiter, cmd: RemotingCommand) -> None:
         try:
@@ -910,9 +920,7 @@ class RemotingClient:
         except concurrent.futures.InvalidStateError:
             log.debug("%s: response to cancelled call %d dropped", self.name, cmd.opaque)
 
-    def _complete_all(
-        self, answered: list[tuple[concurrent.futures.Future[RemotingCommand], RemotingCommand]]
-    ) -> None:
+    def _complete_all(self, answered: _Answered) -> None:
         for fut, cmd in answered:
             self._complete(fut, cmd)
 
