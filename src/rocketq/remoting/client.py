@@ -112,6 +112,7 @@ _HANDLER_THREADS: Final = 4
 _EVENT_READ: Final = selectors.EVENT_READ
 _EVENT_WRITE: Final = selectors.EVENT_WRITE
 _HAVE_POLL: Final = hasattr(select, "poll")
+_MAX_POLL_MS: Final = 3_600_000  # poll() takes an int of milliseconds; longer waits loop
 #: Selectors whose kernel object takes a registration change made by another thread while
 #: it waits (epoll, kqueue, /dev/poll); with the others the I/O thread is woken to see it.
 _SHARED_SELECTORS: Final[tuple[type[selectors.BaseSelector], ...]] = tuple(
@@ -647,7 +648,7 @@ class RemotingClient:
             if remaining <= 0:
                 return
             if poller is not None:
-                ready = bool(poller.poll(int(remaining * 1000) + 1))
+                ready = bool(poller.poll(min(int(remaining * 1000) + 1, _MAX_POLL_MS)))
             else:  # pragma: no cover - platforms without poll()
                 ready = bool(select.select([conn.sock], [], [], remaining)[0])
             if ready:

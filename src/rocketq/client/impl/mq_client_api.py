@@ -123,10 +123,6 @@ def _response_header(cls: type[_H], response: RemotingCommand, addr: str | None)
 _SEND_V2_ORDERS: dict[tuple[int, tuple[str, ...]], tuple[str, ...] | None] = {}
 
 
-def _str(value: object) -> str:
-    return value if isinstance(value, str) else str(value)
-
-
 def send_v2_ext_fields(header: SendMessageRequestHeader, serialize_type: int) -> dict[str, str]:
     """``SendMessageRequestHeaderV2.from_v1(header).to_ext_fields(serialize_type=...)``,
     without the V2 dataclass and the generic field loop: the hottest header of the client,
@@ -138,11 +134,11 @@ def send_v2_ext_fields(header: SendMessageRequestHeader, serialize_type: int) ->
     ext: dict[str, str] = {}
     # createSendMessageRequestHeaderV2: a..n; None fields are not written, booleans always are.
     if (v := h.producer_group) is not None:
-        ext["a"] = _str(v)
+        ext["a"] = v if type(v) is str else str(v)
     if (v := h.topic) is not None:
-        ext["b"] = _str(v)
+        ext["b"] = v if type(v) is str else str(v)
     if (v := h.default_topic) is not None:
-        ext["c"] = _str(v)
+        ext["c"] = v if type(v) is str else str(v)
     if (n := h.default_topic_queue_nums) is not None:
         ext["d"] = str(n)
     if (n := h.queue_id) is not None:
@@ -154,7 +150,7 @@ def send_v2_ext_fields(header: SendMessageRequestHeader, serialize_type: int) ->
     if (n := h.flag) is not None:
         ext["h"] = str(n)
     if (v := h.properties) is not None:
-        ext["i"] = _str(v)
+        ext["i"] = v if type(v) is str else str(v)
     if (n := h.reconsume_times) is not None:
         ext["j"] = str(n)
     ext["k"] = "true" if h.unit_mode else "false"
@@ -162,7 +158,7 @@ def send_v2_ext_fields(header: SendMessageRequestHeader, serialize_type: int) ->
         ext["l"] = str(n)
     ext["m"] = "true" if h.batch else "false"
     if (v := h.bname) is not None:
-        ext["n"] = _str(v)
+        ext["n"] = v if type(v) is str else str(v)
     shape = (serialize_type, tuple(ext))
     try:
         order = _SEND_V2_ORDERS[shape]
