@@ -325,3 +325,77 @@ def test_close_with_sync_callers_waiting_fails_them_and_leaves_no_thread() -> No
     assert time.monotonic() - started < 5
     peer.join()
     assert not [t for t in threading.enumerate() if t.name.startswith("closing-")]
+
+
+class _Sometimes:
+    """Echoes after 0-8 ms, so calls with a timeout of a few ms time out now and then."""
+
+    async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        await asyncio.sleep(random.random() * 0.008)
+        return request.make_response(0, ext_fields=request.ext_fields, body=request.body)
+
+
+def test_stress_timeouts_and_dropped_connections_never_cross_answers_or_hang(client: RemotingClient) -> None:
+    """Sync callers with short timeouts, async calls and connection drops racing: every
+    call ends with its own answer, a timeout or a ConnectError, and never overstays its
+    timeout by much (a lost read role would strand callers until their deadline)."""
+    server = RemotingServer(name="sometimes")
+    server.register_default_processor(_Sometimes())
+    st = ServerThread(server)
+    st.start()
+    addr = f"127.0.0.1:{st.port}"
+    errors: list[str] = []
+    outcomes = {"ok": 0, "timeout": 0, "lost": 0}
+    stop = threading.Event()
+    try:
+
+        def sync_worker(t: int) -> None:
+            rnd = random.Random(t)
+            for i in range(300):
+                n = t * 1000 + i
+                timeout_ms = rnd.choice((3, 6, 50, 2000))
+                started = time.monotonic()
+                try:
+                    body = client.invoke_sync(addr, _req(n), timeout_ms).body
+                except RequestTimeoutError:
+                    outcomes["timeout"] += 1
+                except ConnectError:
+                    outcomes["lost"] += 1
+                else:
+                    outcomes["ok"] += 1
+                    if body != f"body-{n}".encode():
+                        errors.append(f"{n} got {body!r}")
+                overstay = time.monotonic() - started - timeout_ms / 1000
+                if overstay > 1.0:
+                    errors.append(f"{n} overstayed its {timeout_ms} ms timeout by {overstay:.2f} s")
+
+        def async_worker() -> None:
+            while not stop.is_set():
+                futs = [(n, client.invoke_async(addr, _req(n), 50)) for n in range(50_000, 50_020)]
+                for n, fut in futs:
+                    try:
+                        body = fut.result(5).body
+                    except (RequestTimeoutError, ConnectError):
+                        continue
+                    if body != f"body-{n}".encode():
+                        errors.append(f"async {n} got {body!r}")
+
+        def dropper() -> None:
+            while not stop.wait(0.15):
+                client.close_connection(addr)
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            side = [pool.submit(async_worker), pool.submit(dropper)]
+            workers = [pool.submit(sync_worker, t) for t in range(6)]
+            for job in workers:
+                job.result(60)
+            stop.set()
+            for job in side:
+                job.result(10)
+        assert errors == []
+        assert outcomes["ok"] > 0 and outcomes["timeout"] > 0
+        # the connection still serves a plain call afterwards
+        assert client.invoke_sync(addr, _req(7), 5000).body == b"body-7"
+    finally:
+        stop.set()
+        st.stop()
