@@ -61,11 +61,15 @@ def _call_in_thread(
     return fut
 
 
-class _Jitter:
-    """Echoes after a random pause of up to 3 ms: concurrent calls are answered out of order."""
+class _DelayedEcho:
+    """Echoes after a random pause of up to ``max_s``: concurrent calls are answered out of
+    order, and calls with a timeout of a few ms time out now and then."""
+
+    def __init__(self, max_s: float) -> None:
+        self.max_s = max_s
 
     async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
-        await asyncio.sleep(random.random() * 0.003)
+        await asyncio.sleep(random.random() * self.max_s)
         return request.make_response(0, ext_fields=request.ext_fields, body=request.body)
 
 
@@ -74,7 +78,7 @@ def test_many_sync_threads_and_async_calls_on_one_connection_get_their_own_answe
     client: RemotingClient,
 ) -> None:
     server = RemotingServer(name="jitter")
-    server.register_default_processor(_Jitter())
+    server.register_default_processor(_DelayedEcho(0.003))
     st = ServerThread(server)
     st.start()
     addr = f"127.0.0.1:{st.port}"
@@ -192,6 +196,7 @@ def test_sync_calls_complete_while_the_io_thread_is_stuck(client: RemotingClient
 
 def test_async_answers_read_by_a_sync_caller_complete_on_the_io_thread(client: RemotingClient) -> None:
     seen_sync = threading.Event()
+    armed = threading.Event()
     callback_ran = threading.Event()
     callback_thread: list[str] = []
 
@@ -199,6 +204,7 @@ def test_async_answers_read_by_a_sync_caller_complete_on_the_io_thread(client: R
         (sync_req,) = read_frames(sock, dec, 1)
         seen_sync.set()
         (async_req,) = read_frames(sock, dec, 1)
+        assert armed.wait(5)
         sock.sendall(_answer(async_req))  # the sync caller is the one reading now
         assert callback_ran.wait(5)
         sock.sendall(_answer(sync_req))
@@ -213,6 +219,7 @@ def test_async_answers_read_by_a_sync_caller_complete_on_the_io_thread(client: R
     assert seen_sync.wait(5)
     fut = client.invoke_async(peer.addr, _req(2), 10_000)
     fut.add_done_callback(on_done)
+    armed.set()
     assert fut.result(5).body == b"re:body-2"
     assert sync_call.result(5).body == b"re:body-1"
     assert callback_thread == ["syncio-io"]
@@ -327,20 +334,12 @@ def test_close_with_sync_callers_waiting_fails_them_and_leaves_no_thread() -> No
     assert not [t for t in threading.enumerate() if t.name.startswith("closing-")]
 
 
-class _Sometimes:
-    """Echoes after 0-8 ms, so calls with a timeout of a few ms time out now and then."""
-
-    async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
-        await asyncio.sleep(random.random() * 0.008)
-        return request.make_response(0, ext_fields=request.ext_fields, body=request.body)
-
-
 def test_stress_timeouts_and_dropped_connections_never_cross_answers_or_hang(client: RemotingClient) -> None:
     """Sync callers with short timeouts, async calls and connection drops racing: every
     call ends with its own answer, a timeout or a ConnectError, and never overstays its
     timeout by much (a lost read role would strand callers until their deadline)."""
     server = RemotingServer(name="sometimes")
-    server.register_default_processor(_Sometimes())
+    server.register_default_processor(_DelayedEcho(0.008))
     st = ServerThread(server)
     st.start()
     addr = f"127.0.0.1:{st.port}"

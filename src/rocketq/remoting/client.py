@@ -31,8 +31,6 @@ Threading model (STYLE habit 6):
   I/O thread, also when a sync caller read the response (it passes the completion on):
   keep them short; :meth:`RemotingClient.invoke_sync` from there raises
   :class:`~rocketq.errors.ClientError` instead of deadlocking.
-* TLS connections are read by the I/O thread only (an SSL object must not be used by two
-  threads at once; reads take the connection's write lock): their sync calls keep the hop.
 
 Invariants:
 
@@ -54,8 +52,8 @@ Invariants:
 Security (optional, both off by default at the cost of one attribute test per call): an
 ``rpc_hook`` sees every outgoing request before it is encoded (``RPCHook``; the ACL signer),
 and an ``ssl_context`` makes every connection TLS. A TLS connection reads under its write
-lock (an SSL object must not be used by two threads at once) and does not read straight
-into large frames' buffers.
+lock (an SSL object must not be used by two threads at once), whichever thread holds its
+read role, and does not read straight into large frames' buffers.
 
 Timeout contract: a call that raised :class:`~rocketq.errors.RequestTimeoutError` may still
 have been executed by the server. A sync caller waits at most its timeout, whether it reads
@@ -171,14 +169,11 @@ class _SyncWaiter:
             return self._lock.acquire()
         return self._lock.acquire(timeout=max(timeout_s, 0.0))
 
-    def wait_done(self, deadline: float | None) -> bool:
-        """Wait until done or until the monotonic ``deadline`` (``None``: forever)."""
+    def wait_done(self) -> None:
+        """Wait until done (a signal consumed earlier, e.g. the read role handed over, may
+        have left the lock released: loop until the result or error is really set)."""
         while not self.done:
-            if deadline is None:
-                self._lock.acquire()
-            elif not self._lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
-                return self.done
-        return True
+            self._lock.acquire()
 
     def result(self) -> RemotingCommand:
         if self._error is not None:
@@ -395,22 +390,18 @@ class RemotingClient:
         deadline = time.monotonic() + timeout_ms / 1000.0
         conn = self._connection(addr)
         waiter = _SyncWaiter()
-        if conn.tls:
+        # Claimed before the request is written, so its answer never reaches the selector.
+        lead = self._claim_read_role(conn, waiter)
+        try:
             opaque = self._send_request(conn, request, waiter)
-            waiter.wait_done(deadline)
-        else:
-            # Claimed before the request is written, so its answer never reaches the selector.
-            lead = self._claim_read_role(conn, waiter)
-            try:
-                opaque = self._send_request(conn, request, waiter)
-                self._await_response(conn, waiter, deadline, lead=lead)
-            finally:
-                self._leave_read_role(conn, waiter)
+            self._await_response(conn, waiter, deadline, lead=lead)
+        finally:
+            self._leave_read_role(conn, waiter)
         if waiter.done:
             return waiter.result()
         if conn.pending.pop(opaque, None) is None:
             # Completed by a reader at this very moment: it sets the result next.
-            waiter.wait_done(None)
+            waiter.wait_done()
             return waiter.result()
         raise RequestTimeoutError(
             f"wait response timeout {timeout_ms}ms, code {request.code}, opaque {opaque}",
@@ -804,9 +795,6 @@ class RemotingClient:
             self._update_interest(conn)
 
     def _on_readable(self, conn: _Connection) -> None:
-        if conn.tls:
-            self._on_readable_tls(conn)
-            return
         with conn.lock:
             if conn.reader is not None or conn.closed:
                 return  # a sync caller took the role after the selector saw the socket
@@ -822,8 +810,10 @@ class RemotingClient:
             self._complete_all(answered)
 
     def _read_once(self, conn: _Connection) -> _Answered | None:
-        """One read, its sync calls completed and its server requests dispatched (non-TLS;
-        the caller holds the read role); returns the answered async calls to complete."""
+        """One read, its sync calls completed and its server requests dispatched (the
+        caller holds the read role); returns the answered async calls to complete."""
+        if conn.tls:
+            return self._read_tls(conn)
         decoder = conn.decoder
         large = decoder.pending_large()  # the rest of a large frame: straight into its buffer
         rbuf = conn.rbuf
@@ -854,15 +844,16 @@ class RemotingClient:
             return None
         return self._deliver(conn, commands)
 
-    def _on_readable_tls(self, conn: _Connection) -> None:
-        """Read every decrypted byte available (the SSL object may hold more than the
-        socket shows to the selector), under the write lock (an SSL object is not
-        thread-safe), then decode outside it."""
+    def _read_tls(self, conn: _Connection) -> _Answered | None:
+        """:meth:`_read_once` for TLS: read every decrypted byte available (the SSL object
+        may hold more than the socket shows to a poller), under the write lock (an SSL
+        object is not thread-safe), then decode outside it."""
         chunks: list[bytes] = []
         failure: str | None = None
+        answered: _Answered | None = None
         with conn.write_lock:
             if conn.closed:
-                return
+                return None
             sock = conn.sock
             try:
                 while True:
@@ -878,19 +869,18 @@ class RemotingClient:
         # A writer that found the lock held by this read left its frame queued: the
         # selector's write interest makes _on_writable send it (as after any held lock).
         if conn.out_queue:
-            self._update_interest(conn)
+            self._on_io(functools.partial(self._update_interest, conn))
         if chunks:
             try:
                 commands = conn.decoder.feed(b"".join(chunks))
             except ProtocolError as exc:
                 log.warning("%s: malformed frame from %s, closing: %s", self.name, conn.addr, exc)
                 self._close_connection_now(conn, f"malformed frame: {exc}", cause=exc)
-                return
+                return None
             answered = self._deliver(conn, commands)
-            if answered is not None:
-                self._complete_all(answered)
         if failure is not None:
             self._close_connection_now(conn, failure)
+        return answered
 
     def _deliver(self, conn: _Connection, commands: list[RemotingCommand]) -> _Answered | None:
         """Complete the sync calls answered by ``commands`` and dispatch the server's
