@@ -855,6 +855,7 @@ class RemotingClient:
             if conn.closed:
                 return None
             sock = conn.sock
+            assert isinstance(sock, ssl.SSLSocket)
             try:
                 while True:
                     data = sock.recv(_RECV_SIZE)
@@ -862,6 +863,11 @@ class RemotingClient:
                         failure = "connection closed by the server"
                         break
                     chunks.append(data)
+                    if not sock.pending():
+                        # Nothing decrypted is left (OpenSSL reads no further ahead than the
+                        # record): the rest, if any, is in the kernel, where poll sees it.
+                        # Saves the recv that would only raise SSLWantReadError.
+                        break
             except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                 pass
             except OSError as exc:
