@@ -4,7 +4,8 @@ A thread in ``invoke_sync`` reads the connection itself while it holds the conne
 role, completes the other callers' calls it reads, and hands the role on when its own answer
 arrived; the I/O thread keeps async completions, server requests and idle connections. Every
 scenario here is driven by a scripted peer on 127.0.0.1 (or our own server), so the order of
-the answers on the wire is fixed by the test, not by luck.
+the answers on the wire is fixed by the test, not by luck; each runs on epoll and on the
+portable :mod:`selectors` poller (select()).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import random
+import selectors
 import socket
 import struct
 import threading
@@ -23,15 +25,22 @@ import pytest
 from rocketq.errors import ConnectError, RequestTimeoutError
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frame import FLAG_RESPONSE, FrameDecoder, RemotingCommand
+from rocketq.remoting import client as remoting_client
 from rocketq.remoting.client import RemotingClient
+from rocketq.remoting.poller import Poller
 from rocketq.remoting.server import Channel, RemotingServer, ServerThread
 from tests.component.test_remoting_client import RawPeer, _req, read_frames, wait_eof
 
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture
-def client() -> Iterator[RemotingClient]:
+@pytest.fixture(params=["epoll", "select"])
+def client(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[RemotingClient]:
+    """A started client on the platform's poller (epoll), and on the portable fallback over
+    select(), which (unlike epoll) needs the I/O thread woken to see a change made by a
+    sync caller."""
+    if request.param == "select":
+        monkeypatch.setattr(remoting_client, "new_poller", lambda: Poller(selectors.SelectSelector()))
     c = RemotingClient(name="syncio")
     c.start()
     try:

@@ -11,12 +11,13 @@ Threading model (STYLE habit 6):
   Every other response it reads completes its caller's call (waking that caller); when its
   own response has arrived it hands the role to another thread waiting in ``invoke_sync`` on
   that connection (a *follower*), or, when none is left, back to the I/O thread.
-* One I/O thread, ``<name>-io``, runs a :mod:`selectors` loop. It reads the connections no
-  sync caller is reading (answers to async calls and long polls, requests the server sends),
-  finishes writes the kernel did not take at once and fires async timeouts. The selector
-  watches a connection for reading only while the role is free: a caller that takes the role
-  drops the read interest (under the connection's lock) and gives it back when it hands the
-  role back, so the selector never reads a socket a caller reads.
+* One I/O thread, ``<name>-io``, waits on a :class:`~rocketq.remoting.poller.Poller`
+  (epoll). It reads the connections no sync caller is reading (answers to async calls and
+  long polls, requests the server sends), finishes writes the kernel did not take at once
+  and fires async timeouts. The poller watches a connection for reading only while the role
+  is free: a caller that takes the role drops the read interest (under the connection's
+  lock) and gives it back when it hands the role back, so the I/O thread never reads a
+  socket a caller reads.
 * Writes use flat combining: a caller appends its encoded frame to the connection's queue
   and, if no other thread is writing, sends *everything* queued in one ``send``; frames
   queued meanwhile by other threads ride along. A caller therefore never waits for a
@@ -70,7 +71,6 @@ import heapq
 import itertools
 import logging
 import select
-import selectors
 import socket
 import ssl
 import threading
@@ -90,10 +90,11 @@ from rocketq.protocol.frame import (
     FLAG_ONEWAY,
     FLAG_RESPONSE,
     MAX_FRAME_LENGTH,
-    FrameDecoder,
     RemotingCommand,
 )
+from rocketq.remoting.connection import IO_READER, Answered, Connection, SyncWaiter, Waiter
 from rocketq.remoting.helper import RequestIdCounter, answer_frame, machinery_response, parse_addr
+from rocketq.remoting.poller import EVENT_READ, EVENT_WRITE, Poller, new_poller
 
 __all__ = ["RemotingClient", "RequestHandler", "RpcHook"]
 
@@ -107,17 +108,8 @@ RpcHook = Callable[[RemotingCommand], None]
 
 _RECV_SIZE: Final = 256 * 1024
 _HANDLER_THREADS: Final = 4
-_EVENT_READ: Final = selectors.EVENT_READ
-_EVENT_WRITE: Final = selectors.EVENT_WRITE
 _HAVE_POLL: Final = hasattr(select, "poll")
 _MAX_POLL_MS: Final = 3_600_000  # poll() takes an int of milliseconds; longer waits loop
-#: Selectors whose kernel object takes a registration change made by another thread while
-#: it waits (epoll, kqueue, /dev/poll); with the others the I/O thread is woken to see it.
-_SHARED_SELECTORS: Final[tuple[type[selectors.BaseSelector], ...]] = tuple(
-    getattr(selectors, name)
-    for name in ("EpollSelector", "KqueueSelector", "DevpollSelector")
-    if hasattr(selectors, name)
-)
 
 
 class _Blocked:
@@ -125,131 +117,6 @@ class _Blocked:
 
 
 _BLOCKED: Final = _Blocked()
-
-
-class _SyncWaiter:
-    """A one-shot result slot for :meth:`RemotingClient.invoke_sync`.
-
-    Cheaper than a ``concurrent.futures.Future`` on the hottest path (no Condition, no
-    callback list). Its lock is a binary semaphore that another thread releases to say
-    "look again": the call is done (result or error set first), or the connection's read
-    role was handed to this caller. Completed at most once — whoever pops the pending entry
-    completes it.
-    """
-
-    __slots__ = ("_error", "_lock", "_result", "done")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._lock.acquire()
-        self._result: RemotingCommand | None = None
-        self._error: BaseException | None = None
-        self.done = False
-
-    def signal(self) -> None:
-        """Wake the caller (once per wait: a second signal before it woke is absorbed)."""
-        try:  # noqa: SIM105 - the hot path: cheaper than contextlib.suppress
-            self._lock.release()
-        except RuntimeError:
-            pass  # signalled already and not consumed yet: one wake-up serves both
-
-    def set_result(self, result: RemotingCommand) -> None:
-        self._result = result
-        self.done = True
-        self.signal()
-
-    def set_exception(self, exc: BaseException) -> None:
-        self._error = exc
-        self.done = True
-        self.signal()
-
-    def wait(self, timeout_s: float | None) -> bool:
-        """Wait for the next signal (``None``: forever); False on timeout."""
-        if timeout_s is None:
-            return self._lock.acquire()
-        return self._lock.acquire(timeout=max(timeout_s, 0.0))
-
-    def wait_done(self) -> None:
-        """Wait until done (a signal consumed earlier, e.g. the read role handed over, may
-        have left the lock released: loop until the result or error is really set)."""
-        while not self.done:
-            self._lock.acquire()
-
-    def result(self) -> RemotingCommand:
-        if self._error is not None:
-            raise self._error
-        assert self._result is not None
-        return self._result
-
-
-#: what the pending table holds: the Future of an async call or the waiter of a sync one
-_Waiter = concurrent.futures.Future[RemotingCommand] | _SyncWaiter
-
-
-#: async calls answered by one read, to complete on the I/O thread
-_Answered = list[tuple[concurrent.futures.Future[RemotingCommand], RemotingCommand]]
-
-
-class _IoReader:
-    """``_Connection.reader`` while the I/O thread reads the connection."""
-
-
-_IO_READER: Final = _IoReader()
-
-
-class _Connection:
-    """One socket to one address; its opaque table, its outbound queue, its read role."""
-
-    __slots__ = (
-        "addr",
-        "closed",
-        "decoder",
-        "events",
-        "followers",
-        "lock",
-        "out_buf",
-        "out_queue",
-        "pending",
-        "poller",
-        "rbuf",
-        "reader",
-        "sock",
-        "tls",
-        "write_lock",
-    )
-
-    def __init__(self, addr: str, sock: socket.socket, max_frame_length: int, *, tls: bool = False) -> None:
-        self.addr = addr
-        self.sock = sock
-        # TLS: records are decrypted by the SSL object, so no direct reads into frame buffers.
-        self.decoder = FrameDecoder(max_frame_length, direct_large=not tls)
-        self.tls = tls
-        self.pending: dict[int, _Waiter] = {}
-        self.out_queue: collections.deque[bytes] = collections.deque()
-        # Bytes the kernel did not take yet; only touched under write_lock.
-        self.out_buf: memoryview | None = None
-        # Held by whoever sends on (or closes) the socket: no send races a close.
-        self.write_lock = threading.Lock()
-        self.closed = False
-        # Guards the read role (reader, followers) and the selector registration (events).
-        # Taken inside write_lock, never the other way round.
-        self.lock = threading.Lock()
-        # The read role: None = free (the selector watches the socket), _IO_READER = the I/O
-        # thread is reading, a _SyncWaiter = that sync caller reads.
-        self.reader: _SyncWaiter | _IoReader | None = None
-        # Sync callers waiting for the role (done ones are skipped when it is handed on).
-        self.followers: collections.deque[_SyncWaiter] = collections.deque()
-        # The selector events registered for the socket (0: not registered).
-        self.events = 0
-        # Lets a reading caller block until the socket is readable (made on first use).
-        self.poller: select.poll | None = None
-        # What a read lands in, reused (a fresh 256 KiB bytes per recv costs an mmap, an
-        # mremap and a munmap); only the holder of the read role touches it; the decoder
-        # copies what it keeps.
-        self.rbuf: memoryview | None = None
-
-    def __repr__(self) -> str:
-        return f"<_Connection {self.addr} closed={self.closed} pending={len(self.pending)}>"
 
 
 class RemotingClient:
@@ -286,22 +153,22 @@ class RemotingClient:
         self._ssl_context = ssl_context
 
         self._lock = threading.Lock()
-        self._conns: dict[str, _Connection] = {}
+        self._conns: dict[str, Connection] = {}
         # Every connection not closed yet, mapped or not: the shutdown sweep closes them all.
-        self._live: set[_Connection] = set()
+        self._live: set[Connection] = set()
         self._connect_locks: dict[str, threading.Lock] = {}
         self._opaques = RequestIdCounter()
 
-        # Made by start(): the selector and the socket pair that wakes it.
-        self._selector: selectors.BaseSelector
-        self._selector_shared = False
+        # Made by start(): the poller and the socket pair that wakes it.
+        self._poller: Poller[Connection | None]
+        self._poller_shared = False
         self._wake_r: socket.socket
         self._wake_w: socket.socket
         self._wake_pending = False
         self._tasks: collections.deque[Callable[[], None]] = collections.deque()
 
         # Async timeouts: (deadline, seq, connection, opaque); stale entries are skipped.
-        self._timers: list[tuple[float, int, _Connection, int]] = []
+        self._timers: list[tuple[float, int, Connection, int]] = []
         self._timer_lock = threading.Lock()
         self._timer_seq = itertools.count()
         self._io_sleep_until = float("inf")
@@ -323,12 +190,12 @@ class RemotingClient:
             if self._started:
                 return
             self._started = True
-            self._selector = selectors.DefaultSelector()
-            self._selector_shared = isinstance(self._selector, _SHARED_SELECTORS)
+            self._poller = new_poller()
+            self._poller_shared = self._poller.shared
             self._wake_r, self._wake_w = socket.socketpair()
             self._wake_r.setblocking(False)
             self._wake_w.setblocking(False)
-            self._selector.register(self._wake_r, _EVENT_READ, None)
+            self._poller.set(self._wake_r.fileno(), 0, EVENT_READ, None)
             self._handler_pool = concurrent.futures.ThreadPoolExecutor(
                 max_workers=_HANDLER_THREADS, thread_name_prefix=f"{self.name}-handler"
             )
@@ -389,8 +256,8 @@ class RemotingClient:
             )
         deadline = time.monotonic() + timeout_ms / 1000.0
         conn = self._connection(addr)
-        waiter = _SyncWaiter()
-        # Claimed before the request is written, so its answer never reaches the selector.
+        waiter = SyncWaiter()
+        # Claimed before the request is written, so its answer never reaches the poller.
         lead = self._claim_read_role(conn, waiter)
         try:
             opaque = self._send_request(conn, request, waiter)
@@ -470,7 +337,7 @@ class RemotingClient:
     def _next_opaque(self) -> int:
         return self._opaques.next()
 
-    def _send_request(self, conn: _Connection, request: RemotingCommand, fut: _Waiter) -> int:
+    def _send_request(self, conn: Connection, request: RemotingCommand, fut: Waiter) -> int:
         opaque = self._next_opaque()
         request.opaque = opaque
         if self._rpc_hook is not None:
@@ -484,7 +351,7 @@ class RemotingClient:
         self._write(conn, frame)
         return opaque
 
-    def _connection(self, addr: str) -> _Connection:
+    def _connection(self, addr: str) -> Connection:
         conn = self._conns.get(addr)
         if conn is not None and not conn.closed:
             return conn
@@ -509,7 +376,7 @@ class RemotingClient:
             if tls:
                 sock = self._tls_handshake(sock, addr)
             sock.setblocking(False)
-            conn = _Connection(addr, sock, self._max_frame_length, tls=tls)
+            conn = Connection(addr, sock, self._max_frame_length, tls=tls)
             with self._lock:
                 if self._closed:
                     sock.close()
@@ -518,7 +385,7 @@ class RemotingClient:
                 self._live.add(conn)
             with conn.lock:
                 self._apply_interest(conn)
-            if not self._selector_shared:
+            if not self._poller_shared:
                 self._wakeup()
             log.debug("%s: connected to %s", self.name, addr)
             return conn
@@ -535,7 +402,7 @@ class RemotingClient:
             raise ConnectError(f"TLS handshake failed: {exc}", addr=addr) from exc
 
     # ================================================================== writing
-    def _write(self, conn: _Connection, frame: bytes) -> None:
+    def _write(self, conn: Connection, frame: bytes) -> None:
         """Queue one frame and flush the queue unless another thread is flushing it."""
         queue = conn.out_queue
         queue.append(frame)
@@ -555,7 +422,7 @@ class RemotingClient:
                 self._on_io(functools.partial(self._close_connection_now, conn, f"write failed: {result}"))
                 return
 
-    def _drain_locked(self, conn: _Connection) -> OSError | _Blocked | None:
+    def _drain_locked(self, conn: Connection) -> OSError | _Blocked | None:
         """Send the buffered rest, then all queued frames; caller holds ``write_lock``.
 
         Returns None when everything was sent, ``_BLOCKED`` when the kernel buffer filled up
@@ -589,19 +456,19 @@ class RemotingClient:
             conn.out_buf = None
 
     # ================================================================== read role
-    def _claim_read_role(self, conn: _Connection, waiter: _SyncWaiter) -> bool:
+    def _claim_read_role(self, conn: Connection, waiter: SyncWaiter) -> bool:
         """Take the connection's read role if it is free (True), else queue as a follower."""
         with conn.lock:
             if conn.closed:
                 return False  # the request is refused with ConnectError next
             if conn.reader is None:
                 conn.reader = waiter
-                self._apply_interest(conn)  # the selector stops reading this socket
+                self._apply_interest(conn)  # the poller stops watching this socket for reading
                 return True
             conn.followers.append(waiter)
             return False
 
-    def _await_response(self, conn: _Connection, waiter: _SyncWaiter, deadline: float, *, lead: bool) -> None:
+    def _await_response(self, conn: Connection, waiter: SyncWaiter, deadline: float, *, lead: bool) -> None:
         """Wait for ``waiter``'s response until ``deadline``, reading the socket whenever
         this thread holds the connection's read role (leader/follower)."""
         if lead:
@@ -614,7 +481,7 @@ class RemotingClient:
             if not waiter.wait(deadline - time.monotonic()):
                 return  # timed out
 
-    def _leave_read_role(self, conn: _Connection, waiter: _SyncWaiter) -> None:
+    def _leave_read_role(self, conn: Connection, waiter: SyncWaiter) -> None:
         """Whatever ended the wait: stop following, and hand the role on if this caller
         holds it (only its holder moves it away from itself, so reading ``reader`` unlocked
         is safe)."""
@@ -627,7 +494,7 @@ class RemotingClient:
             with conn.lock:
                 self._pass_read_role(conn)
 
-    def _read_until_done(self, conn: _Connection, waiter: _SyncWaiter, deadline: float) -> None:
+    def _read_until_done(self, conn: Connection, waiter: SyncWaiter, deadline: float) -> None:
         """Read and deliver frames as the holder of the read role until ``waiter`` is done,
         the connection is lost or ``deadline`` passes."""
         poller = conn.poller
@@ -652,11 +519,11 @@ class RemotingClient:
                     log.exception("%s: error reading connection %s", self.name, conn.addr)
                     self._close_connection_now(conn, f"internal error: {exc!r}")
 
-    def _pass_read_role(self, conn: _Connection) -> None:
+    def _pass_read_role(self, conn: Connection) -> None:
         """Hand the read role on (caller holds ``conn.lock`` and the role): to the first
-        follower not done yet, else back to the I/O thread's selector."""
+        follower not done yet, else back to the I/O thread's poller."""
         if conn.closed:
-            if conn.reader is not None and conn.reader is not _IO_READER:
+            if conn.reader is not None and conn.reader is not IO_READER:
                 conn.sock.close()  # the close left it to the reading caller (shutdown only)
             conn.reader = None
             return
@@ -670,34 +537,28 @@ class RemotingClient:
                 return
         conn.reader = None
         self._apply_interest(conn)
-        if not self._selector_shared and threading.get_ident() != self._io_ident:
+        if not self._poller_shared and threading.get_ident() != self._io_ident:
             self._wakeup()
 
-    def _apply_interest(self, conn: _Connection) -> None:
-        """Make the selector watch what ``conn`` needs now (caller holds ``conn.lock``): read
+    def _apply_interest(self, conn: Connection) -> None:
+        """Make the poller watch what ``conn`` needs now (caller holds ``conn.lock``): read
         while the role is free or the I/O thread's, write while bytes wait to be sent."""
         if conn.closed:
             want = 0
         else:
             reader = conn.reader
-            want = _EVENT_READ if reader is None or reader is _IO_READER else 0
+            want = EVENT_READ if reader is None or reader is IO_READER else 0
             if conn.out_buf is not None or conn.out_queue:
-                want |= _EVENT_WRITE
+                want |= EVENT_WRITE
         have = conn.events
         if want == have:
             return
         conn.events = want
-        selector = self._selector
         try:
-            if not have:
-                selector.register(conn.sock, want, conn)
-            elif not want:
-                selector.unregister(conn.sock)
-            else:
-                selector.modify(conn.sock, want, conn)
+            self._poller.set(conn.fd, have, want, conn)
         except (KeyError, ValueError, OSError, RuntimeError) as exc:
-            # The selector or the socket is closed: the connection is going away.
-            log.debug("%s: selector update for %s failed: %r", self.name, conn.addr, exc)
+            # The poller or the socket is closed: the connection is going away.
+            log.debug("%s: poller update for %s failed: %r", self.name, conn.addr, exc)
 
     # ================================================================== I/O thread
     def _wakeup(self) -> None:
@@ -744,20 +605,19 @@ class RemotingClient:
             self._io_shutdown()
 
     def _io_loop(self) -> None:
-        wait = self._selector.select
+        wait = self._poller.wait
         tasks = self._tasks
         while not self._stopping:
             timeout = self._timer_timeout()
             events = wait(timeout)
-            for key, mask in events:
-                conn = key.data
+            for conn, mask in events:
                 if conn is None:
                     self._drain_wakeup()
                     continue
                 try:
-                    if mask & _EVENT_READ:
+                    if mask & EVENT_READ:
                         self._on_readable(conn)
-                    if mask & _EVENT_WRITE and not conn.closed:
+                    if mask & EVENT_WRITE and not conn.closed:
                         self._on_writable(conn)
                 except Exception as exc:
                     log.exception("%s: error on connection %s", self.name, conn.addr)
@@ -782,11 +642,11 @@ class RemotingClient:
         # while the flag stays set, and the next caller would never wake this thread.
         self._wake_pending = False
 
-    def _update_interest(self, conn: _Connection) -> None:
+    def _update_interest(self, conn: Connection) -> None:
         with conn.lock:
             self._apply_interest(conn)
 
-    def _on_writable(self, conn: _Connection) -> None:
+    def _on_writable(self, conn: Connection) -> None:
         with conn.write_lock:
             result = self._drain_locked(conn)
         if result is not None and result is not _BLOCKED:
@@ -794,11 +654,11 @@ class RemotingClient:
         else:
             self._update_interest(conn)
 
-    def _on_readable(self, conn: _Connection) -> None:
+    def _on_readable(self, conn: Connection) -> None:
         with conn.lock:
             if conn.reader is not None or conn.closed:
-                return  # a sync caller took the role after the selector saw the socket
-            conn.reader = _IO_READER
+                return  # a sync caller took the role after the poller saw the socket
+            conn.reader = IO_READER
         try:
             answered = self._read_once(conn)
         finally:
@@ -809,7 +669,7 @@ class RemotingClient:
         if answered is not None:
             self._complete_all(answered)
 
-    def _read_once(self, conn: _Connection) -> _Answered | None:
+    def _read_once(self, conn: Connection) -> Answered | None:
         """One read, its sync calls completed and its server requests dispatched (the
         caller holds the read role); returns the answered async calls to complete."""
         if conn.tls:
@@ -844,13 +704,13 @@ class RemotingClient:
             return None
         return self._deliver(conn, commands)
 
-    def _read_tls(self, conn: _Connection) -> _Answered | None:
+    def _read_tls(self, conn: Connection) -> Answered | None:
         """:meth:`_read_once` for TLS: read every decrypted byte available (the SSL object
         may hold more than the socket shows to a poller), under the write lock (an SSL
         object is not thread-safe), then decode outside it."""
         chunks: list[bytes] = []
         failure: str | None = None
-        answered: _Answered | None = None
+        answered: Answered | None = None
         with conn.write_lock:
             if conn.closed:
                 return None
@@ -873,7 +733,7 @@ class RemotingClient:
             except OSError as exc:
                 failure = f"read failed: {exc}"
         # A writer that found the lock held by this read left its frame queued: the
-        # selector's write interest makes _on_writable send it (as after any held lock).
+        # poller's write interest makes _on_writable send it (as after any held lock).
         if conn.out_queue:
             self._on_io(functools.partial(self._update_interest, conn))
         if chunks:
@@ -888,12 +748,12 @@ class RemotingClient:
             self._close_connection_now(conn, failure)
         return answered
 
-    def _deliver(self, conn: _Connection, commands: list[RemotingCommand]) -> _Answered | None:
+    def _deliver(self, conn: Connection, commands: list[RemotingCommand]) -> Answered | None:
         """Complete the sync calls answered by ``commands`` and dispatch the server's
         requests; return the answered async calls, which the caller completes on the I/O
         thread (where their done-callbacks are documented to run)."""
         pending = conn.pending
-        answered: _Answered | None = None
+        answered: Answered | None = None
         for cmd in commands:
             if cmd.flag & FLAG_RESPONSE:
                 fut = pending.pop(cmd.opaque, None)
@@ -901,7 +761,7 @@ class RemotingClient:
                     # NettyRemotingAbstract.processResponseCommand: unknown opaque -> dropped
                     # (timed out already, or an answer to a oneway request).
                     log.debug("%s: response with unknown opaque %d from %s", self.name, cmd.opaque, conn.addr)
-                elif isinstance(fut, _SyncWaiter):
+                elif isinstance(fut, SyncWaiter):
                     fut.set_result(cmd)
                 elif answered is None:
                     answered = [(fut, cmd)]
@@ -911,17 +771,17 @@ class RemotingClient:
                 self._dispatch_request(conn, cmd)
         return answered
 
-    def _complete(self, fut: _Waiter, cmd: RemotingCommand) -> None:
+    def _complete(self, fut: Waiter, cmd: RemotingCommand) -> None:
         try:
             fut.set_result(cmd)
         except concurrent.futures.InvalidStateError:
             log.debug("%s: response to cancelled call %d dropped", self.name, cmd.opaque)
 
-    def _complete_all(self, answered: _Answered) -> None:
+    def _complete_all(self, answered: Answered) -> None:
         for fut, cmd in answered:
             self._complete(fut, cmd)
 
-    def _dispatch_request(self, conn: _Connection, cmd: RemotingCommand) -> None:
+    def _dispatch_request(self, conn: Connection, cmd: RemotingCommand) -> None:
         pool = self._handler_pool
         if pool is None:
             return
@@ -931,7 +791,7 @@ class RemotingClient:
             log.debug("%s: handler pool shut down, request %d dropped", self.name, cmd.code)
 
     def _close_connection_now(
-        self, conn: _Connection, reason: str, cause: BaseException | None = None
+        self, conn: Connection, reason: str, cause: BaseException | None = None
     ) -> None:
         """Close the socket and fail its pending calls (I/O thread, or after it ended)."""
         with conn.write_lock, conn.lock:
@@ -940,7 +800,7 @@ class RemotingClient:
             conn.out_buf = None
             self._apply_interest(conn)  # unregisters
             reader = conn.reader
-            if reader is None or reader is _IO_READER:
+            if reader is None or reader is IO_READER:
                 conn.sock.close()
             else:
                 # A sync caller is reading (or about to): wake it with EOF and let it close
@@ -971,7 +831,7 @@ class RemotingClient:
             self._close_connection_now(conn, "remoting client closed")
         with self._timer_lock:
             self._timers.clear()
-        self._selector.close()
+        self._poller.close()
         self._release_wakeup()
         # Completions passed on by sync readers still run (here, or by whoever queues one
         # from now on): no answered async call is left without its result.
@@ -990,7 +850,7 @@ class RemotingClient:
 
     def _expire_timers(self) -> None:
         now = time.monotonic()
-        expired: list[tuple[_Connection, int]] = []
+        expired: list[tuple[Connection, int]] = []
         with self._timer_lock:
             timers = self._timers
             while timers and timers[0][0] <= now:
@@ -1012,7 +872,7 @@ class RemotingClient:
                     )
 
     # ================================================================== server -> client
-    def _handle_request(self, conn: _Connection, cmd: RemotingCommand) -> None:
+    def _handle_request(self, conn: Connection, cmd: RemotingCommand) -> None:
         """Answer one request the server sent (runs on the handler pool)."""
         handler = self._request_handler
         outcome: RemotingCommand | Exception | None
