@@ -82,7 +82,6 @@ from rocketq.errors import (
     ClientError,
     ConnectError,
     IllegalArgumentError,
-    ProtocolError,
     RequestTimeoutError,
 )
 from rocketq.protocol.codes import ResponseCode
@@ -92,7 +91,7 @@ from rocketq.protocol.frame import (
     MAX_FRAME_LENGTH,
     RemotingCommand,
 )
-from rocketq.remoting.connection import IO_READER, Answered, Connection, SyncWaiter, Waiter
+from rocketq.remoting.connection import BLOCKED, IO_READER, Answered, Connection, SyncWaiter, Waiter
 from rocketq.remoting.helper import RequestIdCounter, answer_frame, machinery_response, parse_addr
 from rocketq.remoting.poller import EVENT_READ, EVENT_WRITE, Poller, new_poller
 
@@ -106,17 +105,9 @@ RequestHandler = Callable[[RemotingCommand, str], RemotingCommand | None]
 #: e.g. :class:`rocketq.acl.signing.AclClientRPCHook`, which signs it.
 RpcHook = Callable[[RemotingCommand], None]
 
-_RECV_SIZE: Final = 256 * 1024
 _HANDLER_THREADS: Final = 4
 _HAVE_POLL: Final = hasattr(select, "poll")
 _MAX_POLL_MS: Final = 3_600_000  # poll() takes an int of milliseconds; longer waits loop
-
-
-class _Blocked:
-    """``_drain_locked`` result: the kernel took only part of the data."""
-
-
-_BLOCKED: Final = _Blocked()
 
 
 class RemotingClient:
@@ -411,49 +402,16 @@ class RemotingClient:
         # after release so a frame queued while another thread held the lock is not stranded.
         while queue and conn.out_buf is None and lock.acquire(blocking=False):
             try:
-                result = self._drain_locked(conn)
+                result = conn.drain_locked()
             finally:
                 lock.release()
-            if result is _BLOCKED:
+            if result is BLOCKED:
                 # The kernel buffer is full: the I/O thread finishes when writable.
                 self._on_io(functools.partial(self._update_interest, conn))
                 return
             if result is not None:
                 self._on_io(functools.partial(self._close_connection_now, conn, f"write failed: {result}"))
                 return
-
-    def _drain_locked(self, conn: Connection) -> OSError | _Blocked | None:
-        """Send the buffered rest, then all queued frames; caller holds ``write_lock``.
-
-        Returns None when everything was sent, ``_BLOCKED`` when the kernel buffer filled up
-        (the rest is in ``out_buf``), or the ``OSError`` that broke the connection.
-        """
-        if conn.closed:
-            conn.out_queue.clear()
-            conn.out_buf = None
-            return None
-        queue = conn.out_queue
-        sock = conn.sock
-        while True:
-            buf = conn.out_buf
-            if buf is None:
-                if not queue:
-                    return None
-                n = len(queue)
-                data = queue.popleft() if n == 1 else b"".join([queue.popleft() for _ in range(n)])
-                buf = memoryview(data)
-            try:
-                sent = sock.send(buf)
-            except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
-                # (TLS: the SSL object wants the very same buffer again, which out_buf keeps.)
-                sent = 0
-            except OSError as exc:
-                conn.out_buf = None
-                return exc
-            if sent < len(buf):
-                conn.out_buf = buf[sent:]
-                return _BLOCKED
-            conn.out_buf = None
 
     # ================================================================== read role
     def _claim_read_role(self, conn: Connection, waiter: SyncWaiter) -> bool:
@@ -648,8 +606,8 @@ class RemotingClient:
 
     def _on_writable(self, conn: Connection) -> None:
         with conn.write_lock:
-            result = self._drain_locked(conn)
-        if result is not None and result is not _BLOCKED:
+            result = conn.drain_locked()
+        if result is not None and result is not BLOCKED:
             self._close_connection_now(conn, f"write failed: {result}")
         else:
             self._update_interest(conn)
@@ -672,80 +630,17 @@ class RemotingClient:
     def _read_once(self, conn: Connection) -> Answered | None:
         """One read, its sync calls completed and its server requests dispatched (the
         caller holds the read role); returns the answered async calls to complete."""
-        if conn.tls:
-            return self._read_tls(conn)
-        decoder = conn.decoder
-        large = decoder.pending_large()  # the rest of a large frame: straight into its buffer
-        rbuf = conn.rbuf
-        if rbuf is None:
-            rbuf = conn.rbuf = memoryview(bytearray(_RECV_SIZE))
-        try:
-            if large is not None:
-                received = conn.sock.recv_into(large)
-            else:
-                received = conn.sock.recv_into(rbuf)
-        except (BlockingIOError, InterruptedError):
-            return None
-        except OSError as exc:
-            self._close_connection_now(conn, f"read failed: {exc}")
-            return None
-        finally:
-            if large is not None:
-                large.release()
-        if not received:
-            self._close_connection_now(conn, "connection closed by the server")
-            return None
-        try:
-            commands = decoder.filled(received) if large is not None else decoder.feed(rbuf[:received])
-        except ProtocolError as exc:
-            # NettyDecoder: a bad frame closes the channel (NettyRemotingClient.closeChannel).
-            log.warning("%s: malformed frame from %s, closing: %s", self.name, conn.addr, exc)
-            self._close_connection_now(conn, f"malformed frame: {exc}", cause=exc)
-            return None
-        return self._deliver(conn, commands)
-
-    def _read_tls(self, conn: Connection) -> Answered | None:
-        """:meth:`_read_once` for TLS: read every decrypted byte available (the SSL object
-        may hold more than the socket shows to a poller), under the write lock (an SSL
-        object is not thread-safe), then decode outside it."""
-        chunks: list[bytes] = []
-        failure: str | None = None
-        answered: Answered | None = None
-        with conn.write_lock:
-            if conn.closed:
-                return None
-            sock = conn.sock
-            assert isinstance(sock, ssl.SSLSocket)
-            try:
-                while True:
-                    data = sock.recv(_RECV_SIZE)
-                    if not data:
-                        failure = "connection closed by the server"
-                        break
-                    chunks.append(data)
-                    if not sock.pending():
-                        # Nothing decrypted is left (OpenSSL reads no further ahead than the
-                        # record): the rest, if any, is in the kernel, where poll sees it.
-                        # Saves the recv that would only raise SSLWantReadError.
-                        break
-            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
-                pass
-            except OSError as exc:
-                failure = f"read failed: {exc}"
-        # A writer that found the lock held by this read left its frame queued: the
-        # poller's write interest makes _on_writable send it (as after any held lock).
-        if conn.out_queue:
+        commands, failure, cause = conn.read()
+        if conn.tls and conn.out_queue:
+            # A writer that found the lock held by this read left its frame queued: the
+            # poller's write interest makes _on_writable send it (as after any held lock).
             self._on_io(functools.partial(self._update_interest, conn))
-        if chunks:
-            try:
-                commands = conn.decoder.feed(b"".join(chunks))
-            except ProtocolError as exc:
-                log.warning("%s: malformed frame from %s, closing: %s", self.name, conn.addr, exc)
-                self._close_connection_now(conn, f"malformed frame: {exc}", cause=exc)
-                return None
-            answered = self._deliver(conn, commands)
+        answered = self._deliver(conn, commands) if commands else None
         if failure is not None:
-            self._close_connection_now(conn, failure)
+            if cause is not None:
+                # NettyDecoder: a bad frame closes the channel (NettyRemotingClient.closeChannel).
+                log.warning("%s: malformed frame from %s, closing: %s", self.name, conn.addr, cause)
+            self._close_connection_now(conn, failure, cause=cause)
         return answered
 
     def _deliver(self, conn: Connection, commands: list[RemotingCommand]) -> Answered | None:

@@ -1,5 +1,6 @@
 """One connection of :class:`~rocketq.remoting.client.RemotingClient`: socket, opaque table,
-outbound queue, read role; and the one-shot slot a sync call waits on.
+outbound queue, read role, and the two socket operations (drain the queue, read and decode
+frames); and the one-shot slot a sync call waits on.
 
 Mirrors the per-channel state of ``org.apache.rocketmq.remoting.netty.NettyRemotingClient``
 (``ChannelWrapper``, the ``responseTable`` of ``NettyRemotingAbstract``) and
@@ -24,12 +25,23 @@ import collections
 import concurrent.futures
 import select
 import socket
+import ssl
 import threading
 from typing import Final
 
+from rocketq.errors import ProtocolError
 from rocketq.protocol.frame import FrameDecoder, RemotingCommand
 
-__all__ = ["IO_READER", "Answered", "Connection", "IoReader", "SyncWaiter", "Waiter"]
+__all__ = ["BLOCKED", "IO_READER", "Answered", "Blocked", "Connection", "IoReader", "SyncWaiter", "Waiter"]
+
+_RECV_SIZE: Final = 256 * 1024
+
+
+class Blocked:
+    """:meth:`Connection.drain_locked` result: the kernel took only part of the data."""
+
+
+BLOCKED: Final = Blocked()
 
 
 class SyncWaiter:
@@ -157,3 +169,100 @@ class Connection:
 
     def __repr__(self) -> str:
         return f"<Connection {self.addr} closed={self.closed} pending={len(self.pending)}>"
+
+    # ------------------------------------------------------------------ socket I/O
+    def drain_locked(self) -> OSError | Blocked | None:
+        """Send the buffered rest, then all queued frames; the caller holds ``write_lock``.
+
+        Returns None when everything was sent, :data:`BLOCKED` when the kernel buffer filled
+        up (the rest is in ``out_buf``), or the ``OSError`` that broke the connection.
+        """
+        if self.closed:
+            self.out_queue.clear()
+            self.out_buf = None
+            return None
+        queue = self.out_queue
+        sock = self.sock
+        while True:
+            buf = self.out_buf
+            if buf is None:
+                if not queue:
+                    return None
+                n = len(queue)
+                data = queue.popleft() if n == 1 else b"".join([queue.popleft() for _ in range(n)])
+                buf = memoryview(data)
+            try:
+                sent = sock.send(buf)
+            except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
+                # (TLS: the SSL object wants the very same buffer again, which out_buf keeps.)
+                sent = 0
+            except OSError as exc:
+                self.out_buf = None
+                return exc
+            if sent < len(buf):
+                self.out_buf = buf[sent:]
+                return BLOCKED
+            self.out_buf = None
+
+    def read(self) -> tuple[list[RemotingCommand], str | None, ProtocolError | None]:
+        """One read and its frames decoded (the caller holds the read role): the frames,
+        and why the connection must close (with the decoding error behind it), if it must."""
+        if self.tls:
+            return self._read_tls()
+        decoder = self.decoder
+        large = decoder.pending_large()  # the rest of a large frame: straight into its buffer
+        rbuf = self.rbuf
+        if rbuf is None:
+            rbuf = self.rbuf = memoryview(bytearray(_RECV_SIZE))
+        try:
+            received = self.sock.recv_into(rbuf if large is None else large)
+        except (BlockingIOError, InterruptedError):
+            return [], None, None
+        except OSError as exc:
+            return [], f"read failed: {exc}", None
+        finally:
+            if large is not None:
+                large.release()
+        if not received:
+            return [], "connection closed by the server", None
+        try:
+            return (
+                (decoder.filled(received) if large is not None else decoder.feed(rbuf[:received])),
+                None,
+                None,
+            )
+        except ProtocolError as exc:
+            return [], f"malformed frame: {exc}", exc
+
+    def _read_tls(self) -> tuple[list[RemotingCommand], str | None, ProtocolError | None]:
+        """:meth:`read` for TLS: every decrypted byte available, read under the write lock
+        (an SSL object is not thread-safe), decoded outside it."""
+        chunks: list[bytes] = []
+        failure: str | None = None
+        with self.write_lock:
+            if self.closed:
+                return [], None, None
+            sock = self.sock
+            assert isinstance(sock, ssl.SSLSocket)
+            try:
+                while True:
+                    data = sock.recv(_RECV_SIZE)
+                    if not data:
+                        failure = "connection closed by the server"
+                        break
+                    chunks.append(data)
+                    if not sock.pending():
+                        # Nothing decrypted is left (OpenSSL reads no further ahead than the
+                        # record): the rest, if any, is in the kernel, where poll sees it.
+                        # Saves the recv that would only raise SSLWantReadError.
+                        break
+            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                pass
+            except OSError as exc:
+                failure = f"read failed: {exc}"
+        if not chunks:
+            return [], failure, None
+        try:
+            return self.decoder.feed(b"".join(chunks)), failure, None
+        except ProtocolError as exc:
+            return [], f"malformed frame: {exc}", exc
