@@ -46,7 +46,7 @@ _METHOD = """\
 | 4b group of 4 | 4 PushConsumers (own client instances) in one group | 4 consumers (own connections, threads) in one group | 4 connections bound to one durable pull consumer |
 | 5 latency | PushConsumer (long polling); sync sends 1 ms apart | consumer thread in `XREADGROUP BLOCK`; `XADD` 1 ms apart | durable push subscription; `js.publish` 1 ms apart |
 | A1 asyncio, 1 per round trip | `await AsyncProducer.send` (rocketq.aio, uvloop when installed) | `await XADD` (redis.asyncio) | as 1 (nats-py is asyncio) |
-| A3 asyncio, 1000 in flight | 1,000 `AsyncProducer.send` tasks, `auto_batch=True` | 1,000 `XADD` tasks over a pool of 64 connections (redis.asyncio) | as 3 |
+| A3 asyncio, 1000 in flight | `AsyncProducer.send_async` (a future, no task) + semaphore of 1,000, `auto_batch=True` | 1,000 `XADD` tasks over a pool of 64 connections (redis.asyncio) | as 3 |
 | A4a/A4b asyncio drain | 1 / 4 `AsyncPushConsumer`s, coroutine listener, batches of 32 | 1 / 4 tasks, `XREADGROUP` + pipelined `XACK` (redis.asyncio) | as 4a/4b |
 
 "4 queues" are 4 queues of one topic (rocketq), 4 stream keys (Redis) and 4 subjects of one

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from rocketq.aio.instance import AsyncClientInstance
-from rocketq.aio.remoting import AsyncRemotingClient, wait_event
+from rocketq.aio.remoting import AsyncRemotingClient, _wait_for_scope, _wait_for_task, wait_event
 from rocketq.client.config import ClientConfig
 from rocketq.errors import ConnectError, RequestTimeoutError
 from rocketq.protocol.codes import RequestCode, ResponseCode
@@ -235,6 +235,58 @@ def test_wait_event_propagates_a_cancel_landing_as_the_event_is_set(kind: str, s
         assert await wait_event(event, 0.01) is False
         event.set()
         assert await wait_event(event, 0.0) is True
+
+    run(kind, main())
+
+
+WAIT_FORS = {"timeout-scope": _wait_for_scope, "task": _wait_for_task}
+
+
+@pytest.mark.parametrize("steps", range(4))
+@pytest.mark.parametrize("impl", sorted(WAIT_FORS))
+@pytest.mark.parametrize("kind", LOOPS)
+def test_wait_for_propagates_a_cancel_landing_as_the_awaitable_completes(
+    kind: str, impl: str, steps: int
+) -> None:
+    """Both wait_for implementations (asyncio.timeout on 3.11+, a watched task on 3.10) raise
+    CancelledError when the cancel meets the inner result in one loop step (asyncio.wait_for
+    before 3.12 returned the result: gh-86296), time out, and return results."""
+    wait_for = WAIT_FORS[impl]
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        inner: list[asyncio.Future[int]] = []
+
+        async def waiter_loop() -> None:
+            while True:  # as a consume worker around its listener
+                fut: asyncio.Future[int] = loop.create_future()
+                inner.append(fut)
+                await wait_for(fut, 30.0)
+
+        task = loop.create_task(waiter_loop())
+        await asyncio.sleep(0)
+        inner[-1].set_result(1)
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        task.cancel()
+        done, _ = await asyncio.wait((task,), timeout=2.0)
+        assert done == {task}, f"the loop outlived cancel() ({steps} steps after the result)"
+        assert task.cancelled()
+
+        async def slow() -> int:
+            await asyncio.sleep(30)
+            return 0
+
+        begin = loop.time()
+        with pytest.raises(asyncio.TimeoutError):
+            await wait_for(slow(), 0.05)
+        assert loop.time() - begin < 5
+
+        async def quick() -> int:
+            await asyncio.sleep(0)
+            return 7
+
+        assert await wait_for(quick(), 5.0) == 7
 
     run(kind, main())
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from rocketq.client import (
 from rocketq.client.selectors import SelectMessageQueueByHash
 from rocketq.client.send_message_hook import SendMessageContext
 from rocketq.errors import ClientError, IllegalArgumentError
+from rocketq.protocol.heartbeat import MessageModel
 from rocketq.protocol.message import MessageExt
 from rocketq.testing.cluster import EmbeddedCluster
 from rocketq.testing.waits import async_wait_until
@@ -175,6 +177,54 @@ def test_lite_pull_assign_seek_commit_and_restart_resumes(
     asyncio.run(main())
 
 
+def test_lite_pull_broadcasting_gives_every_member_every_message_and_keeps_offsets_locally(
+    embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str], tmp_path: Path
+) -> None:
+    """BROADCASTING: two members of one group each get all messages (no split), and the
+    consumed offsets live in the local store file, so a restarted member resumes there."""
+    topic, group = unique_name("T"), unique_name("LG")
+    embedded_cluster.create_topic(topic, 2)
+    ns = embedded_cluster.namesrv_addr
+    bodies = sorted(f"m{i}".encode() for i in range(10))
+
+    def cfg(store: Path) -> LitePullConsumerConfig:
+        return _cfg(
+            group,
+            message_model=MessageModel.BROADCASTING,
+            offset_store_dir=str(store),
+            auto_commit_interval_ms=1000,
+        )
+
+    async def drain(c: AsyncLitePullConsumer, n: int) -> list[bytes]:
+        return sorted(m.body for m in await _poll_until(c, n, 20))
+
+    async def main() -> None:
+        a = AsyncLitePullConsumer(config=cfg(tmp_path / "a"), namesrv_addr=ns)
+        b = AsyncLitePullConsumer(config=cfg(tmp_path / "b"), namesrv_addr=ns)
+        a.subscribe(topic, "*")
+        b.subscribe(topic, "*")
+        async with a, b:
+            await async_wait_until(
+                lambda: len(a.assignment()) == 2 and len(b.assignment()) == 2, 15, "both own every queue"
+            )
+            async with AsyncProducer(unique_name("PG"), namesrv_addr=ns) as producer:
+                for body in bodies:
+                    await producer.send(Message(topic, body))
+            got_a, got_b = await asyncio.gather(drain(a, 10), drain(b, 10))
+            assert got_a == bodies and got_b == bodies
+            await a.commit()
+            assert sum([await a.committed(mq) for mq in a.assignment()]) == 10
+        # the broker holds no offset of a broadcasting group; a's local file does
+        async with AsyncProducer(unique_name("PG"), namesrv_addr=ns) as producer:
+            await producer.send(Message(topic, b"late"))
+        again = AsyncLitePullConsumer(config=cfg(tmp_path / "a"), namesrv_addr=ns)
+        again.subscribe(topic, "*")
+        async with again:
+            assert [m.body for m in await _poll_until(again, 1, 20)] == [b"late"]
+
+    asyncio.run(main())
+
+
 def test_lite_pull_subscribe_rebalances_between_two_members(
     embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
 ) -> None:
@@ -232,14 +282,30 @@ def test_auto_batch_sends_concurrent_messages_as_batches_with_a_result_each(
             others = [asyncio.ensure_future(producer.send(Message(topic, b"kept"))) for _ in range(20)]
             late.cancel()
             assert all(r.status is SendStatus.SEND_OK for r in await asyncio.gather(*others))
+            # send_async: the accumulator's own future per message (no task); a batch or an
+            # explicit queue goes as a task of send()
+            before = producer._accumulator.batches_sent
+            futures = [producer.send_async(Message(topic, f"f{i}".encode())) for i in range(100)]
+            assert not any(isinstance(f, asyncio.Task) for f in futures)
+            q1 = MessageQueue(topic, embedded_cluster.broker_names[0], 1)
+            explicit = producer.send_async(Message(topic, b"q1"), queue=q1)
+            assert isinstance(explicit, asyncio.Task)
+            done = await asyncio.gather(*futures)
+            assert len({r.msg_id for r in done}) == 100
+            assert producer._accumulator.batches_sent - before < 50
+            assert (await explicit).message_queue == q1
+            for kw in ({}, {"queue": q1}):  # accumulated or not, a bad message raises at once
+                with pytest.raises(IllegalArgumentError, match="body length is zero"):
+                    producer.send_async(Message(topic, b""), **kw)  # type: ignore[arg-type]
         assert all(r.status is SendStatus.SEND_OK for r in results)
         assert len({r.msg_id for r in results}) == 500
         assert len({(r.message_queue, r.queue_offset) for r in results}) == 500
         assert batches < 250, f"{batches} requests for 500 concurrent sends: not batched"
         async with AsyncLitePullConsumer(config=_cfg(unique_name("LG")), namesrv_addr=ns) as consumer:
             consumer.subscribe(topic)
-            got = await _poll_until(consumer, 520)
+            got = await _poll_until(consumer, 621)
         bodies = [m.body for m in got]
+        assert sorted(b for b in bodies if b.startswith(b"f")) == sorted(f"f{i}".encode() for i in range(100))
         assert sorted(b for b in bodies if b.startswith(b"m")) == sorted(f"m{i}".encode() for i in range(500))
         assert bodies.count(b"kept") == 20
 

@@ -516,3 +516,51 @@ def test_four_members_of_one_group_on_one_loop_drain_every_queue_and_shut_down(
             await round_(unique_name("G"))
 
     run(kind, main())
+
+
+def test_orderly_without_auto_commit_commits_only_on_commit_and_rolls_back(
+    embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
+) -> None:
+    """``ctx.auto_commit = False``: SUCCESS keeps the offset, ROLLBACK redelivers from the last
+    commit, COMMIT commits; a restarted member resumes at the committed offset."""
+    topic, group = unique_name("T"), unique_name("G")
+    embedded_cluster.create_topic(topic, 1)
+    seen: list[int] = []
+    rolled_back: list[bool] = []
+
+    async def listener(msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:
+        ctx.auto_commit = False
+        ctx.suspend_current_queue_time_millis = 50
+        i = int(msgs[0].body)
+        seen.append(i)
+        if i == 2 and not rolled_back:
+            rolled_back.append(True)
+            return ConsumeOrderlyStatus.ROLLBACK  # back to the last commit (offset 0)
+        if i == 2:
+            return ConsumeOrderlyStatus.COMMIT  # commits 0..2
+        return ConsumeOrderlyStatus.SUCCESS  # consumed, not committed
+
+    async def main() -> None:
+        q0 = MessageQueue(topic, embedded_cluster.broker_names[0], 0)
+        async with AsyncProducer(unique_name("pg"), namesrv_addr=embedded_cluster.namesrv_addr) as p:
+            for i in range(6):
+                await p.send(Message(topic, str(i).encode()), queue=q0)
+        consumer = _consumer(embedded_cluster, group, topic)
+        consumer.register_message_listener_orderly(listener)
+        async with consumer:
+            await async_wait_until(lambda: len(seen) == 9, 30, "the rollback and the rest consumed")
+            assert seen == [0, 1, 2, 0, 1, 2, 3, 4, 5]
+        # 3..5 were consumed with SUCCESS but never committed: a new member gets them again
+        again: list[int] = []
+
+        async def second(msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:
+            again.extend(int(m.body) for m in msgs)
+            return ConsumeOrderlyStatus.SUCCESS
+
+        restarted = _consumer(embedded_cluster, group, topic)
+        restarted.register_message_listener_orderly(second)
+        async with restarted:
+            await async_wait_until(lambda: len(again) >= 3, 30, "the uncommitted messages redelivered")
+        assert again == [3, 4, 5]
+
+    asyncio.run(main())

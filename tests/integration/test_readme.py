@@ -69,6 +69,9 @@ def test_readme_python_blocks_run_in_order(
         # the asyncio quick start ran to its end on its own loop
         assert "push consumer got b'hello async'" in out
         assert "lite pull consumer got" in out
+        assert "aio order event COMMIT_MESSAGE" in out
+        assert "aio reply b'price of sku-9'" in out
+        assert "aio bulk sent 1000" in out
         # the example test of the Tests section, with the plugin's fixtures
         names = iter(range(1000))
         ns["test_round_trip"](cluster, lambda prefix="t": f"{prefix}_readme_{next(names)}")

@@ -10,6 +10,7 @@ bookkeeping) are the blocking client's own, imported, not copied. Works with uvl
 from rocketq.aio.consume import AsyncConcurrentListener, AsyncOrderlyListener
 from rocketq.aio.lite_pull import AsyncLitePullConsumer
 from rocketq.aio.producer import AsyncProducer
+from rocketq.aio.producer_transaction import AsyncTransactionListener, AsyncTransactionProducer
 from rocketq.aio.push import AsyncPushConsumer
 from rocketq.aio.remoting import AsyncRemotingClient, RequestHook
 
@@ -20,5 +21,7 @@ __all__ = [
     "AsyncProducer",
     "AsyncPushConsumer",
     "AsyncRemotingClient",
+    "AsyncTransactionListener",
+    "AsyncTransactionProducer",
     "RequestHook",
 ]

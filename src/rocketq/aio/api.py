@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from rocketq.aio.remoting import AsyncRemotingClient
 from rocketq.client.api_results import PullResult, SendResult
 from rocketq.client.impl.mq_client_api import MQClientAPI, check_response
+from rocketq.client.request_response import is_reply_message
 from rocketq.errors import ClientError, ConnectError, RemotingError
 from rocketq.protocol.bodies import (
     GetConsumerListByGroupResponseBody,
@@ -35,6 +36,7 @@ from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import (
     CommandHeader,
     ConsumerSendMsgBackRequestHeader,
+    EndTransactionRequestHeader,
     GetConsumerListByGroupRequestHeader,
     GetMaxOffsetRequestHeader,
     GetMaxOffsetResponseHeader,
@@ -144,9 +146,15 @@ class AsyncMQClientAPI:
     def send_request(
         self, header: SendMessageRequestHeader, body: bytes, *, batch: bool = False
     ) -> RemotingCommand:
-        """SEND_MESSAGE_V2 (310) or SEND_BATCH_MESSAGE (320), V2 header (``sendMessage``)."""
+        """SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) or, for a reply message,
+        SEND_REPLY_MESSAGE_V2 (325), with the V2 header (``sendMessage``)."""
         header.batch = batch
-        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        if batch:
+            code = RequestCode.SEND_BATCH_MESSAGE
+        elif is_reply_message(header.properties):
+            code = RequestCode.SEND_REPLY_MESSAGE_V2
+        else:
+            code = RequestCode.SEND_MESSAGE_V2
         return self.request(code, SendMessageRequestHeaderV2.from_v1(header), body)
 
     async def send_message(
@@ -170,6 +178,14 @@ class AsyncMQClientAPI:
         self, addr: str, header: SendMessageRequestHeader, body: bytes, *, batch: bool = False
     ) -> None:
         await self.remoting.invoke_oneway(addr, self.send_request(header, body, batch=batch))
+
+    async def end_transaction_oneway(
+        self, addr: str, header: EndTransactionRequestHeader, remark: str | None
+    ) -> None:
+        """END_TRANSACTION (37), oneway as in Java (``endTransactionOneway``)."""
+        request = self.request(RequestCode.END_TRANSACTION, header)
+        request.remark = remark
+        await self.remoting.invoke_oneway(addr, request)
 
     # ================================================================== pull
     async def pull_message(self, addr: str, header: PullMessageRequestHeader, timeout_ms: int) -> PullResult:

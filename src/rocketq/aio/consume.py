@@ -12,7 +12,8 @@ Concurrent: ``consume_concurrency`` worker tasks take batches of
 counts as RECONSUME_LATER; failed messages go back through CONSUMER_SEND_MSG_BACK (the host
 falls back to a copy sent to ``%RETRY%<group>``); a message whose send-back failed is consumed
 again locally 5 s later and keeps its place, so the committed offset cannot pass it. A listener
-running longer than ``consume_timeout`` is cancelled and counts as RECONSUME_LATER. Consume hooks
+running longer than ``consume_timeout`` is cancelled and counts as RECONSUME_LATER (SUSPEND in
+orderly mode); hooks see TIME_OUT, as for a Java listener that answered late. Consume hooks
 (:class:`~rocketq.client.consumer.listener.ConsumeMessageHook`) run around every listener call.
 
 Orderly: one consume task per queue at a time (the ProcessQueue's dispatch flag), only while
@@ -29,6 +30,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
+from rocketq.aio.remoting import wait_for
 from rocketq.client.consumer.listener import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
@@ -174,25 +176,33 @@ class ConcurrentConsumeService:
     async def call_listener(
         self, msgs: list[MessageExt], context: ConsumeConcurrentlyContext
     ) -> tuple[ConsumeConcurrentlyStatus | None, bool]:
-        """The listener with the consume timeout: (status or None, whether it raised)."""
+        """The listener with the consume timeout: (status or None, whether it raised or
+        timed out)."""
+        status, raised, timed_out = await self._call_listener(msgs, context)
+        return status, raised or timed_out
+
+    async def _call_listener(
+        self, msgs: list[MessageExt], context: ConsumeConcurrentlyContext
+    ) -> tuple[ConsumeConcurrentlyStatus | None, bool, bool]:
+        """(status or None, whether it raised, whether it was cancelled at the timeout)."""
         try:
-            result: object = await asyncio.wait_for(
+            result: object = await wait_for(
                 self.listener(list(msgs), context), self.consume_timeout_ms / 1000.0
             )
         except asyncio.TimeoutError:
             log.warning(
                 "listener of %s timed out after %d ms", context.message_queue, self.consume_timeout_ms
             )
-            return None, True
+            return None, False, True
         except Exception:
             log.exception(
                 "consume message exception: group=%s %s", self.host.consumer_group, context.message_queue
             )
-            return None, True
+            return None, True, False
         status = result if isinstance(result, ConsumeConcurrentlyStatus) else None
         if result is not None and status is None:  # an untyped listener may return anything
             log.warning("listener returned %r, which is not a ConsumeConcurrentlyStatus", result)
-        return status, False
+        return status, False, False
 
     async def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         host = self.host
@@ -206,8 +216,13 @@ class ConcurrentConsumeService:
             msg.put_properties_lazily(start, encoded)
         hook_ctx = run_before_hooks(host.hooks, host.consumer_group, mq, msgs)
         begin = time.monotonic()
-        raw, has_exception = await self.call_listener(msgs, context)
+        raw, has_exception, timed_out = await self._call_listener(msgs, context)
         consume_rt_ms = int((time.monotonic() - begin) * 1000)
+        if timed_out:
+            # cancelled at the timeout: RECONSUME_LATER, which the hooks see as TIME_OUT (as
+            # a listener answering late); the timer may fire a fraction of a ms early
+            raw = ConsumeConcurrentlyStatus.RECONSUME_LATER
+            consume_rt_ms = max(consume_rt_ms, self.consume_timeout_ms)
         status, return_type = classify_consume_result(
             raw,
             ConsumeConcurrentlyStatus.RECONSUME_LATER,
@@ -360,18 +375,22 @@ class OrderlyConsumeService:
         host = self.host
         context = ConsumeOrderlyContext(message_queue=mq)
         raw: ConsumeOrderlyStatus | None = None
-        has_exception = False
+        has_exception = timed_out = False
         hook_ctx = run_before_hooks(host.hooks, host.consumer_group, mq, msgs)
         begin = time.monotonic()
         try:
-            result = await asyncio.wait_for(
-                self.listener(list(msgs), context), self.consume_timeout_ms / 1000.0
-            )
+            result = await wait_for(self.listener(list(msgs), context), self.consume_timeout_ms / 1000.0)
             raw = result if isinstance(result, ConsumeOrderlyStatus) else None
+        except asyncio.TimeoutError:
+            # cancelled at the timeout: SUSPEND, which the hooks see as TIME_OUT
+            log.warning("orderly listener of %s timed out after %d ms", mq, self.consume_timeout_ms)
+            raw, timed_out = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT, True
         except Exception:
             has_exception = True
             log.exception("orderly consume exception: group=%s %s", host.consumer_group, mq)
         consume_rt_ms = int((time.monotonic() - begin) * 1000)
+        if timed_out:  # the timer may fire a fraction of a ms early
+            consume_rt_ms = max(consume_rt_ms, self.consume_timeout_ms)
         status, return_type = classify_consume_result(
             raw,
             ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT,

@@ -30,6 +30,7 @@ from typing import Protocol
 from rocketq.acl.client_security import client_security_of
 from rocketq.aio.api import AsyncMQClientAPI
 from rocketq.aio.remoting import AsyncRemotingClient, RequestHook, wait_event
+from rocketq.aio.request_response import AsyncRequestFutureHolder
 from rocketq.client.api_results import FindBrokerResult
 from rocketq.client.config import ClientConfig
 from rocketq.client.consumer.route_backoff import ROUTE_RETRY_FIRST_MS, ROUTE_RETRY_MAX_MS
@@ -41,6 +42,7 @@ from rocketq.client.impl.topic_route import (
 )
 from rocketq.client.instance import request_not_supported
 from rocketq.client.latency import TopicPublishInfo
+from rocketq.client.transaction import decode_check_request
 from rocketq.errors import ClientError, RocketqError
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
@@ -97,6 +99,8 @@ class AsyncClientInstance:
         self.api = AsyncMQClientAPI(
             self.remoting, namesrv_addrs, language=config.language, serialize_type=config.serialize_type
         )
+        #: pending request/reply requests of this client (PUSH_REPLY_MESSAGE_TO_CLIENT)
+        self.requests = AsyncRequestFutureHolder()
         self.producer: tuple[str, AsyncProducerInner] | None = None
         self.consumer: tuple[str, AsyncConsumerInner] | None = None
         self._routes: dict[str, TopicRouteData] = {}
@@ -104,6 +108,7 @@ class AsyncClientInstance:
         self._broker_versions: dict[str, dict[str, int]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._rebalance_wakeup: asyncio.Event | None = None
+        self._rebalance_task: asyncio.Task[None] | None = None
         self._route_lock: asyncio.Lock | None = None
         self._started = False
         self._closed = False
@@ -127,6 +132,7 @@ class AsyncClientInstance:
                 self._rebalance_loop(), name=f"{self.client_id}-rebalance"
             ),
         ]
+        self._rebalance_task = self._tasks[-1]
 
     def _periodic(
         self, name: str, fn: Callable[[], Awaitable[object]], initial_s: float, period_ms: int
@@ -152,6 +158,7 @@ class AsyncClientInstance:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+        self.requests.close()
         await self._unregister()
         await self.remoting.close()
 
@@ -221,6 +228,10 @@ class AsyncClientInstance:
                 if await self.update_route(topic):
                     await self.send_heartbeat_to_all_brokers()
                     self.rebalance_immediately()
+
+    def topic_route_data(self, topic: str) -> TopicRouteData | None:
+        """The last route fetched for ``topic`` (None before the first)."""
+        return self._routes.get(topic)
 
     def find_broker_address_in_publish(self, broker_name: str) -> str | None:
         """The master address of ``broker_name`` (``findBrokerAddressInPublish``)."""
@@ -323,6 +334,14 @@ class AsyncClientInstance:
                     )
 
     # ================================================================== consumers
+    async def stop_rebalance(self) -> None:
+        """Cancel and await the rebalance task (a consumer's shutdown starts with it, so no
+        rebalance round runs against a consumer that is shutting down)."""
+        task, self._rebalance_task = self._rebalance_task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
     def rebalance_immediately(self) -> None:
         """Wake the rebalance task (``rebalanceImmediately``)."""
         if self._rebalance_wakeup is not None:
@@ -346,11 +365,30 @@ class AsyncClientInstance:
             await self.consumer[1].persist_consumer_offset()
 
     # ================================================================== broker -> client
+    def _check_transaction_state(self, request: RemotingCommand, addr: str) -> None:
+        """``ClientRemotingProcessor.checkTransactionState``: hand the check to this client's
+        producer when the half's ``PGROUP`` is its group (the request is oneway)."""
+        decoded = decode_check_request(request)
+        if decoded is None:
+            return
+        group, msg, header = decoded
+        producer = self.producer
+        handler = getattr(producer[1], "check_transaction_state", None) if producer is not None else None
+        if producer is None or producer[0] != group or handler is None:
+            log.debug("checkTransactionState, pick producer by group[%s] failed", group)
+            return
+        handler(addr, msg, header)
+
     async def _process_request(self, request: RemotingCommand, addr: str) -> RemotingCommand | None:
         """``ClientRemotingProcessor``: requests brokers send on our connections."""
         if request.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
             log.info("consumer ids of %s changed (notified by %s)", request.ext("consumerGroup"), addr)
             self.rebalance_immediately()
+            return None
+        if request.code == RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT:
+            return self.requests.receive_reply_message(request)
+        if request.code == RequestCode.CHECK_TRANSACTION_STATE:
+            self._check_transaction_state(request, addr)
             return None
         group = request.ext("consumerGroup") or request.ext("group")
         if self.consumer is not None and group == self.consumer[0]:

@@ -79,22 +79,30 @@ def _now_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
 
-async def open_offset_store(
-    instance: AsyncClientInstance, group: str, model: MessageModel, store_dir: str | None
-) -> AsyncOffsetStore:
-    """The offset store of a consumer: the broker (CLUSTERING) or a local file (BROADCASTING)."""
-    if model is MessageModel.BROADCASTING:
-        return AsyncLocalOffsetStore(LocalFileOffsetStore(instance.client_id, group, store_dir=store_dir))
-    return AsyncRemoteOffsetStore(instance, group)
-
-
-def consumer_client_config(client_config: ClientConfig, model: MessageModel) -> ClientConfig:
-    """CLUSTERING consumers replace the ``DEFAULT`` instance name with ``<pid>#<ns>`` (Java 4.9)."""
+def open_consumer(
+    client_config: ClientConfig,
+    group: str,
+    model: MessageModel,
+    store_dir: str | None,
+    request_hooks: Sequence[RequestHook],
+) -> tuple[ClientConfig, AsyncClientInstance, AsyncOffsetStore, AsyncPullAPIWrapper]:
+    """What every asyncio consumer starts with: its client config (CLUSTERING consumers replace
+    the ``DEFAULT`` instance name with ``<pid>#<ns>``, as Java 4.9), its client instance (not
+    started), its offset store (the broker for CLUSTERING, a local file for BROADCASTING) and
+    its pull wrapper."""
     if model is MessageModel.CLUSTERING:
-        return dataclasses.replace(
+        client_config = dataclasses.replace(
             client_config, instance_name=change_instance_name_to_pid(client_config.instance_name)
         )
-    return client_config
+    instance = AsyncClientInstance(
+        client_config, client_config.build_client_id(), request_hooks=request_hooks
+    )
+    store: AsyncOffsetStore
+    if model is MessageModel.BROADCASTING:
+        store = AsyncLocalOffsetStore(LocalFileOffsetStore(instance.client_id, group, store_dir=store_dir))
+    else:
+        store = AsyncRemoteOffsetStore(instance, group)
+    return client_config, instance, store, AsyncPullAPIWrapper(instance, group)
 
 
 class AsyncLitePullConsumer:
@@ -156,14 +164,9 @@ class AsyncLitePullConsumer:
         self._state.check_startable("consumer")
         self._state = ServiceState.START_FAILED
         cfg = self.config
-        self.client_config = consumer_client_config(self.client_config, cfg.message_model)
-        instance = AsyncClientInstance(
-            self.client_config, self.client_config.build_client_id(), request_hooks=self._hooks
+        self.client_config, instance, self._store, self._wrapper = open_consumer(
+            self.client_config, cfg.consumer_group, cfg.message_model, cfg.offset_store_dir, self._hooks
         )
-        self._store = await open_offset_store(
-            instance, cfg.consumer_group, cfg.message_model, cfg.offset_store_dir
-        )
-        self._wrapper = AsyncPullAPIWrapper(instance, cfg.consumer_group)
         self._rebalance = AsyncRebalance(
             instance,
             cfg.consumer_group,
@@ -193,6 +196,8 @@ class AsyncLitePullConsumer:
         self._state = ServiceState.SHUTDOWN_ALREADY
         if not was_running:
             return
+        if self._instance is not None:
+            await self._instance.stop_rebalance()
         tasks = [*self._tasks.values(), *self._side_tasks]
         self._tasks.clear()
         for task in tasks:

@@ -15,6 +15,10 @@ Behaviour (as ``Producer``):
   The whole send, retries included, must finish within ``send_msg_timeout_ms``.
 * ``queue=`` / ``selector=`` (+ ``arg``): exactly one attempt, so ordered sends never jump queues.
 * a list of messages is one batch; ``send_oneway``: one attempt, nothing awaited but the write.
+* ``send_async`` returns the send's future at once (one future per auto-batched message, no
+  task); ``request`` sends a request and awaits its reply (:mod:`rocketq.aio.request_response`).
+* send hooks, message trace (``enable_msg_trace``, :mod:`rocketq.aio.trace`) and client metrics
+  (``client_config.metrics``: each send's latency and outcome), as ``Producer``.
 * ``auto_batch``: the blocking producer's :class:`~rocketq.client.produce_accumulator.ProduceAccumulator`
   (with asyncio futures) turns many concurrent small sends into SEND_BATCH_MESSAGE requests.
 
@@ -30,10 +34,11 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from rocketq.aio.instance import AsyncClientInstance
-from rocketq.aio.remoting import RequestHook
-from rocketq.client.api_results import SendResult
+from rocketq.aio.remoting import RequestHook, wait_for
+from rocketq.client.api_results import SendResult, SendStatus
 from rocketq.client.config import (
     ClientConfig,
     ProducerConfig,
@@ -42,7 +47,9 @@ from rocketq.client.config import (
     with_overrides,
 )
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
+from rocketq.client.metrics import ClientMetrics, safely, topic_of
 from rocketq.client.produce_accumulator import ProduceAccumulator
+from rocketq.client.request_response import reply_timeout_error, request_send_error, stamp_request
 from rocketq.client.selectors import SelectorLike
 from rocketq.client.send_message_hook import SendMessageHook, hooks_after, hooks_before
 from rocketq.client.send_prep import (
@@ -54,10 +61,14 @@ from rocketq.client.send_prep import (
     select_with,
     send_header,
 )
+from rocketq.client.trace.hooks import SendMessageTraceHookImpl
 from rocketq.common.service_state import ServiceState
 from rocketq.errors import BrokerError, ClientError, RemotingError, RequestTimeoutError, RocketqError
 from rocketq.protocol.message import Message
 from rocketq.protocol.message_queue import MessageQueue
+
+if TYPE_CHECKING:
+    from rocketq.aio.trace import AsyncioTraceDispatcher
 
 __all__ = ["AsyncProducer"]
 
@@ -84,6 +95,8 @@ class AsyncProducer:
         config: ProducerConfig | None = None,
         client_config: ClientConfig | None = None,
         request_hooks: Sequence[RequestHook] = (),
+        enable_msg_trace: bool = False,
+        custom_trace_topic: str | None = None,
         clock_ms: Callable[[], int] = _now_ms,
     ) -> None:
         cfg = with_overrides(config or ProducerConfig(), producer_group=producer_group)
@@ -99,6 +112,13 @@ class AsyncProducer:
         self._accumulator: ProduceAccumulator[asyncio.Future[SendResult]] | None = None
         #: SendMessageHooks, called around every send attempt (``registerSendMessageHook``)
         self.send_hooks: list[SendMessageHook] = []
+        #: message trace (``enableMsgTrace``/``customizedTraceTopic``): None when off
+        self.trace_dispatcher: AsyncioTraceDispatcher | None = None
+        if enable_msg_trace:
+            from rocketq.aio.trace import AsyncioTraceDispatcher
+
+            self.trace_dispatcher = AsyncioTraceDispatcher(cfg.producer_group, "PRODUCE", custom_trace_topic)
+            self.send_hooks.append(SendMessageTraceHookImpl(self.trace_dispatcher))
 
     # ================================================================== lifecycle
     @property
@@ -133,11 +153,19 @@ class AsyncProducer:
                 max_in_flight=cfg.auto_batch_max_in_flight,
             )
         self._state = ServiceState.RUNNING
+        if self.trace_dispatcher is not None:
+            try:
+                await self.trace_dispatcher.start(self.client_config)
+            except RocketqError:
+                log.exception("message trace of %s could not start", cfg.producer_group)
 
     async def shutdown(self) -> None:
-        """UNREGISTER_CLIENT everywhere, cancel the tasks, close the connections."""
+        """Flush the message trace, UNREGISTER_CLIENT everywhere, cancel the tasks, close the
+        connections."""
         was_running = self._state is ServiceState.RUNNING
         self._state = ServiceState.SHUTDOWN_ALREADY
+        if was_running and self.trace_dispatcher is not None:
+            await self.trace_dispatcher.shutdown()
         if was_running and self._instance is not None:
             await self._instance.close()
 
@@ -193,14 +221,8 @@ class AsyncProducer:
         return list(info.message_queue_list)
 
     async def _broker_addr(self, mq: MessageQueue) -> str:
-        instance = self._running()
-        addr = instance.find_broker_address_in_publish(mq.broker_name)
-        if addr is None:
-            await self._find_publish_info(mq.topic)
-            addr = instance.find_broker_address_in_publish(mq.broker_name)
-        if addr is None:
-            raise ClientError(f"The broker[{mq.broker_name}] not exist")
-        return addr
+        """The master of ``mq``'s broker, the route fetched once when it is unknown."""
+        return await self._running().master_of(mq)
 
     # ================================================================== sending
     async def send(
@@ -216,23 +238,136 @@ class AsyncProducer:
 
         With ``config.auto_batch``, single small messages sent while a batch of their topic is
         in flight leave together as the next batch (each still gets its own SendResult).
+        ``client_config.metrics`` (when set) sees each send's latency and outcome.
         """
-        acc = self._accumulator
-        if (
-            acc is not None
-            and queue is None
-            and selector is None
-            and timeout_ms is None
-            and isinstance(msg, Message)
-            and ProduceAccumulator.eligible(msg)
-            and len(msg.body) < self.config.compress_msg_body_over_howmuch
-        ):
-            check_message(msg, self.config)
-            self._running()
-            return await acc.add(msg)
+        metrics = self.client_config.metrics
+        if metrics is not None:
+            return await self._send_measured(metrics, msg, queue, selector, arg, timeout_ms)
+        fut = self._accumulated(msg, queue, selector, timeout_ms)
+        if fut is not None:  # one future per message: no coroutine of ours between
+            return await fut
         result = await self._send(msg, False, queue, selector, arg, timeout_ms)
         assert result is not None
         return result
+
+    def send_async(
+        self,
+        msg: Message | Sequence[Message],
+        *,
+        queue: MessageQueue | None = None,
+        selector: SelectorLike | None = None,
+        arg: object = None,
+        timeout_ms: int | None = None,
+    ) -> asyncio.Future[SendResult]:
+        """Start a send and return its future at once (``DefaultMQProducer.send`` with a
+        ``SendCallback``: add a done-callback, or await it later). Same semantics as
+        :meth:`send`; for many sends in flight it is the cheap form: an auto-batched message
+        costs one future (no task), where ``create_task(send(...))`` costs a task more.
+
+        A message that fails the message checks raises :class:`IllegalArgumentError` at once
+        (as ``Producer.send_async``); every other error comes through the future. Cancelling
+        the future stops waiting, not the send (see the timeout contract in the module
+        docstring).
+        """
+        if self.client_config.metrics is None:
+            fut = self._accumulated(msg, queue, selector, timeout_ms)
+            if fut is not None:
+                return fut
+        if isinstance(msg, Message):
+            check_message(msg, self.config)
+        return asyncio.get_running_loop().create_task(
+            self.send(msg, queue=queue, selector=selector, arg=arg, timeout_ms=timeout_ms)
+        )
+
+    def _accumulated(
+        self,
+        msg: Message | Sequence[Message],
+        queue: MessageQueue | None,
+        selector: SelectorLike | None,
+        timeout_ms: int | None,
+    ) -> asyncio.Future[SendResult] | None:
+        """The message's future in the auto-batch accumulator, or None when it does not go
+        that way (no auto_batch, an explicit queue/selector/timeout, a batch, a delayed or
+        retry message, or a body that would be compressed)."""
+        acc = self._accumulator
+        if (
+            acc is None
+            or queue is not None
+            or selector is not None
+            or timeout_ms is not None
+            or not isinstance(msg, Message)
+            or not ProduceAccumulator.eligible(msg)
+            or len(msg.body) >= self.config.compress_msg_body_over_howmuch
+        ):
+            return None
+        check_message(msg, self.config)
+        self._running()
+        return acc.add(msg)
+
+    async def _send_measured(
+        self,
+        metrics: ClientMetrics,
+        msg: Message | Sequence[Message],
+        queue: MessageQueue | None,
+        selector: SelectorLike | None,
+        arg: object,
+        timeout_ms: int | None,
+    ) -> SendResult:
+        """:meth:`send` reporting its latency and outcome to ``metrics``."""
+        started, ok = time.perf_counter(), False
+        try:
+            fut = self._accumulated(msg, queue, selector, timeout_ms)
+            result = (
+                await fut
+                if fut is not None
+                else await self._send(msg, False, queue, selector, arg, timeout_ms)
+            )
+            assert result is not None
+            ok = result.status is SendStatus.SEND_OK
+        finally:
+            cost = (time.perf_counter() - started) * 1000.0
+            safely(lambda: metrics.on_send(topic_of(msg), cost, ok))
+        return result
+
+    async def request(
+        self,
+        msg: Message,
+        timeout_ms: int,
+        *,
+        queue: MessageQueue | None = None,
+        selector: SelectorLike | None = None,
+        arg: object = None,
+    ) -> Message:
+        """Send ``msg`` and await its reply (``DefaultMQProducer.request``).
+
+        The message gets ``CORRELATION_ID``, ``REPLY_TO_CLIENT`` and ``TTL``; the responder
+        answers with :func:`rocketq.client.create_reply_message` sent by any producer, and the
+        broker pushes the reply over this client's connection. Raises
+        :class:`RequestTimeoutError` when no reply came within ``timeout_ms`` (the request
+        may still be answered later; that answer is dropped) and :class:`ClientError` when
+        the request could not be sent (the cause chained).
+        """
+        check_message(msg, self.config)
+        instance = self._running()
+        begin = self._clock_ms()
+        cid = stamp_request(msg, instance.client_id, timeout_ms)
+        if instance.topic_route_data(msg.topic) is None:
+            # a reply is pushed over the connection the broker knows from our heartbeat
+            await self._find_publish_info(msg.topic)
+            await instance.send_heartbeat_to_all_brokers()
+        reply = instance.requests.put(cid)
+        try:
+            try:
+                await self._send(msg, False, queue, selector, arg, timeout_ms - (self._clock_ms() - begin))
+            except RocketqError as exc:
+                raise request_send_error(msg.topic, exc) from exc
+            left_s = (timeout_ms - (self._clock_ms() - begin)) / 1000.0
+            try:
+                return await wait_for(reply, left_s)
+            except asyncio.TimeoutError:
+                raise reply_timeout_error(msg.topic, timeout_ms) from None
+        finally:
+            instance.requests.remove(cid)
 
     async def _send_now(self, msg: Message | Sequence[Message]) -> SendResult:
         """A send past the accumulator (its batches, and single messages)."""

@@ -12,8 +12,9 @@ Invariants (as the blocking consumer):
 
 * Flow control before every pull: more than ``pull_threshold_for_queue`` cached messages, more
   than ``pull_threshold_size_for_queue_mib`` cached MiB, or (concurrent mode) an offset span
-  over ``consume_concurrently_max_span`` waits 50 ms; an orderly queue is pulled only while
-  its broker lock is held.
+  over ``consume_concurrently_max_span`` waits 50 ms (counted in ``queue_flow_control_times``
+  and reported to ``client_config.metrics``); an orderly queue is pulled only while its broker
+  lock is held. ``suspend()`` stops pulling and rebalancing until ``resume()``.
 * The committed offset is never past an unconsumed message (ProcessQueue rule), so a crash
   re-delivers and never loses.
 * CLUSTERING consumers also subscribe ``%RETRY%<group>``, where CONSUMER_SEND_MSG_BACK puts
@@ -28,6 +29,10 @@ Invariants (as the blocking consumer):
   orderly queue locks and unregisters: no task is left behind.
 * A subscribed topic with no route yet is looked up again after 1 s doubling to 8 s until it
   exists (as the blocking consumer; Java waits for the 30 s route poll).
+* Observability as the blocking consumer: consume hooks, message trace
+  (``enable_msg_trace``; :class:`~rocketq.aio.trace.AsyncioTraceDispatcher`, a task of the loop)
+  and client metrics (``client_config.metrics``: the consume hook, cached messages and bytes,
+  flow control, rebalance changes).
 """
 
 from __future__ import annotations
@@ -48,11 +53,12 @@ from rocketq.aio.consume import (
     OrderlyConsumeService,
 )
 from rocketq.aio.instance import AsyncClientInstance
-from rocketq.aio.lite_pull import consumer_client_config, open_offset_store
+from rocketq.aio.lite_pull import open_consumer
 from rocketq.aio.offset_store import AsyncOffsetStore
 from rocketq.aio.producer import AsyncProducer
 from rocketq.aio.rebalance import AsyncPullAPIWrapper, AsyncRebalance, compute_pull_from_where
-from rocketq.aio.remoting import RequestHook
+from rocketq.aio.remoting import RequestHook, wait_event
+from rocketq.aio.trace import AsyncioTraceDispatcher
 from rocketq.client.api_results import PullStatus
 from rocketq.client.config import (
     CLIENT_INNER_PRODUCER_GROUP,
@@ -76,6 +82,8 @@ from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.client.impl.pull_api_wrapper import build_pull_sys_flag
 from rocketq.client.instance import request_not_supported
 from rocketq.client.message_selector import MessageSelector, build_subscription
+from rocketq.client.metrics import safely
+from rocketq.client.trace.hooks import ConsumeMessageTraceHookImpl
 from rocketq.common.service_state import ServiceState
 from rocketq.errors import BrokerError, ClientError, RocketqError
 from rocketq.protocol.bodies import (
@@ -105,6 +113,9 @@ __all__ = ["AsyncPushConsumer"]
 log = logging.getLogger(__name__)
 
 _FLOW_CONTROL_DELAY_S = 0.05
+#: PULL_TIME_DELAY_MILLS_WHEN_SUSPEND: a suspended consumer's pull task looks again after 1 s
+#: (or at once on resume)
+_SUSPEND_DELAY_S = 1.0
 _BROKER_FLOW_CONTROL_DELAY_S = 0.02
 _BROKER_SUSPEND_MAX_TIME_MS = 15_000
 _CONSUMER_TIMEOUT_WHEN_SUSPEND_MS = 30_000
@@ -135,6 +146,8 @@ class AsyncPushConsumer:
         allocate_strategy: AllocateMessageQueueStrategy | None = None,
         consume_concurrency: int | None = None,
         request_hooks: Sequence[RequestHook] = (),
+        enable_msg_trace: bool = False,
+        custom_trace_topic: str | None = None,
         clock_ms: Callable[[], int] = _now_ms,
     ) -> None:
         cfg = with_overrides(
@@ -149,6 +162,15 @@ class AsyncPushConsumer:
             raise ClientError("consume_concurrency must be >= 1")
         self.stats = ConsumerStatsManager()
         self.hooks: list[ConsumeMessageHook] = []
+        #: message trace (``enableMsgTrace``/``customizedTraceTopic``): None when off
+        self.trace_dispatcher: AsyncioTraceDispatcher | None = None
+        if enable_msg_trace:
+            self.trace_dispatcher = AsyncioTraceDispatcher(cfg.consumer_group, "CONSUME", custom_trace_topic)
+            self.hooks.append(ConsumeMessageTraceHookImpl(self.trace_dispatcher))
+        #: pulls paused because a process queue was over a threshold (``queueFlowControlTimes``)
+        self.queue_flow_control_times = 0
+        self._paused = False
+        self._resumed = asyncio.Event()
         self._strategy = allocate_strategy
         self._hooks = tuple(request_hooks)
         self._clock_ms = clock_ms
@@ -220,14 +242,9 @@ class AsyncPushConsumer:
             raise ClientError("no subscription: call subscribe() before start()")
         self._state = ServiceState.START_FAILED
         cfg = self.config
-        self.client_config = consumer_client_config(self.client_config, cfg.message_model)
-        instance = AsyncClientInstance(
-            self.client_config, self.client_config.build_client_id(), request_hooks=self._hooks
+        self.client_config, instance, self._store, self._wrapper = open_consumer(
+            self.client_config, cfg.consumer_group, cfg.message_model, cfg.offset_store_dir, self._hooks
         )
-        self._store = await open_offset_store(
-            instance, cfg.consumer_group, cfg.message_model, cfg.offset_store_dir
-        )
-        self._wrapper = AsyncPullAPIWrapper(instance, cfg.consumer_group)
         reb = AsyncRebalance(
             instance,
             cfg.consumer_group,
@@ -242,6 +259,10 @@ class AsyncPushConsumer:
             lock_max_live_time_ms=cfg.lock_max_live_time_ms,
         )
         reb.subscription_inner.update(self._subscriptions)
+        metrics = self.client_config.metrics
+        if metrics is not None:
+            self.hooks.append(metrics.consume_hook(cfg.consumer_group))
+            metrics.watch_cache(cfg.consumer_group, instance.client_id, self._cached_by_topic)
         if cfg.message_model is MessageModel.CLUSTERING:
             retry = retry_topic(cfg.consumer_group)
             reb.subscription_inner[retry] = build_subscription_data(retry, "*")
@@ -271,6 +292,11 @@ class AsyncPushConsumer:
         await instance.start()
         self._start_timestamp = int(time.time() * 1000)
         self._state = ServiceState.RUNNING
+        if self.trace_dispatcher is not None:
+            try:
+                await self.trace_dispatcher.start(self.client_config)
+            except RocketqError:
+                log.exception("message trace of %s could not start", cfg.consumer_group)
         for topic in list(reb.subscription_inner):
             with contextlib.suppress(RocketqError):
                 await instance.update_route(topic)
@@ -319,6 +345,8 @@ class AsyncPushConsumer:
         if not was_running:
             return
         try:
+            if self._instance is not None:
+                await self._instance.stop_rebalance()
             tasks = [*self._pull_tasks.values(), *self._side_tasks]
             self._pull_tasks.clear()
             for task in tasks:
@@ -340,10 +368,49 @@ class AsyncPushConsumer:
                     pq.dropped = True
                 reb.process_queue_table.clear()
         finally:
+            metrics, instance = self.client_config.metrics, self._instance
+            if metrics is not None and instance is not None:
+                safely(lambda: metrics.unwatch_cache(self.consumer_group, instance.client_id))
+            if self.trace_dispatcher is not None:
+                await self.trace_dispatcher.shutdown()
             if self._inner_producer is not None:
                 await self._inner_producer.shutdown()
             if self._instance is not None:
                 await self._instance.close()
+
+    def suspend(self) -> None:
+        """Pause pulling (``suspend``): the pull tasks wait until :meth:`resume` (what was
+        already pulled is still consumed) and rebalancing stops meanwhile."""
+        self._paused = True
+        self._resumed.clear()
+
+    def resume(self) -> None:
+        """Resume pulling and rebalance at once (``resume``)."""
+        self._paused = False
+        self._resumed.set()
+        if self._instance is not None:
+            self._instance.rebalance_immediately()
+
+    @property
+    def paused(self) -> bool:
+        """Whether :meth:`suspend` paused the consumer."""
+        return self._paused
+
+    def _cached_by_topic(self) -> list[tuple[str, int, int]]:
+        """(topic, cached messages, cached bytes) of each process queue (client metrics)."""
+        reb = self._rebalance
+        if reb is None:
+            return []
+        return [(mq.topic, pq.msg_count, pq.msg_size) for mq, pq in list(reb.process_queue_table.items())]
+
+    def _flow_control(self, mq: MessageQueue, what: str, value: float) -> None:
+        """A pull of ``mq`` postponed by flow control (``what`` = count, size or span)."""
+        metrics = self.client_config.metrics
+        if metrics is not None:
+            safely(lambda: metrics.on_flow_control(self.consumer_group, what))
+        self.queue_flow_control_times += 1
+        if self.queue_flow_control_times % 1000 == 1:
+            log.warning("flow control (%s=%s) on %s, pull again in 50 ms", what, value, mq)
 
     async def __aenter__(self) -> AsyncPushConsumer:
         await self.start()
@@ -400,6 +467,9 @@ class AsyncPushConsumer:
 
     def _queues_changed(self, topic: str, mq_all: set[MessageQueue], owned: set[MessageQueue]) -> None:
         self._queue_limits = queue_thresholds(self.config, len(owned), self._queue_limits)
+        metrics = self.client_config.metrics
+        if metrics is not None:
+            safely(lambda: metrics.on_rebalance(self.consumer_group, topic, len(owned)))
         sub = self._rebalance.subscription_inner.get(topic) if self._rebalance is not None else None
         if sub is not None:
             sub.sub_version = int(time.time() * 1000)
@@ -468,12 +538,20 @@ class AsyncPushConsumer:
         previously_locked = False
         while not pq.is_dropped() and self._state is ServiceState.RUNNING:
             pq.last_pull_timestamp = self._clock_ms()
+            if self._paused:
+                await wait_event(self._resumed, _SUSPEND_DELAY_S)
+                continue
             max_count, max_mib = self._queue_limits
-            if (
-                pq.msg_count > max_count
-                or pq.msg_size / _MIB > max_mib
-                or (self._orderly is None and pq.max_span() > cfg.consume_concurrently_max_span)
-            ):
+            if pq.msg_count > max_count:
+                self._flow_control(mq, "count", pq.msg_count)
+                await asyncio.sleep(_FLOW_CONTROL_DELAY_S)
+                continue
+            if pq.msg_size / _MIB > max_mib:
+                self._flow_control(mq, "size", pq.msg_size)
+                await asyncio.sleep(_FLOW_CONTROL_DELAY_S)
+                continue
+            if self._orderly is None and pq.max_span() > cfg.consume_concurrently_max_span:
+                self._flow_control(mq, "span", pq.max_span())
                 await asyncio.sleep(_FLOW_CONTROL_DELAY_S)
                 continue
             if orderly_clustering:
@@ -559,7 +637,7 @@ class AsyncPushConsumer:
             self._rebalance.set_subscribe_info(topic, info)
 
     async def do_rebalance(self) -> None:
-        if self._rebalance is not None and self._state is ServiceState.RUNNING:
+        if self._rebalance is not None and self._state is ServiceState.RUNNING and not self._paused:
             await self._rebalance.do_rebalance(self.consume_orderly)
 
     async def persist_consumer_offset(self) -> None:

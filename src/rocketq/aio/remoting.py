@@ -34,10 +34,12 @@ have been executed by the server.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import ssl
+import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import cast
+from typing import TypeVar, cast
 
 from rocketq.errors import ClientError, ConnectError, ProtocolError, RequestTimeoutError
 from rocketq.protocol.codes import ResponseCode
@@ -50,9 +52,46 @@ from rocketq.protocol.frame import (
 )
 from rocketq.remoting.helper import RequestIdCounter, answer_frame, machinery_response, parse_addr
 
-__all__ = ["AsyncRemotingClient", "AsyncRequestHandler", "RequestHook", "wait_event"]
+__all__ = ["AsyncRemotingClient", "AsyncRequestHandler", "RequestHook", "wait_event", "wait_for"]
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+
+async def _wait_for_scope(aw: Awaitable[_T], timeout_s: float) -> _T:
+    """:func:`wait_for` on Python >= 3.11: ``asyncio.timeout`` runs ``aw`` in the calling
+    task (no task of its own) and tells its own timeout from a cancel by the task's cancel
+    count, so an outside cancel always propagates."""
+    async with asyncio.timeout(max(timeout_s, 0.0)):  # type: ignore[attr-defined,unused-ignore]
+        return await aw
+
+
+async def _wait_for_task(aw: Awaitable[_T], timeout_s: float) -> _T:
+    """:func:`wait_for` on Python 3.10: ``aw`` runs as a task watched by ``asyncio.wait``,
+    which never swallows the caller's cancel (the task is then cancelled too)."""
+    task = asyncio.ensure_future(aw)
+    try:
+        done, _ = await asyncio.wait((task,), timeout=max(timeout_s, 0.0))
+    except BaseException:
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        raise asyncio.TimeoutError
+    return task.result()
+
+
+#: ``await wait_for(aw, timeout_s)``: ``aw``'s result, or ``asyncio.TimeoutError`` after
+#: ``timeout_s`` (``aw`` then cancelled). Not ``asyncio.wait_for``: before Python 3.12 it
+#: returns the inner result instead of raising ``CancelledError`` when the caller is
+#: cancelled in the loop step ``aw`` completes (CPython gh-86296), so a cancelled loop keeps
+#: running. ``asyncio.timeout`` (3.11+) is free of that race and costs no task.
+wait_for: Callable[[Awaitable[_T], float], Awaitable[_T]] = (
+    _wait_for_scope if sys.version_info >= (3, 11) else _wait_for_task
+)
 
 
 async def wait_event(event: asyncio.Event, timeout_s: float) -> bool:
@@ -326,7 +365,7 @@ class AsyncRemotingClient:
             pending.set_result(conn)
             return conn
         try:
-            return await asyncio.wait_for(asyncio.shield(pending), max(timeout_s, 0.001))
+            return await wait_for(asyncio.shield(pending), max(timeout_s, 0.001))
         except asyncio.TimeoutError:
             raise RequestTimeoutError(f"connect to {addr} still in progress", addr=addr) from None
 
@@ -334,7 +373,7 @@ class AsyncRemotingClient:
         host, port = parse_addr(addr)
         loop = asyncio.get_running_loop()
         try:
-            _, conn = await asyncio.wait_for(
+            _, conn = await wait_for(
                 loop.create_connection(lambda: _Connection(self, addr, self._max_frame_length), host, port),
                 self._connect_timeout_s,
             )

@@ -25,12 +25,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from rocketq.client.consumer.listener import ConsumeMessageContext
+from rocketq.protocol.message import Message
 
-__all__ = ["METRIC_NAMES", "CachedSource", "ClientMetrics", "PrometheusClientMetrics", "safely"]
+__all__ = ["METRIC_NAMES", "CachedSource", "ClientMetrics", "PrometheusClientMetrics", "safely", "topic_of"]
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,12 @@ class ClientMetrics:
     def consume_hook(self, group: str) -> _ConsumeHook:
         """A ``ConsumeMessageHook`` that times listener calls into :meth:`on_consume`."""
         return _ConsumeHook(self, group)
+
+
+def topic_of(msg: Message | Sequence[Message]) -> str:
+    """The topic of a message or of a batch's first message (the send metrics' label)."""
+    first = msg if isinstance(msg, Message) else next(iter(msg), None)
+    return first.topic if first is not None else ""
 
 
 def safely(call: Callable[[], None]) -> None:

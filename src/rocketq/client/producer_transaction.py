@@ -30,20 +30,23 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
-from rocketq.client.api_results import SendResult, SendStatus
+from rocketq.client.api_results import SendResult
 from rocketq.client.config import ClientConfig, ProducerConfig
 from rocketq.client.producer import Producer
 from rocketq.client.transaction import (
-    END_TRANSACTION_CODES,
     LocalTransactionState,
     TransactionListener,
     TransactionSendResult,
+    check_answer,
+    end_transaction_request,
+    half_stored,
+    prepare_half_message,
     state_or_unknown,
+    transaction_send_result,
 )
 from rocketq.errors import ClientError, RocketqError
-from rocketq.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
-from rocketq.protocol.message import Message, MessageConst, MessageExt
-from rocketq.protocol.message_id import decode_offset_msg_id
+from rocketq.protocol.headers import CheckTransactionStateRequestHeader
+from rocketq.protocol.message import Message, MessageExt
 
 if TYPE_CHECKING:
     from rocketq.client.instance import MQClientManager
@@ -121,20 +124,15 @@ class TransactionProducer(Producer):
         listener = self.transaction_listener
         if listener is None:
             raise ClientError("TransactionListener is null")
-        if msg.delay_time_level != 0:
-            msg.properties.pop(MessageConst.DELAY, None)  # "ignore DelayTimeLevel parameter"
         self._check_message(msg)
-        msg.properties[MessageConst.TRAN_MSG] = "true"
-        msg.properties[MessageConst.PGROUP] = self.config.producer_group
+        prepare_half_message(msg, self.config.producer_group)
         try:
             result = self.send(msg)
         except RocketqError as exc:
             raise ClientError(f"send message Exception: {exc}") from exc
         state = LocalTransactionState.UNKNOW
         local_exc: BaseException | None = None
-        if result.status is SendStatus.SEND_OK:
-            if result.transaction_id is not None:
-                msg.properties[MessageConst.PROPERTY_TRANSACTION_ID] = result.transaction_id
+        if half_stored(msg, result):
             try:
                 state = state_or_unknown(listener.execute_local_transaction(msg, arg))
             except Exception as exc:
@@ -150,38 +148,18 @@ class TransactionProducer(Producer):
             log.warning(
                 "local transaction execute %s, but end broker transaction failed", state.name, exc_info=True
             )
-        return TransactionSendResult(
-            status=result.status,
-            msg_id=result.msg_id,
-            offset_msg_id=result.offset_msg_id,
-            message_queue=result.message_queue,
-            queue_offset=result.queue_offset,
-            transaction_id=result.transaction_id,
-            region_id=result.region_id,
-            trace_on=result.trace_on,
-            local_transaction_state=state,
-        )
+        return transaction_send_result(result, state)
 
     def _end_transaction(
         self, result: SendResult, state: LocalTransactionState, local_exc: BaseException | None
     ) -> None:
         """``endTransaction``: END_TRANSACTION oneway to the broker that stored the half."""
-        _, commit_log_offset = decode_offset_msg_id(result.offset_msg_id or result.msg_id)
         instance = self._running_instance()
         broker_name = result.message_queue.broker_name
         addr = instance.find_broker_address_in_publish(broker_name)
         if addr is None:
             raise ClientError(f"The broker[{broker_name}] not exist")
-        header = EndTransactionRequestHeader(
-            producer_group=self.config.producer_group,
-            tran_state_table_offset=result.queue_offset,
-            commit_log_offset=commit_log_offset,
-            commit_or_rollback=END_TRANSACTION_CODES[state],
-            msg_id=result.msg_id,
-            transaction_id=result.transaction_id,
-            bname=broker_name,
-        )
-        remark = f"executeLocalTransactionBranch exception: {local_exc!r}" if local_exc is not None else None
+        header, remark = end_transaction_request(self.config.producer_group, result, state, local_exc)
         instance.api.end_transaction_oneway(addr, header, remark)
 
     # ================================================================== check
@@ -230,20 +208,7 @@ class TransactionProducer(Producer):
                 "Broker call checkTransactionState, but checkLocalTransactionState exception", exc_info=True
             )
             exc = err
-        uniq = msg.properties.get(MessageConst.UNIQ_KEY) or msg.msg_id
-        end = EndTransactionRequestHeader(
-            producer_group=self.config.producer_group,
-            tran_state_table_offset=header.tran_state_table_offset,
-            commit_log_offset=header.commit_log_offset,
-            commit_or_rollback=END_TRANSACTION_CODES[state],
-            from_transaction_check=True,
-            msg_id=uniq,
-            transaction_id=header.transaction_id,
-            bname=header.bname,
-        )
-        if state is not LocalTransactionState.COMMIT_MESSAGE:
-            log.warning("when broker check, client answers %s: %s", state.name, end)
-        remark = f"checkLocalTransactionState Exception: {exc!r}" if exc is not None else None
+        end, remark = check_answer(self.config.producer_group, msg, header, state, exc)
         try:
             self._running_instance().api.end_transaction_oneway(addr, end, remark)
         except RocketqError:

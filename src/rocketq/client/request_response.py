@@ -63,9 +63,14 @@ __all__ = [
     "begin_request",
     "create_correlation_id",
     "create_reply_message",
+    "decode_reply_push",
     "get_reply_to_client",
+    "is_reply_message",
     "receive_reply_message",
+    "reply_timeout_error",
+    "request_send_error",
     "send_request",
+    "stamp_request",
     "wait_response",
 ]
 
@@ -111,6 +116,40 @@ def create_reply_message(request: Message, body: bytes) -> Message:
         if value is not None:  # MessageAccessor.putProperty would refuse a null
             reply.properties[key] = value
     return reply
+
+
+def is_reply_message(properties: str | None) -> bool:
+    """Whether a send request's encoded properties mark a reply (``MSG_TYPE=reply``): such a
+    message goes as SEND_REPLY_MESSAGE_V2 (``MQClientAPIImpl.sendMessage``)."""
+    return bool(
+        properties
+        and MessageConst.MSG_TYPE in properties
+        and decode_properties(properties).get(MessageConst.MSG_TYPE) == REPLY_MESSAGE_FLAG
+    )
+
+
+def stamp_request(msg: Message, client_id: str, timeout_ms: int) -> str:
+    """``prepareSendRequest``'s stamping: a new ``CORRELATION_ID`` (returned),
+    ``REPLY_TO_CLIENT`` and ``TTL``."""
+    cid = create_correlation_id()
+    msg.properties[MessageConst.CORRELATION_ID] = cid
+    msg.properties[MessageConst.REPLY_TO_CLIENT] = client_id
+    msg.properties[MessageConst.TTL] = str(timeout_ms)
+    return cid
+
+
+def reply_timeout_error(topic: str, timeout_ms: int) -> RequestTimeoutError:
+    """The error of a request sent but not answered within ``timeout_ms`` (``waitResponse``)."""
+    return RequestTimeoutError(
+        f"send request message to <{topic}> OK, but wait reply message timeout, {timeout_ms} ms."
+    )
+
+
+def request_send_error(topic: str, cause: BaseException | None) -> ClientError:
+    """The error of a request that could not be sent (``waitResponse``), ``cause`` chained."""
+    err = ClientError(f"send request message to <{topic}> fail: {cause}")
+    err.__cause__ = cause
+    return err
 
 
 def get_reply_to_client(msg: Message) -> str | None:
@@ -258,31 +297,39 @@ def receive_reply_message(holder: RequestFutureHolder, request: RemotingCommand)
     pending request with its correlation id. The answer is SUCCESS (no extFields) unless
     the push could not be read.
     """
-    received = _wall_ms()
-    header = ReplyMessageRequestHeader.from_ext_fields(request.ext_fields)
     try:
-        sys_flag = int(header.sys_flag or 0)
-        body = decompress_body(request.body, sys_flag)
-        props = decode_properties(header.properties or "")
-        props[MessageConst.ARRIVE_TIME] = str(received)
-        reply = MessageExt(
-            header.topic or "",
-            body,
-            flag=int(header.flag or 0),
-            properties=props,
-            queue_id=int(header.queue_id or 0),
-            store_timestamp=header.store_timestamp,
-            born_timestamp=int(header.born_timestamp or 0),
-            born_host=parse_addr(header.born_host) if header.born_host else ("0.0.0.0", 0),
-            store_host=parse_addr(header.store_host) if header.store_host else ("0.0.0.0", 0),
-            reconsume_times=int(header.reconsume_times or 0),
-        )
-        holder.process_reply_message(reply, header.born_host or "")
+        reply, born_host = decode_reply_push(request)
+        holder.process_reply_message(reply, born_host)
     except Exception as exc:
         log.warning("unknown err when receiveReplyMsg", exc_info=True)
         log.debug("reply push could not be read: %s", exc)
         return request.make_response(ResponseCode.SYSTEM_ERROR, "process reply message fail")
     return request.make_response(ResponseCode.SUCCESS, None)
+
+
+def decode_reply_push(request: RemotingCommand) -> tuple[MessageExt, str]:
+    """The reply a PUSH_REPLY_MESSAGE_TO_CLIENT carries and its born host: rebuilt from the
+    header (topic, queue, hosts, times, flag, properties plus ``ARRIVE_TIME``) and the body
+    (decompressed if its sysFlag says so). Raises on a push that cannot be read."""
+    received = _wall_ms()
+    header = ReplyMessageRequestHeader.from_ext_fields(request.ext_fields)
+    sys_flag = int(header.sys_flag or 0)
+    body = decompress_body(request.body, sys_flag)
+    props = decode_properties(header.properties or "")
+    props[MessageConst.ARRIVE_TIME] = str(received)
+    reply = MessageExt(
+        header.topic or "",
+        body,
+        flag=int(header.flag or 0),
+        properties=props,
+        queue_id=int(header.queue_id or 0),
+        store_timestamp=header.store_timestamp,
+        born_timestamp=int(header.born_timestamp or 0),
+        born_host=parse_addr(header.born_host) if header.born_host else ("0.0.0.0", 0),
+        store_host=parse_addr(header.store_host) if header.store_host else ("0.0.0.0", 0),
+        reconsume_times=int(header.reconsume_times or 0),
+    )
+    return reply, header.born_host or ""
 
 
 def wait_response(rf: RequestResponseFuture, topic: str, timeout_ms: int, remaining_ms: int) -> Message:
@@ -291,10 +338,8 @@ def wait_response(rf: RequestResponseFuture, topic: str, timeout_ms: int, remain
     if reply is not None:
         return reply
     if rf.send_request_ok:
-        raise RequestTimeoutError(
-            f"send request message to <{topic}> OK, but wait reply message timeout, {timeout_ms} ms."
-        )
-    raise ClientError(f"send request message to <{topic}> fail: {rf.cause}") from rf.cause
+        raise reply_timeout_error(topic, timeout_ms)
+    raise request_send_error(topic, rf.cause)
 
 
 class _RequestHost(Protocol):
@@ -323,10 +368,7 @@ def begin_request(
     client (a reply is pushed over this client's connection, found by its heartbeat), and
     register the pending request. Returns it, the holder and the time left in ms."""
     begin = clock_ms()
-    cid = create_correlation_id()
-    msg.properties[MessageConst.CORRELATION_ID] = cid
-    msg.properties[MessageConst.REPLY_TO_CLIENT] = host.client_id
-    msg.properties[MessageConst.TTL] = str(timeout_ms)
+    cid = stamp_request(msg, host.client_id, timeout_ms)
     if host.topic_route_data(msg.topic) is None:
         find_route(msg.topic)
         host.send_heartbeat_to_all_broker_with_lock()

@@ -158,3 +158,31 @@ def test_a_property_value_holding_a_separator_is_message_illegal(broker: BrokerC
     assert response.code == ResponseCode.MESSAGE_ILLEGAL
     assert response.remark is not None and "separator" in response.remark
     assert broker.store.get_max_offset_in_queue("SepT", 0) == 0
+
+
+# ---------------------------------------------------------------------- read-only broker
+@pytest.fixture
+def read_only_broker(tmp_path: Path) -> Iterator[BrokerController]:
+    """brokerPermission=4 (PERM_READ): a topic "N" and an ordered topic "O", 1 queue each."""
+    b = BrokerController(dataclasses.replace(unit_broker_config(tmp_path), broker_permission=4))
+    b.topic_config_manager.update_topic_config(
+        TopicConfig(topic_name="N", read_queue_nums=1, write_queue_nums=1)
+    )
+    b.topic_config_manager.update_topic_config(
+        TopicConfig(topic_name="O", read_queue_nums=1, write_queue_nums=1, order=True)
+    )
+    b.store.start()
+    yield b
+    b.store.shutdown()
+
+
+def test_read_only_broker_refuses_only_ordered_topics(read_only_broker: BrokerController) -> None:
+    # AbstractSendMessageProcessor.msgCheck (4.9.7): NO_PERMISSION only when the broker is not
+    # writeable AND the topic is ordered; the remark names brokerIP1 without the port
+    refused = _process(read_only_broker, send_request("O", b"body", queue_id=0))
+    assert refused.code == ResponseCode.NO_PERMISSION
+    assert refused.remark == "the broker[127.0.0.1] sending message is forbidden"
+    assert read_only_broker.store.get_max_offset_in_queue("O", 0) == 0
+    stored = _process(read_only_broker, send_request("N", b"body", queue_id=0))
+    assert stored.code == ResponseCode.SUCCESS
+    assert read_only_broker.store.get_max_offset_in_queue("N", 0) == 1

@@ -135,7 +135,7 @@ def test_reject_transaction_message(tmp_path: Path) -> None:
         props = encode_properties({MessageConst.TRAN_MSG: "TRUE", MessageConst.PGROUP: GROUP})
         response = _run(SendMessageProcessor(b), send_request(TOPIC, b"x", properties=props))
         assert response is not None and response.code == ResponseCode.NO_PERMISSION
-        assert response.remark == "the broker[127.0.0.1:10911] sending transaction message is forbidden"
+        assert response.remark == "the broker[127.0.0.1] sending transaction message is forbidden"
     finally:
         b.store.shutdown()
 

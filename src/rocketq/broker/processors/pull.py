@@ -31,6 +31,7 @@ from rocketq.broker.filter import ConsumerFilterData, ExpressionMessageFilter
 from rocketq.broker.filter.consumer_filter_manager import build_filter_data
 from rocketq.broker.long_polling import PullRequest, PullRequestHoldService
 from rocketq.broker.processors import decode_request_header, error_response
+from rocketq.broker.processors.hot_headers import decode_pull_header, pull_response_fields
 from rocketq.broker.store import GetMessageStatus, MessageExtBrokerInner
 from rocketq.errors import IllegalArgumentError, ProtocolError
 from rocketq.protocol import fastjson
@@ -115,7 +116,9 @@ class PullMessageProcessor:
     ) -> RemotingCommand | None:
         broker = self.broker
         cfg = broker.config
-        header = decode_request_header(request, PullMessageRequestHeader)
+        header = decode_pull_header(request.ext_fields) or decode_request_header(
+            request, PullMessageRequestHeader
+        )
         if isinstance(header, RemotingCommand):
             return header
         group = str(header.consumer_group)
@@ -128,7 +131,7 @@ class PullMessageProcessor:
             return error_response(
                 request,
                 ResponseCode.NO_PERMISSION,
-                f"the broker[{broker.broker_addr}] pulling message is forbidden",
+                f"the broker[{broker.config.broker_ip1}] pulling message is forbidden",
             )
         sgc = broker.subscription_group_manager.find_subscription_group_config(group)
         if sgc is None:
@@ -265,21 +268,24 @@ class PullMessageProcessor:
             suggest = (
                 sgc.which_broker_when_consume_slowly if result.suggest_pulling_from_slave else sgc.broker_id
             )
-        response_header = PullMessageResponseHeader(
-            suggest_which_broker_id=suggest,
-            next_begin_offset=result.next_begin_offset,
-            min_offset=result.min_offset,
-            max_offset=result.max_offset,
-        )
         # The answer's header is in the request's serialize type, except that answers not
         # written through the processor callback are in the server's default, JSON
         # (reference 2.4): a woken held pull (_execute_when_wakeup) and a zero-copy answer
         # (ManyMessageTransfer). The extFields follow the order of the type they are sent in.
         zero_copy = code == ResponseCode.SUCCESS and not cfg.transfer_msg_by_heap
         answer_type = request.serialize_type if broker_allow_suspend and not zero_copy else SerializeType.JSON
-        response: RemotingCommand | None = request.make_response(
-            code, status.name, response_header.to_ext_fields(serialize_type=answer_type)
-        )
+        if answer_type == SerializeType.ROCKETMQ:
+            fields = PullMessageResponseHeader(
+                suggest_which_broker_id=suggest,
+                next_begin_offset=result.next_begin_offset,
+                min_offset=result.min_offset,
+                max_offset=result.max_offset,
+            ).to_ext_fields(serialize_type=answer_type)
+        else:
+            fields = pull_response_fields(
+                suggest, result.next_begin_offset, result.min_offset, result.max_offset
+            )
+        response: RemotingCommand | None = request.make_response(code, status.name, fields)
         assert response is not None
         if code == ResponseCode.SUCCESS:
             broker.stats.inc_group_get(group, topic, result.message_count, result.buffer_total_size)

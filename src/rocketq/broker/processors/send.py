@@ -4,7 +4,8 @@ Mirrors ``org.apache.rocketmq.broker.processor.SendMessageProcessor`` and
 ``AbstractSendMessageProcessor`` (4.9.x; reference 2.4 "Broker send-side behaviour", 3.7,
 5.3). Invariants:
 
-* Checks run in Java's order (``msgCheck``): broker writable, topic name valid and not a
+* Checks run in Java's order (``msgCheck``): an ordered topic on a broker without
+  PERM_WRITE is refused (any other topic is still stored there), topic name valid and not a
   system topic, topic exists or is auto-created (TBW102 rules, ``%RETRY%`` topics with one
   queue), queue id in range. Codes and remarks are Java's.
 * The batch path is chosen by the header's ``batch``/``m`` flag, not the request code
@@ -29,6 +30,7 @@ import time
 from typing import TYPE_CHECKING
 
 from rocketq.broker.processors import decode_request_header
+from rocketq.broker.processors.hot_headers import decode_send_header_v2, send_response_fields
 from rocketq.broker.store import (
     MessageExtBrokerInner,
     PutMessageResult,
@@ -36,7 +38,7 @@ from rocketq.broker.store import (
 )
 from rocketq.broker.topics import is_not_allowed_send_topic, validate_topic
 from rocketq.errors import IllegalArgumentError
-from rocketq.protocol.codes import PermName, RequestCode, ResponseCode, Version
+from rocketq.protocol.codes import PermName, RequestCode, ResponseCode, SerializeType, Version
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import (
     ConsumerSendMsgBackRequestHeader,
@@ -53,7 +55,7 @@ from rocketq.protocol.message import (
     encode_properties,
     tags_code,
 )
-from rocketq.protocol.message_id import create_offset_msg_id
+from rocketq.protocol.message_id import HostAddr, create_offset_msg_id
 from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX, dlq_topic, retry_topic
 from rocketq.remoting.helper import parse_addr
 from rocketq.remoting.server import Channel
@@ -113,6 +115,20 @@ def _max_reconsume_times(request: RemotingCommand, from_header: int | None, grou
     return group_max
 
 
+#: Peer addresses whose parsed born host is kept (SendMessageProcessor._born_host).
+_BORN_HOSTS_MAX = 4096
+
+#: Answers to a message that was stored: they carry the SendMessageResponseHeader fields.
+_STORED_CODES = frozenset(
+    (
+        ResponseCode.SUCCESS,
+        ResponseCode.FLUSH_DISK_TIMEOUT,
+        ResponseCode.FLUSH_SLAVE_TIMEOUT,
+        ResponseCode.SLAVE_NOT_AVAILABLE,
+    )
+)
+
+
 #: SEND_MESSAGE's V1 header or the V2 one (same attributes, one-letter wire names)
 _SendHeader = SendMessageRequestHeader | SendMessageRequestHeaderV2
 
@@ -123,6 +139,7 @@ class SendMessageProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
         self._random = random.Random()
+        self._born_hosts: dict[str, HostAddr] = {}
 
     async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
         started = time.perf_counter()
@@ -160,14 +177,28 @@ class SendMessageProcessor:
         else:
             # V2 one-letter fields; a missing one is reported by its wire name, as in Java.
             # Java maps V2 to V1 (createSendMessageRequestHeaderV1); both carry the same
-            # attributes here, so the V2 header is used as it is.
-            header = decode_request_header(request, SendMessageRequestHeaderV2)
+            # attributes here, so the V2 header is used as it is. The plain common case is
+            # read without the generic codec.
+            header = decode_send_header_v2(request.ext_fields) or decode_request_header(
+                request, SendMessageRequestHeaderV2
+            )
         if isinstance(header, RemotingCommand):
             return header
         error, queue_id = self._msg_check(channel, request, header)
         if error is not None:
             return error
         return header, queue_id
+
+    def _born_host(self, channel: Channel) -> HostAddr:
+        """The peer's (ip, port), parsed once per peer address (bounded, cleared when full)."""
+        addr = channel.remote_addr
+        hosts = self._born_hosts
+        host = hosts.get(addr)
+        if host is None:
+            if len(hosts) >= _BORN_HOSTS_MAX:
+                hosts.clear()
+            host = hosts[addr] = parse_addr(addr)
+        return host
 
     def _response(self, request: RemotingCommand, code: int, remark: str | None) -> RemotingCommand:
         cfg = self.broker.config
@@ -185,12 +216,16 @@ class SendMessageProcessor:
         """``msgCheck``: an error response, or (None, queue id to use)."""
         broker = self.broker
         topic = str(header.topic)
-        if not broker.config.broker_permission & _PERM_WRITE:
+        tcm = broker.topic_config_manager
+        # A broker without PERM_WRITE refuses only sends to ordered topics: the name server
+        # already hides its queues from producers (the route carries the broker's perm), and
+        # an ordered message must not land on a queue its consumers do not read in order.
+        if not broker.config.broker_permission & _PERM_WRITE and tcm.is_order_topic(topic):
             return (
                 self._response(
                     request,
                     ResponseCode.NO_PERMISSION,
-                    f"the broker[{broker.broker_addr}] sending message is forbidden",
+                    f"the broker[{broker.config.broker_ip1}] sending message is forbidden",
                 ),
                 0,
             )
@@ -204,7 +239,6 @@ class SendMessageProcessor:
                 ),
                 0,
             )
-        tcm = broker.topic_config_manager
         tc = tcm.select_topic_config(topic)
         if tc is None:
             tc = tcm.create_topic_in_send_message_method(
@@ -268,7 +302,7 @@ class SendMessageProcessor:
             tags_code=tags_code(props.get(MessageConst.TAGS)),
             sys_flag=int(header.sys_flag or 0),
             born_timestamp=int(header.born_timestamp or 0),
-            born_host=parse_addr(channel.remote_addr),
+            born_host=self._born_host(channel),
             store_host=broker.store_host,
             reconsume_times=reconsume_times,
         )
@@ -277,7 +311,7 @@ class SendMessageProcessor:
                 return self._response(
                     request,
                     ResponseCode.NO_PERMISSION,
-                    f"the broker[{broker.broker_addr}] sending transaction message is forbidden",
+                    f"the broker[{broker.config.broker_ip1}] sending transaction message is forbidden",
                 )
             # TransactionalMessageService.prepareMessage: stored as a half message
             result = broker.transactional_message_bridge.put_half_message(inner)
@@ -340,7 +374,8 @@ class SendMessageProcessor:
         batch_props = decode_properties(header.properties or "")
         batch_props[MessageConst.CLUSTER] = broker.config.broker_cluster_name
         batch_props_string = encode_properties(batch_props, java_order=True)
-        born_host = parse_addr(channel.remote_addr)
+        born_host = self._born_host(channel)
+        store_host = broker.store_host
         sys_flag = int(header.sys_flag or 0)
         born_timestamp = int(header.born_timestamp or 0)
         reconsume_times = int(header.reconsume_times or 0)
@@ -372,7 +407,7 @@ class SendMessageProcessor:
                     sys_flag=sys_flag,
                     born_timestamp=born_timestamp,
                     born_host=born_host,
-                    store_host=broker.store_host,
+                    store_host=store_host,
                     reconsume_times=reconsume_times,
                 )
             )
@@ -398,22 +433,26 @@ class SendMessageProcessor:
             if not durable:
                 status = PutMessageStatus.FLUSH_DISK_TIMEOUT
         code, remark = _PUT_STATUS_RESPONSE.get(status, (ResponseCode.SYSTEM_ERROR, status.name))
-        response = self._response(request, code, remark)
         append = result.append
-        if append is not None and code in (
-            ResponseCode.SUCCESS,
-            ResponseCode.FLUSH_DISK_TIMEOUT,
-            ResponseCode.FLUSH_SLAVE_TIMEOUT,
-            ResponseCode.SLAVE_NOT_AVAILABLE,
-        ):
-            self.broker.stats.inc_topic_put(topic, msgs, size)
-            header = SendMessageResponseHeader(
-                msg_id=append.msg_id, queue_id=queue_id, queue_offset=append.logics_offset
+        if append is None or code not in _STORED_CODES:
+            return self._response(request, code, remark)
+        self.broker.stats.inc_topic_put(topic, msgs, size)
+        if request.serialize_type != SerializeType.ROCKETMQ:
+            cfg = self.broker.config
+            fields = send_response_fields(
+                cfg.region_id,
+                "true" if cfg.trace_on else "false",
+                append.msg_id,
+                queue_id,
+                append.logics_offset,
             )
-            # MSG_REGION/TRACE_ON were put into the map first (preSend); the header fields join them
-            response.ext_fields = header.to_ext_fields(
-                response.ext_fields, serialize_type=request.serialize_type
-            )
+            return request.make_response(code, remark, fields)
+        response = self._response(request, code, remark)
+        header = SendMessageResponseHeader(
+            msg_id=append.msg_id, queue_id=queue_id, queue_offset=append.logics_offset
+        )
+        # MSG_REGION/TRACE_ON were put into the map first (preSend); the header fields join them
+        response.ext_fields = header.to_ext_fields(response.ext_fields, serialize_type=request.serialize_type)
         return response
 
     # ------------------------------------------------------------------ send back
@@ -431,7 +470,8 @@ class SendMessageProcessor:
             )
         if not broker.config.broker_permission & _PERM_WRITE:
             return request.make_response(
-                ResponseCode.NO_PERMISSION, f"the broker[{broker.broker_addr}] sending message is forbidden"
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{broker.config.broker_ip1}] sending message is forbidden",
             )
         if sgc.retry_queue_nums <= 0:
             return request.make_response(ResponseCode.SUCCESS)

@@ -90,6 +90,8 @@ _UNIT = struct.Struct(">qiq")
 _TRANSACTION_MASK = TRANSACTION_TYPE_MASK
 _TRANSACTION_COMMIT = int(MessageSysFlag.TRANSACTION_COMMIT_TYPE)
 _TRANSACTION_ROLLBACK = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
+#: Single-put record encoders kept at most (MessageStore._encoders).
+_ENCODER_CACHE_MAX = 1024
 # MessageExtEncoder: the record may exceed maxMessageSize (a body limit) by 64 KiB of headers.
 _RECORD_OVERHEAD_ALLOWANCE = 64 * 1024
 
@@ -122,6 +124,9 @@ class MessageStore:
         self.stats = StoreStats()
         self._stats_lock = threading.Lock()
         self._listeners: list[ArrivalListener] = []
+        #: Record encoders of single puts by (topic, born host, store host, sysFlag): one
+        #: producer connection sending to one topic reuses its encoder (bounded, cleared when full).
+        self._encoders: dict[tuple[str, HostAddr, HostAddr, int], RecordEncoder] = {}
         self._index_enabled = config.message_index_enable
         self._delay_levels = config.delay_levels_ms
         self._memory_bytes = int(
@@ -332,8 +337,8 @@ class MessageStore:
     ) -> tuple[bytes, DispatchRequest] | PutMessageStatus:
         """Validate, apply the delay rewrite and encode one message outside the lock.
 
-        ``encoders`` (a batch's): record encoders by topic, hosts and sysFlag, so what the
-        messages of a batch share is worked out once."""
+        ``encoders``: record encoders by topic, hosts and sysFlag, so what the messages of a
+        batch (or the single puts of one producer connection) share is worked out once."""
         topic = msg.topic
         key = (topic, msg.born_host, msg.store_host, msg.sys_flag)
         encoder = encoders.get(key) if encoders is not None else None
@@ -414,7 +419,10 @@ class MessageStore:
         if status is not None:
             return PutMessageResult(status)
         self._apply_delay(msg)
-        prepared = self._prepare(msg)
+        encoders = self._encoders
+        if len(encoders) >= _ENCODER_CACHE_MAX:
+            encoders.clear()
+        prepared = self._prepare(msg, encoders)
         if isinstance(prepared, PutMessageStatus):
             self._count_failure()
             return PutMessageResult(prepared)

@@ -15,6 +15,11 @@ Mirrors ``org.apache.rocketmq.client.trace.AsyncTraceDispatcher`` (4.9.7):
   asynchronously, with every record's msgId and keys as its KEYS. A failed send is logged
   (rate-limited) and counted (:attr:`send_failures`); the records are lost, as in Java.
 * :meth:`shutdown` flushes what is queued (for at most 500 ms) and stops the producer.
+
+The batching (:class:`TraceBuffer`), the trace message (:func:`trace_message`) and the trace
+producer's configuration (:func:`trace_producer_configs`) are pure and shared with the asyncio
+dispatcher (:class:`rocketq.aio.trace.AsyncioTraceDispatcher`); the hooks need only
+:class:`TraceDispatcher`.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from rocketq.client.trace.trace_context import (
     TRACE_GROUP_NAME_PREFIX,
@@ -42,10 +47,17 @@ if TYPE_CHECKING:
     import concurrent.futures
 
     from rocketq.client.api_results import SendResult
-    from rocketq.client.config import ClientConfig
+    from rocketq.client.config import ClientConfig, ProducerConfig
     from rocketq.client.producer import Producer
 
-__all__ = ["AsyncTraceDispatcher"]
+__all__ = [
+    "AsyncTraceDispatcher",
+    "TraceBuffer",
+    "TraceDispatcher",
+    "trace_message",
+    "trace_producer_configs",
+    "trace_topic_of",
+]
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +72,51 @@ WAIT_THRESHOLD_MS = 500
 #: the trace producer's ``sendMsgTimeout``
 SEND_TIMEOUT_MS = 5_000
 _COUNTER = itertools.count(1)
+
+
+class TraceDispatcher(Protocol):
+    """What the trace hooks need: the trace topic and a non-blocking ``append``."""
+
+    @property
+    def trace_topic(self) -> str: ...
+
+    def append(self, ctx: TraceContext) -> bool: ...
+
+
+def trace_topic_of(trace_topic: str | None) -> str:
+    """``customizedTraceTopic`` stripped, ``RMQ_SYS_TRACE_TOPIC`` when unset or blank."""
+    return trace_topic.strip() if trace_topic and trace_topic.strip() else RMQ_SYS_TRACE_TOPIC
+
+
+def trace_producer_configs(
+    group: str, kind: str, client_config: ClientConfig
+) -> tuple[ProducerConfig, ClientConfig]:
+    """The trace producer's configs: group ``_INNER_TRACE_PRODUCER-<group>-<kind>-<n>``,
+    instance ``PID_CLIENT_INNER_TRACE_PRODUCER_<namesrv>``, 5 s timeout, 128,000-byte limit."""
+    import dataclasses
+
+    from rocketq.client.config import ProducerConfig
+
+    name = f"{TRACE_GROUP_NAME_PREFIX}-{group}-{kind}-{next(_COUNTER)}"
+    ccfg = dataclasses.replace(
+        client_config, instance_name=f"{TRACE_INSTANCE_NAME}_{client_config.namesrv_addr}"
+    )
+    pcfg = ProducerConfig(
+        producer_group=name, send_msg_timeout_ms=SEND_TIMEOUT_MS, max_message_size=MAX_MSG_SIZE
+    )
+    return pcfg, ccfg
+
+
+def trace_message(topic: str, beans: list[TraceTransferBean]) -> Message:
+    """``AsyncDataSendTask``'s message: the records' data, KEYS = their msgIds and keys."""
+    keys: set[str] = set()
+    for bean in beans:
+        keys.update(bean.trans_key)
+    data = "".join(b.trans_data for b in beans)
+    msg = Message(topic, data.encode("utf-8"))
+    # Message.setKeys(Collection): joined by spaces in HashSet order
+    msg.keys = " ".join(k for k in hashmap_order(sorted(keys)) if k)
+    return msg
 
 
 class _Segment:
@@ -81,6 +138,38 @@ class _Segment:
         return beans
 
 
+class TraceBuffer:
+    """The per-topic segments of encoded records: what is due to be sent, and when."""
+
+    def __init__(self, trace_topic: str) -> None:
+        self.trace_topic = trace_topic
+        self._segments: dict[str, _Segment] = {}
+
+    def add(self, ctx: TraceContext, now_ms: int) -> list[TraceTransferBean] | None:
+        """Encode ``ctx`` into its segment; the segment's records once it is full."""
+        if not ctx.trace_beans:
+            return None
+        try:
+            bean = encode_trace_context(ctx)
+        except Exception:
+            log.exception("encoding a trace context failed: %s", ctx)
+            return None
+        segment = self._segments.setdefault(self.trace_topic, _Segment())
+        segment.add(bean, now_ms)
+        if segment.size >= MAX_MSG_SIZE - 10_000:
+            return segment.take()
+        return None
+
+    def due(self, now_ms: int, *, all_: bool = False) -> list[tuple[str, list[TraceTransferBean]]]:
+        """The segments whose first record waited ``waitTimeThresholdMil`` (every non-empty
+        one with ``all_``), taken."""
+        return [
+            (topic, segment.take())
+            for topic, segment in self._segments.items()
+            if segment.beans and (all_ or now_ms - segment.first_add_ms >= WAIT_THRESHOLD_MS)
+        ]
+
+
 class AsyncTraceDispatcher:
     """Collects trace contexts of one producer or consumer and sends them in batches.
 
@@ -98,10 +187,10 @@ class AsyncTraceDispatcher:
     ) -> None:
         self.group = group
         self.kind = kind
-        self.trace_topic = trace_topic.strip() if trace_topic and trace_topic.strip() else RMQ_SYS_TRACE_TOPIC
+        self.trace_topic = trace_topic_of(trace_topic)
         self._clock_ms = clock_ms
         self._queue: queue.Queue[TraceContext] = queue.Queue(QUEUE_SIZE)
-        self._segments: dict[str, _Segment] = {}
+        self._buffer = TraceBuffer(self.trace_topic)
         self._stopped = threading.Event()
         self._worker: threading.Thread | None = None
         self._producer: Producer | None = None
@@ -131,23 +220,12 @@ class AsyncTraceDispatcher:
     # ------------------------------------------------------------------ lifecycle
     def start(self, client_config: ClientConfig) -> None:
         """Start the trace producer (on the host's name servers) and the worker thread."""
-        import dataclasses
-
-        from rocketq.client.config import ProducerConfig
         from rocketq.client.producer import Producer
 
         if self._worker is not None:
             return
-        group = f"{TRACE_GROUP_NAME_PREFIX}-{self.group}-{self.kind}-{next(_COUNTER)}"
-        ccfg = dataclasses.replace(
-            client_config, instance_name=f"{TRACE_INSTANCE_NAME}_{client_config.namesrv_addr}"
-        )
-        producer = Producer(
-            config=ProducerConfig(
-                producer_group=group, send_msg_timeout_ms=SEND_TIMEOUT_MS, max_message_size=MAX_MSG_SIZE
-            ),
-            client_config=ccfg,
-        )
+        pcfg, ccfg = trace_producer_configs(self.group, self.kind, client_config)
+        producer = Producer(config=pcfg, client_config=ccfg)
         producer.start()
         self._producer = producer
         self._worker = threading.Thread(
@@ -193,23 +271,13 @@ class AsyncTraceDispatcher:
                 except queue.Empty:
                     break
                 self._add(ctx)
-            now = self._clock_ms()
-            for topic, segment in self._segments.items():
-                if segment.beans and now - segment.first_add_ms >= WAIT_THRESHOLD_MS:
-                    self._send(topic, segment.take())
+            for topic, beans in self._buffer.due(self._clock_ms()):
+                self._send(topic, beans)
 
     def _add(self, ctx: TraceContext) -> None:
-        if not ctx.trace_beans:
-            return
-        try:
-            bean = encode_trace_context(ctx)
-        except Exception:
-            log.exception("encoding a trace context failed: %s", ctx)
-            return
-        segment = self._segments.setdefault(self.trace_topic, _Segment())
-        segment.add(bean, self._clock_ms())
-        if segment.size >= MAX_MSG_SIZE - 10_000:
-            self._send(self.trace_topic, segment.take())
+        full = self._buffer.add(ctx, self._clock_ms())
+        if full is not None:
+            self._send(self.trace_topic, full)
 
     def _drain_queue(self) -> None:
         while True:
@@ -219,22 +287,15 @@ class AsyncTraceDispatcher:
                 return
 
     def _flush_all(self) -> None:
-        for topic, segment in self._segments.items():
-            if segment.beans:
-                self._send(topic, segment.take())
+        for topic, beans in self._buffer.due(self._clock_ms(), all_=True):
+            self._send(topic, beans)
 
     def _send(self, topic: str, beans: list[TraceTransferBean]) -> None:
         """``AsyncDataSendTask``: one trace message of ``beans``."""
         producer = self._producer
         if producer is None or not beans:
             return
-        keys: set[str] = set()
-        for bean in beans:
-            keys.update(bean.trans_key)
-        data = "".join(b.trans_data for b in beans)
-        msg = Message(topic, data.encode("utf-8"))
-        # Message.setKeys(Collection): joined by spaces in HashSet order
-        msg.keys = " ".join(k for k in hashmap_order(sorted(keys)) if k)
+        msg = trace_message(topic, beans)
         with self._lock:
             self._in_flight += 1
         try:

@@ -24,7 +24,7 @@ from rocketq.client.trace.trace_context import MessageType, TraceBean, TraceCont
 from rocketq.protocol.message import MessageConst
 
 if TYPE_CHECKING:
-    from rocketq.client.trace.async_trace_dispatcher import AsyncTraceDispatcher
+    from rocketq.client.trace.async_trace_dispatcher import TraceDispatcher
 
 __all__ = ["ConsumeMessageTraceHookImpl", "SendMessageTraceHookImpl"]
 
@@ -38,7 +38,7 @@ def _now_ms() -> int:
 class SendMessageTraceHookImpl:
     """``SendMessageTraceHookImpl``: Pub records of a producer's sends."""
 
-    def __init__(self, dispatcher: AsyncTraceDispatcher) -> None:
+    def __init__(self, dispatcher: TraceDispatcher) -> None:
         self.dispatcher = dispatcher
 
     def hook_name(self) -> str:
@@ -91,7 +91,7 @@ class SendMessageTraceHookImpl:
 class ConsumeMessageTraceHookImpl:
     """``ConsumeMessageTraceHookImpl``: SubBefore/SubAfter records of a push consumer."""
 
-    def __init__(self, dispatcher: AsyncTraceDispatcher) -> None:
+    def __init__(self, dispatcher: TraceDispatcher) -> None:
         self.dispatcher = dispatcher
 
     def hook_name(self) -> str:
