@@ -1,9 +1,9 @@
 """Codec throughput: message records and RemotingCommand frames.
 
 Run ``python benchmarks/codec_bench.py`` (``--profile`` adds a cProfile of
-decode_records). Each figure is the median of several timed repeats
-(``time.perf_counter``); a repeat runs the operation long enough (~0.2 s) to swamp the
-timer's resolution.
+decode_records). Each figure is the median of several timed repeats of CPU time
+(``time.thread_time``, so other processes on a shared machine do not count); a repeat runs
+the operation long enough (~0.2 s) to swamp the timer's resolution.
 
 * records decoded/s: ``decode_records`` over a 32-record pull body (100-byte bodies,
   typical properties); also with the lazily parsed properties touched (``msg_id`` +
@@ -11,6 +11,10 @@ timer's resolution.
 * records encoded/s: ``encode_record`` of one such record.
 * frames encoded/s: a SEND_MESSAGE_V2-like request (13 extFields, 100-byte body).
 * frames decoded/s: ``FrameDecoder.feed`` over a stream of those frames in 64 KiB chunks.
+* a pull body through ``decode_pull_result`` (decode, stamp MIN/MAX_OFFSET, tag filter).
+* the hot request/response headers both ways in both serializations (JSON and ROCKETMQ
+  binary): typed header -> frame bytes, and frame bytes -> typed header, as the client
+  and the broker each do them per pull and per send (``--headers``).
 """
 
 from __future__ import annotations
@@ -22,9 +26,21 @@ import statistics
 import time
 from collections.abc import Callable
 
-from rocketq.protocol.frame import FrameDecoder, RemotingCommand
+from rocketq.client.api_results import PullResult, PullStatus
+from rocketq.client.impl.pull_api_wrapper import decode_pull_result
+from rocketq.protocol.codes import SerializeType
+from rocketq.protocol.frame import FrameDecoder, RemotingCommand, decode_frame
+from rocketq.protocol.headers import (
+    CommandHeader,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+)
+from rocketq.protocol.heartbeat import SubscriptionData
 from rocketq.protocol.message import decode_records, encode_properties, encode_record
 from rocketq.protocol.message_id import UniqueIdGenerator
+from rocketq.protocol.message_queue import MessageQueue
 
 RECORDS_PER_BODY = 32
 BODY = bytes(range(100))
@@ -89,23 +105,79 @@ def _send_frame(opaque: int) -> RemotingCommand:
     return cmd
 
 
+_PULL = PullMessageRequestHeader(
+    consumer_group="BenchConsumerGroup", topic="BenchTopic", queue_id=2, queue_offset=123_456, max_msg_nums=32,
+    sys_flag=3, commit_offset=123_400, suspend_timeout_millis=15_000, subscription="*",
+    sub_version=1_795_646_098_855, expression_type="TAG", bname="broker-a",
+)  # fmt: skip
+_PULL_RESPONSE = PullMessageResponseHeader(
+    suggest_which_broker_id=0, next_begin_offset=123_488, min_offset=0, max_offset=200_000
+)
+_SEND = SendMessageRequestHeaderV2(
+    producer_group="BenchProducerGroup", topic="BenchTopic", default_topic="TBW102", default_topic_queue_nums=4,
+    queue_id=1, sys_flag=0, born_timestamp=1_795_308_008_147, flag=0,
+    properties="UNIQ_KEY\x01C0000202" + "0" * 24 + "\x02WAIT\x01true", reconsume_times=0, bname="broker-a",
+)  # fmt: skip
+_SEND_RESPONSE = SendMessageResponseHeader(
+    msg_id="7F00000100002A9F" + "0" * 12 + "1234", queue_id=1, queue_offset=1234
+)
+#: keys the broker adds to every send response (SendMessageProcessor)
+_SEND_EXTRA = {"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
+
+
+def _header_rows(repeats: int) -> list[tuple[str, float]]:
+    """Typed header <-> frame bytes for the hot commands, JSON vs ROCKETMQ (both sides)."""
+    rows: list[tuple[str, float]] = []
+    cases: list[tuple[str, int, CommandHeader, dict[str, str] | None, str | None, int]] = [
+        ("PULL_MESSAGE request", 11, _PULL, None, None, 0),
+        ("PULL_MESSAGE response", 0, _PULL_RESPONSE, None, "FOUND", 1),
+        ("SEND_MESSAGE_V2 request", 310, _SEND, None, None, 0),
+        ("SEND_MESSAGE_V2 response", 0, _SEND_RESPONSE, _SEND_EXTRA, None, 1),
+    ]
+    for name, code, header, extra, remark, flag in cases:
+        cls = type(header)
+        for stype in (SerializeType.JSON, SerializeType.ROCKETMQ):
+
+            def encode(
+                header: CommandHeader = header,
+                extra: dict[str, str] | None = extra,
+                stype: int = stype,
+                head: tuple[int, int, str | None] = (code, flag, remark),
+            ) -> bytes:
+                ext = header.to_ext_fields(extra, serialize_type=stype)
+                cmd = RemotingCommand(
+                    code=head[0], flag=head[1], remark=head[2], ext_fields=ext, serialize_type=stype
+                )
+                return cmd.encode_head(0)
+
+            frame = encode()
+
+            def decode(frame: bytes = frame, cls: type[CommandHeader] = cls) -> CommandHeader:
+                return cls.from_ext_fields(decode_frame(frame).ext_fields)
+
+            label = f"{name} {stype.name}"
+            rows.append((f"{label}: header -> frame ({len(frame)} B)", _rate(encode, 1, repeats)))
+            rows.append((f"{label}: frame -> header", _rate(decode, 1, repeats)))
+    return rows
+
+
 def _rate(fn: Callable[[], object], units_per_call: int, repeats: int) -> float:
     """Median units per second over ``repeats`` timed runs of ~0.2 s each."""
     calls = 1
     while True:  # calibrate
-        start = time.perf_counter()
+        start = time.thread_time()
         for _ in range(calls):
             fn()
-        if time.perf_counter() - start > 0.05:
+        if time.thread_time() - start > 0.05:
             break
         calls *= 2
     calls *= 4
     rates = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = time.thread_time()
         for _ in range(calls):
             fn()
-        rates.append(calls * units_per_call / (time.perf_counter() - start))
+        rates.append(calls * units_per_call / (time.thread_time() - start))
     return statistics.median(rates)
 
 
@@ -113,6 +185,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--profile", action="store_true", help="cProfile decode_records")
+    parser.add_argument("--headers", action="store_true", help="also the hot headers, JSON vs ROCKETMQ")
     args = parser.parse_args()
 
     body = _pull_body()
@@ -134,6 +207,20 @@ def main() -> None:
             n += len(dec.feed(c))
         assert n == len(frames)
 
+    mq = MessageQueue("BenchTopic", "broker-a", 1)
+    everything = SubscriptionData(topic="BenchTopic", sub_string="*")
+
+    def pull_result() -> None:
+        found = PullResult(
+            pull_status=PullStatus.FOUND,
+            next_begin_offset=1032,
+            min_offset=0,
+            max_offset=200_000,
+            suggest_which_broker_id=0,
+            message_binary=body,
+        )
+        decode_pull_result(mq, found, everything)
+
     one = frames[0]
     rows = [
         (
@@ -141,10 +228,13 @@ def main() -> None:
             _rate(lambda: decode_records(body), 32, args.repeats),
         ),
         ("records decoded/s + msg_id/tags touched", _rate(decode_touching, 32, args.repeats)),
+        ("records/s through decode_pull_result", _rate(pull_result, 32, args.repeats)),
         ("records encoded/s (encode_record)", _rate(lambda: _record(7, props), 1, args.repeats)),
         ("frames encoded/s (SEND_MESSAGE_V2, 13 ext)", _rate(one.encode, 1, args.repeats)),
         ("frames decoded/s (FrameDecoder.feed)", _rate(feed_all, len(frames), args.repeats)),
     ]
+    if args.headers:
+        rows += _header_rows(args.repeats)
     width = max(len(name) for name, _ in rows)
     print(f"{'operation':<{width}}  {'per second':>12}  {'us each':>8}")
     for name, rate in rows:

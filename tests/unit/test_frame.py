@@ -379,3 +379,100 @@ def test_pending_length_reports_the_announced_frame() -> None:
     assert dec.pending_length == len(frame)
     assert len(dec.feed(frame[10:])) == 1
     assert dec.pending_length == 0
+
+
+# ------------------------------------------------------------------ binary header codec
+def _reference_binary_header(data: bytes) -> tuple[object, ...]:
+    """The ROCKETMQ header read the straightforward way (``RocketMQSerializable
+    .rocketMQProtocolDecode``, plus rocketq's refusals): the oracle of the fast decoder.
+    Returns the fields, or the error class for a refused header."""
+    try:
+        code, language, version, opaque, flag, remark_len = struct.unpack_from(">hbhiii", data, 0)
+        pos = 17
+        if remark_len < 0 or pos + remark_len + 4 > len(data):
+            return (MalformedFrameError,)
+        remark = data[pos : pos + remark_len].decode() if remark_len else None
+        pos += remark_len
+        (ext_len,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        if ext_len < 0 or pos + ext_len != len(data):
+            return (MalformedFrameError,)
+        ext: dict[str, str] | None = {} if ext_len else None
+        while ext is not None and pos < len(data):
+            (klen,) = struct.unpack_from(">h", data, pos)
+            pos += 2
+            if klen < 0 or pos + klen + 4 > len(data):
+                return (MalformedFrameError,)
+            key = data[pos : pos + klen].decode()
+            pos += klen
+            (vlen,) = struct.unpack_from(">i", data, pos)
+            pos += 4
+            if vlen < 0 or pos + vlen > len(data):
+                return (MalformedFrameError,)
+            ext[key] = data[pos : pos + vlen].decode()
+            pos += vlen
+    except (struct.error, UnicodeDecodeError):
+        return (MalformedFrameError,)
+    return code, language, version, opaque, flag, remark, ext
+
+
+def _binary_frame(header: bytes) -> bytes:
+    return struct.pack(">iI", 4 + len(header), (1 << 24) | len(header)) + header
+
+
+@settings(max_examples=300)
+@given(
+    remark=st.none() | _text.filter(bool),
+    ext=st.none() | st.dictionaries(_text.filter(bool), _text, max_size=6),
+    cut=st.integers(0, 400),
+    flip=st.tuples(st.integers(0, 400), st.integers(0, 255)),
+)
+def test_binary_header_decoder_agrees_with_the_reference(
+    remark: str | None, ext: dict[str, str] | None, cut: int, flip: tuple[int, int]
+) -> None:
+    """Well-formed, truncated and corrupted ROCKETMQ headers: the decoder returns what a
+    plain struct reading returns, or a MalformedFrameError where that refuses."""
+    cmd = RemotingCommand(
+        code=11, opaque=5, remark=remark, ext_fields=ext, serialize_type=SerializeType.ROCKETMQ
+    )
+    header = cmd.encode_header()
+    for data in (header, header[: min(cut, len(header))], _corrupt(header, *flip)):
+        want = _reference_binary_header(data)
+        if want == (MalformedFrameError,):
+            with pytest.raises(MalformedFrameError):
+                decode_frame(_binary_frame(data))
+        else:
+            got = decode_frame(_binary_frame(data))
+            assert (
+                got.code,
+                got.language,
+                got.version,
+                got.opaque,
+                got.flag,
+                got.remark,
+                got.ext_fields,
+            ) == want
+
+
+def _corrupt(data: bytes, index: int, value: int) -> bytes:
+    if not data:
+        return data
+    i = index % len(data)
+    return data[:i] + bytes((value,)) + data[i + 1 :]
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        b"\x00\x01k\xff\xff\xff\xff",  # value length -1
+        b"\x80\x00k\x00\x00\x00\x00",  # key length -32768 (a Java short)
+        b"\x00\x01k\x00\x00\x00\x05ab",  # value past the header
+        b"\x00\x09k\x00\x00\x00\x00",  # key past the header
+        b"\x00",  # a key length cut in half
+    ],
+)
+def test_binary_header_bad_lengths_are_refused(entry: bytes) -> None:
+    header = struct.pack(">hbhiii", 11, 0, 0, 1, 0, 0) + struct.pack(">i", len(entry)) + entry
+    assert _reference_binary_header(header) == (MalformedFrameError,)
+    with pytest.raises(MalformedFrameError):
+        decode_frame(_binary_frame(header))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import pickle
 import struct
 import zlib
 from typing import Any
@@ -34,6 +35,7 @@ from rocketq.protocol.message import (
     encode_batch,
     encode_properties,
     encode_record,
+    put_properties_lazily_each,
     record_size,
     store_timestamp_pos,
     tags_code,
@@ -233,6 +235,26 @@ def test_fuzzed_records_never_crash(prefix: bytes, index: int, value: int) -> No
 # --------------------------------------------------------------------------- round trips
 def _norm(host: HostAddr) -> tuple[object, int]:
     return ipaddress.ip_address(host[0]), host[1]
+
+
+def _plain_record(properties: str, *, queue_offset: int = 0, body: bytes = b"") -> bytes:
+    """A V1 record of topic T on loopback hosts with the given properties."""
+    return encode_record(
+        topic="T",
+        queue_id=0,
+        flag=0,
+        queue_offset=queue_offset,
+        physical_offset=1000 + queue_offset,
+        sys_flag=0,
+        born_timestamp=1,
+        born_host=("127.0.0.1", 1),
+        store_timestamp=2,
+        store_host=("127.0.0.1", 2),
+        reconsume_times=0,
+        prepared_transaction_offset=0,
+        body=body,
+        properties=properties,
+    )
 
 
 _v4 = st.ip_addresses(v=4).map(str)
@@ -503,22 +525,7 @@ def test_message_ext_defaults_and_msg_id() -> None:
 
 
 def test_put_properties_lazily_wins_over_stored_values_without_parsing_first() -> None:
-    record = encode_record(
-        topic="T",
-        queue_id=0,
-        flag=0,
-        queue_offset=0,
-        physical_offset=0,
-        sys_flag=0,
-        born_timestamp=1,
-        born_host=("127.0.0.1", 1),
-        store_timestamp=2,
-        store_host=("127.0.0.1", 2),
-        reconsume_times=0,
-        prepared_transaction_offset=0,
-        body=b"b",
-        properties="TAGS\x01a\x02MAX_OFFSET\x01old",
-    )
+    record = _plain_record("TAGS\x01a\x02MAX_OFFSET\x01old", body=b"b")
     msg = decode_record(record)
     msg.put_properties_lazily({"MAX_OFFSET": "9", "MIN_OFFSET": "0"})
     assert msg.stored_properties == "TAGS\x01a\x02MAX_OFFSET\x01old"  # the record is untouched
@@ -535,3 +542,105 @@ def test_message_refuses_a_str_body_at_once() -> None:
         Message("T", 42)  # type: ignore[arg-type]
     assert Message("T", bytearray(b"ab")).body == b"ab"
     assert type(Message("T", memoryview(b"cd")).body) is bytes
+
+
+# --------------------------------------------------------------------------- lazy MessageExt
+_COLD = (
+    "born_timestamp",
+    "born_host",
+    "store_timestamp",
+    "store_host",
+    "commit_log_offset",
+    "body_crc",
+    "prepared_transaction_offset",
+)
+
+
+def _reference_fields(rec: bytes) -> dict[str, Any]:
+    """Every fixed field of one V1 record, read with plain struct calls (the decoder's oracle)."""
+    sys_flag = struct.unpack_from(">i", rec, 36)[0]
+    born_len = 20 if sys_flag & 0x10 else 8
+    store_len = 20 if sys_flag & 0x20 else 8
+    head = struct.Struct(f">iiiiiqqiq{born_len}sq{store_len}siqi")
+    f = head.unpack_from(rec, 0)
+
+    def host(raw: bytes) -> HostAddr:
+        return (str(ipaddress.ip_address(raw[:-4])), int.from_bytes(raw[-4:], "big", signed=True))
+
+    return {
+        "body_crc": f[2], "queue_id": f[3], "flag": f[4], "queue_offset": f[5], "commit_log_offset": f[6],
+        "sys_flag": f[7], "born_timestamp": f[8], "born_host": host(f[9]), "store_timestamp": f[10],
+        "store_host": host(f[11]), "reconsume_times": f[12], "prepared_transaction_offset": f[13],
+        "store_size": f[0],
+    }  # fmt: skip
+
+
+@given(st.lists(records(), min_size=1, max_size=3), st.sampled_from(_COLD), st.data())
+def test_lazy_cold_fields_agree_with_a_full_decode(
+    items: list[dict[str, Any]], first: str, data: st.DataObject
+) -> None:
+    """The decoder unpacks only the hot fields; whichever cold field is read or set first,
+    every field equals what a full struct decode of the record says."""
+    encoded = [encode_record(**f) for f in items]
+    for msg, rec in zip(decode_records(b"".join(encoded)), encoded, strict=True):
+        want = _reference_fields(rec)
+        if data.draw(st.booleans()):  # set one cold field before anything was decoded
+            value = ("::1", 7) if first.endswith("host") else 12345
+            setattr(msg, first, value)
+            want[first] = value
+        for name, value in want.items():
+            got = getattr(msg, name)
+            assert (_norm(got) if name.endswith("host") else got) == (
+                _norm(value) if name.endswith("host") else value
+            ), name
+
+
+def test_lazy_message_pickles_decoded_without_the_shared_body() -> None:
+    body = b"".join(
+        _plain_record(encode_properties({"UNIQ_KEY": f"u{i}"}), queue_offset=i, body=b"b" * 1000)
+        for i in range(20)
+    )
+    msgs = decode_records(body)
+    one = pickle.dumps(msgs[3])
+    assert len(one) < 2 * 1000 + 500  # the message's own body, not the 20-record pull body
+    back = pickle.loads(one)
+    for name in (*_COLD, "topic", "body", "queue_offset", "stored_properties", "msg_id", "properties"):
+        assert getattr(back, name) == getattr(msgs[3], name), name
+    assert back.offset_msg_id == msgs[3].offset_msg_id
+    assert back.store_host == ("127.0.0.1", 2) and back.commit_log_offset == 1003
+
+
+@given(st.lists(records(), min_size=1, max_size=3), props_maps, st.text(max_size=20))
+def test_decode_records_stamps_like_put_properties_lazily(
+    items: list[dict[str, Any]], extra: dict[str, str], broker: str
+) -> None:
+    """Stamping in the decoder is the same as the former per-message loop over the result."""
+    joined = b"".join(encode_record(**f) for f in items)
+    stamped = decode_records(joined, broker_name=broker, extra_properties=extra)
+    plain = decode_records(joined)
+    for msg in plain:
+        msg.put_properties_lazily(extra)
+        msg.broker_name = broker
+    for a, b in zip(stamped, plain, strict=True):
+        assert a.properties == b.properties
+        assert a.stored_properties == b.stored_properties
+        assert a.broker_name == b.broker_name == broker
+        assert a.topic == b.topic and a.body == b.body and a.queue_offset == b.queue_offset
+
+
+@given(st.lists(props_maps, min_size=1, max_size=4), props_maps, st.booleans())
+def test_put_properties_lazily_each_matches_one_by_one(
+    stored: list[dict[str, str]], props: dict[str, str], parse_first: bool
+) -> None:
+    def make() -> list[MessageExt]:  # decoded, so the properties are still unparsed
+        msgs = decode_records(b"".join(_plain_record(encode_properties(p)) for p in stored))
+        if parse_first:
+            for m in msgs:
+                _ = m.properties
+        return msgs
+
+    each, one_by_one = make(), make()
+    put_properties_lazily_each(each, props)
+    for m in one_by_one:
+        m.put_properties_lazily(props)
+    assert [m.properties for m in each] == [m.properties for m in one_by_one]

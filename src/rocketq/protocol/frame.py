@@ -61,10 +61,10 @@ FLAG_ONEWAY = 0x2
 _INT = struct.Struct(">i")
 _PREFIX = struct.Struct(">iI")
 _BIN_FIXED = struct.Struct(">hbhiii")  # code, language, version, opaque, flag, remarkLength
-_SHORT = struct.Struct(">h")
 _MAX_HEADER_LENGTH = 0xFFFFFF
 
-_LANG_BY_NAME = {lang.name: lang for lang in LanguageCode}
+_LANG_VALUE = {lang.name: int(lang) for lang in LanguageCode}
+_LANG_OTHER = int(LanguageCode.OTHER)
 _LANG_NAME = {int(lang): lang.name for lang in LanguageCode}
 
 # fastjson escapes every control character below 0x20 (short forms for \b \t \n \f \r)
@@ -159,23 +159,24 @@ class RemotingCommand:
         return "".join(parts).encode()
 
     def _encode_binary_header(self) -> bytes:
+        # RocketMQSerializable.rocketMQProtocolEncode: fixed part, remark, then the map as
+        # (short key length, key, int value length, value) entries behind their total length
         remark = self.remark.encode() if self.remark else b""
-        out = bytearray(
-            _BIN_FIXED.pack(self.code, self.language, self.version, self.opaque, self.flag, len(remark))
-        )
-        out += remark
-        ext = bytearray()
-        if self.ext_fields:
-            for key, value in self.ext_fields.items():
+        parts = [
+            _BIN_FIXED.pack(self.code, self.language, self.version, self.opaque, self.flag, len(remark)),
+            remark,
+            b"",  # the map's length, known once it is encoded
+        ]
+        size = 0
+        ext = self.ext_fields
+        if ext:
+            for key, value in ext.items():
                 k = key.encode()
                 v = value.encode()
-                ext += _SHORT.pack(len(k))
-                ext += k
-                ext += _INT.pack(len(v))
-                ext += v
-        out += _INT.pack(len(ext))
-        out += ext
-        return bytes(out)
+                parts += (len(k).to_bytes(2, "big"), k, len(v).to_bytes(4, "big"), v)
+                size += 6 + len(k) + len(v)
+        parts[2] = size.to_bytes(4, "big")
+        return b"".join(parts)
 
     def encode(self) -> bytes:
         """The whole frame, length prefix included."""
@@ -263,16 +264,29 @@ def _decode_json_header(data: bytes | memoryview) -> RemotingCommand:
         raise MalformedFrameError(f"header is not valid JSON: {exc}") from exc
     if type(obj) is not dict:
         raise MalformedFrameError("JSON header is not an object")
-    if "code" not in obj:
-        raise MalformedFrameError("JSON header has no code")
-    code = _int32_field(obj, "code", 0)
-    flag = _int32_field(obj, "flag", 0)
-    opaque = _int32_field(obj, "opaque", 0)
-    version = _int32_field(obj, "version", 0)
+    code = obj.get("code")
+    flag = obj.get("flag", 0)
+    opaque = obj.get("opaque", 0)
+    version = obj.get("version", 0)
+    if not (
+        type(code) is int
+        and type(flag) is int
+        and type(opaque) is int
+        and type(version) is int
+        and _INT32_MIN <= code <= _INT32_MAX
+        and _INT32_MIN <= flag <= _INT32_MAX
+        and _INT32_MIN <= opaque <= _INT32_MAX
+        and _INT32_MIN <= version <= _INT32_MAX
+    ):  # anything but four plain int32s (what every peer writes) takes the careful path
+        if "code" not in obj:
+            raise MalformedFrameError("JSON header has no code")
+        code = _int32_field(obj, "code", 0)
+        flag = _int32_field(obj, "flag", 0)
+        opaque = _int32_field(obj, "opaque", 0)
+        version = _int32_field(obj, "version", 0)
     lang_raw = obj.get("language", "JAVA")
     if type(lang_raw) is str:
-        lang = _LANG_BY_NAME.get(lang_raw)
-        language = int(lang) if lang is not None else int(LanguageCode.OTHER)
+        language = _LANG_VALUE.get(lang_raw, _LANG_OTHER)
     elif type(lang_raw) is int and 0 <= lang_raw <= 0x7F:  # an ordinal (the binary header's byte)
         language = lang_raw
     elif lang_raw is None:
@@ -307,18 +321,19 @@ def _decode_json_header(data: bytes | memoryview) -> RemotingCommand:
 
 
 def _decode_binary_header(data: bytes | memoryview) -> RemotingCommand:
-    mv = memoryview(data)
-    end = len(mv)
+    b = bytes(data)  # one copy of the (small) header; slicing bytes is cheaper than a view
+    end = len(b)
     if end < _BIN_FIXED.size + 4:
-        raise MalformedFrameError(f"binary header of {end} bytes is shorter than 25")
-    code, language, version, opaque, flag, remark_len = _BIN_FIXED.unpack_from(mv, 0)
+        raise MalformedFrameError(f"binary header of {end} bytes is shorter than 21")
+    code, language, version, opaque, flag, remark_len = _BIN_FIXED.unpack_from(b, 0)
     pos = _BIN_FIXED.size
     if remark_len < 0 or pos + remark_len + 4 > end:
         raise MalformedFrameError("binary header remark length runs past the header")
+    unpack_int = _INT.unpack_from
     try:
-        remark = bytes(mv[pos : pos + remark_len]).decode() if remark_len else None
+        remark = b[pos : pos + remark_len].decode() if remark_len else None
         pos += remark_len
-        (ext_len,) = _INT.unpack_from(mv, pos)
+        (ext_len,) = unpack_int(b, pos)
         pos += 4
         if ext_len < 0 or pos + ext_len != end:
             raise MalformedFrameError("binary header extFields length does not match the header")
@@ -328,18 +343,16 @@ def _decode_binary_header(data: bytes | memoryview) -> RemotingCommand:
             while pos < end:
                 if pos + 2 > end:
                     raise MalformedFrameError("truncated extFields key length")
-                (klen,) = _SHORT.unpack_from(mv, pos)
-                pos += 2
-                if klen < 0 or pos + klen + 4 > end:
+                klen = (b[pos] << 8) | b[pos + 1]
+                key_end = pos + 2 + klen
+                if klen > 0x7FFF or key_end + 4 > end:  # a Java short: past 0x7FFF it is negative
                     raise MalformedFrameError("extFields key runs past the header")
-                key = bytes(mv[pos : pos + klen]).decode()
-                pos += klen
-                (vlen,) = _INT.unpack_from(mv, pos)
-                pos += 4
-                if vlen < 0 or pos + vlen > end:
+                (vlen,) = unpack_int(b, key_end)
+                value_end = key_end + 4 + vlen
+                if vlen < 0 or value_end > end:
                     raise MalformedFrameError("extFields value runs past the header")
-                ext[key] = bytes(mv[pos : pos + vlen]).decode()
-                pos += vlen
+                ext[b[pos + 2 : key_end].decode()] = b[key_end + 4 : value_end].decode()
+                pos = value_end
     except UnicodeDecodeError as exc:
         raise MalformedFrameError(f"binary header string is not valid UTF-8: {exc}") from exc
     return RemotingCommand(

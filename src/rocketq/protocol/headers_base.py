@@ -10,8 +10,9 @@ A header class is a ``@dataclass(slots=True, kw_only=True)`` subclass of
 :func:`jlong`, :func:`jbool` or :func:`jenum`. Each declaration names the Java field (the
 wire key), its Java type and whether it is ``@CFNotNull``; nothing else is written per
 header. The first use of a class builds a :class:`_Plan` (field kinds, parsers, the
-Java insertion order and the resulting ``HashMap`` orders) once; encoding and decoding
-only walk that plan.
+Java insertion order and the resulting ``HashMap`` orders) once, and compiles it, as
+``dataclasses`` compiles ``__init__``, into straight-line decode and encode functions
+specialised to the class; encoding and decoding only run those.
 
 Invariants:
 
@@ -39,7 +40,7 @@ import dataclasses
 import enum
 import inspect
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
@@ -279,6 +280,11 @@ class _Plan:
     required: tuple[tuple[str, str], ...]  # attr, wire
     insertion: tuple[str, ...]  # wire names in makeCustomHeaderToNet insertion order
     insertion_slots: tuple[_Slot, ...]  # the same, as slots
+    #: compiled from the above (:func:`_compile`): extFields -> header, header -> extFields
+    #: (HashMap order, no extra keys), header -> extFields (FastCodesHeader order, or None)
+    decode: Callable[[Mapping[str, str]], Any]
+    encode: Callable[[Any], dict[str, str]]
+    encode_fast: Callable[[Any], dict[str, str]] | None
 
 
 def _build_plan(cls: type[CommandHeader]) -> _Plan:
@@ -339,6 +345,9 @@ def _build_plan(cls: type[CommandHeader]) -> _Plan:
         )
         for wf in fields
     )
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+    if dataclasses.MISSING in defaults.values():
+        raise TypeError(f"{cls.__name__}: every header field needs a default (absent keys keep it)")
     return _Plan(
         fields=tuple(fields),
         decoders=decoders,
@@ -348,7 +357,88 @@ def _build_plan(cls: type[CommandHeader]) -> _Plan:
         required=tuple((wf.attr, wf.wire) for wf in fields if wf.required),
         insertion=tuple(insertion),
         insertion_slots=tuple(slots[w] for w in insertion),
+        decode=_compile_decoder(cls, decoders, defaults),
+        encode=_compile_encoder(cls, orders, full_capacity, fields),
+        encode_fast=None if fast_order is None else _compile_encoder(cls, {0: fast_order}, 0, fields),
     )
+
+
+# --------------------------------------------------------------------------- compiled codecs
+# The generic codec walks a plan's tuples and builds a kwargs dict per call; on the hot
+# headers (a pull request and response per 32 messages, a send request and response per
+# send) that walk is most of the cost. As ``dataclasses`` does for ``__init__``, the plan
+# is turned once into straight-line source specialised to the class: the same rules, no
+# loop, no dict of keyword arguments. Tests check the compiled codecs against the generic
+# walk (``_decode_generic``/``_encode_generic``) on generated input.
+
+
+def _compile(name: str, source: str, env: dict[str, object]) -> Callable[..., Any]:
+    namespace: dict[str, object] = {}
+    exec(compile(source, f"<rocketq header codec {name}>", "exec"), env, namespace)
+    fn = namespace[name]
+    assert callable(fn)
+    return fn
+
+
+def _compile_decoder(
+    cls: type[CommandHeader],
+    decoders: tuple[tuple[str, str, int, Callable[[str], object]], ...],
+    defaults: Mapping[str, object],
+) -> Callable[[Mapping[str, str]], Any]:
+    """``from_ext_fields`` for one class: each value parsed inline into a local, then one
+    constructor call (absent or unparsable values keep the field default)."""
+    env: dict[str, object] = {"_cls": cls}
+    lines = ["def _decode(ext):"]
+    args = []
+    for i, (attr, wire, fast, parse) in enumerate(decoders):
+        env[f"_d{i}"] = defaults[attr]
+        env[f"_p{i}"] = parse
+        lines.append(f"    t = ext.get({wire!r})")
+        lines.append(f"    if t is None: v{i} = _d{i}")
+        if fast == 0:
+            lines.append(f"    else: v{i} = t")
+        else:
+            if fast > 0:
+                lines.append(f"    elif 0 < len(t) < {fast} and t.isdigit() and t.isascii(): v{i} = int(t)")
+            lines.append("    else:")
+            lines.append(f"        v{i} = _p{i}(t)")
+            lines.append(f"        if v{i} is None: v{i} = _d{i}")
+        args.append(f"{attr}=v{i}")
+    lines.append(f"    return _cls({', '.join(args)})")
+    return _compile("_decode", "\n".join(lines), env)
+
+
+def _compile_encoder(
+    cls: type[CommandHeader],
+    orders: Mapping[int, tuple[_Slot, ...]],
+    full_capacity: int,
+    fields: Sequence[WireField],
+) -> Callable[[Any], dict[str, str]]:
+    """``to_ext_fields`` without extra keys for one class, in the order of
+    ``orders[full_capacity]``; when fewer keys make a smaller Java ``HashMap``
+    (``full_capacity > 16``), the result is re-ordered for that table size."""
+    kinds = {wf.attr: wf.java_type for wf in fields}
+    env: dict[str, object] = {"_orders": orders, "_capacity": hashmap_capacity}
+    lines = ["def _encode(h):", "    out = {}"]
+    for i, (attr, wire, fmt) in enumerate(orders[full_capacity]):
+        env[f"_f{i}"] = fmt
+        kind = kinds[attr]
+        if kind is JavaType.STRING:
+            value = f"v if type(v) is str else _f{i}(v)"
+        elif kind is JavaType.INT or kind is JavaType.LONG:
+            value = "str(v)"
+        elif kind is JavaType.BOOLEAN:
+            value = '"true" if v else "false"'
+        else:
+            value = f"_f{i}(v)"
+        lines.append(f"    v = h.{attr}")
+        lines.append(f"    if v is not None: out[{wire!r}] = {value}")
+    if full_capacity > 16:
+        lines.append("    capacity = _capacity(len(out))")
+        lines.append(f"    if capacity != {full_capacity}:")
+        lines.append("        out = {w: out[w] for _, w, _ in _orders[capacity] if w in out}")
+    lines.append("    return out")
+    return _compile("_encode", "\n".join(lines), env)
 
 
 _PLANS: dict[type, _Plan] = {}  # memo of derived, immutable data; filled once per class
@@ -401,27 +491,15 @@ class CommandHeader:
         ``HashMap`` iteration order.
         """
         plan = _plan(type(self))
-        if serialize_type == SerializeType.ROCKETMQ and plan.fast_order is not None:
-            out = {}
-            for attr, wire, fmt in plan.fast_order:
-                value = getattr(self, attr)
-                if value is not None:
-                    out[wire] = fmt(value)
+        if serialize_type == SerializeType.ROCKETMQ and plan.encode_fast is not None:
+            out = plan.encode_fast(self)
             if extra:
                 for key in hashmap_order(extra):
                     out.setdefault(key, extra[key])
             return out
         if extra:
             return self._merge_with(plan, extra)
-        out = {}
-        for attr, wire, fmt in plan.orders[plan.full_capacity]:
-            value = getattr(self, attr)
-            if value is not None:
-                out[wire] = fmt(value)
-        if plan.full_capacity > 16 and (capacity := hashmap_capacity(len(out))) != plan.full_capacity:
-            # fewer keys -> smaller HashMap table -> a different bucket order
-            out = {wire: out[wire] for _, wire, _ in plan.orders[capacity] if wire in out}
-        return out
+        return plan.encode(self)
 
     def _merge_with(self, plan: _Plan, extra: Mapping[str, str]) -> dict[str, str]:
         values = dict(extra)
@@ -443,25 +521,48 @@ class CommandHeader:
         """
         if not ext:
             return cls()
-        kwargs: dict[str, Any] = {}
-        for attr, wire, fast, parse in _plan(cls).decoders:
-            text = ext.get(wire)
-            if text is None:
-                continue
-            if fast == 0:
-                kwargs[attr] = text
-            elif 0 < len(text) < fast and text.isdigit() and text.isascii():
-                kwargs[attr] = int(text)
-            else:
-                value = parse(text)
-                if value is not None:
-                    kwargs[attr] = value
-        return cls(**kwargs)
+        header: _H = _plan(cls).decode(ext)
+        return header
 
     def missing_required(self) -> list[str]:
         """Wire names of ``@CFNotNull`` fields that are ``None`` (a server answers
         SYSTEM_ERROR for those, as the Java broker does after its NullPointerException)."""
         return [wire for attr, wire in _plan(type(self)).required if getattr(self, attr) is None]
+
+
+def _decode_generic(cls: type[_H], ext: Mapping[str, str]) -> _H:
+    """The plan walked generically: the reference the compiled decoder is tested against."""
+    kwargs: dict[str, Any] = {}
+    for attr, wire, fast, parse in _plan(cls).decoders:
+        text = ext.get(wire)
+        if text is None:
+            continue
+        if fast == 0:
+            kwargs[attr] = text
+        elif 0 < len(text) < fast and text.isdigit() and text.isascii():
+            kwargs[attr] = int(text)
+        else:
+            value = parse(text)
+            if value is not None:
+                kwargs[attr] = value
+    return cls(**kwargs)
+
+
+def _encode_generic(header: CommandHeader, *, fast_codes: bool = False) -> dict[str, str]:
+    """The plan walked generically (no extra keys): the reference of the compiled encoders."""
+    plan = _plan(type(header))
+    slots = plan.fast_order if fast_codes and plan.fast_order is not None else plan.orders[plan.full_capacity]
+    out = {}
+    for attr, wire, fmt in slots:
+        value = getattr(header, attr)
+        if value is not None:
+            out[wire] = fmt(value)
+    if slots is not plan.fast_order and plan.full_capacity > 16:
+        capacity = hashmap_capacity(len(out))
+        if capacity != plan.full_capacity:
+            # fewer keys -> smaller HashMap table -> a different bucket order
+            out = {wire: out[wire] for _, wire, _ in plan.orders[capacity] if wire in out}
+    return out
 
 
 @dataclass(slots=True, kw_only=True)

@@ -70,6 +70,7 @@ __all__ = [
     "encode_batch",
     "encode_properties",
     "encode_record",
+    "put_properties_lazily_each",
     "record_size",
     "store_timestamp_pos",
     "tags_code",
@@ -114,7 +115,6 @@ def _layout(born_len: int, store_len: int) -> struct.Struct:
 
 # Indexed by sysFlag & 0x30 (BORNHOST_V6 = 0x10, STOREHOST_V6 = 0x20).
 _LAYOUTS = {0x00: _layout(8, 8), 0x10: _layout(20, 8), 0x20: _layout(8, 20), 0x30: _layout(20, 20)}
-_HEAD_V4 = _LAYOUTS[0]
 _SHORT = struct.Struct(">h")
 _INT = struct.Struct(">i")
 _BATCH_HEAD = struct.Struct(">iiiii")  # TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODYLENGTH
@@ -247,6 +247,19 @@ def decode_properties(s: str) -> dict[str, str]:
         if name and value:
             out[name] = value
     return out
+
+
+def put_properties_lazily_each(msgs: Iterable[Message], props: Mapping[str, str]) -> None:
+    """:meth:`Message.put_properties_lazily` on every message, ``props`` encoded once (the
+    consume services stamp CONSUME_START_TIME on each message of a batch this way)."""
+    encoded = encode_properties(props)
+    for msg in msgs:
+        parsed = msg._props
+        if parsed is None:
+            raw = msg._raw_props
+            msg._raw_props = f"{raw}\x02{encoded}" if raw else encoded
+        else:
+            parsed.update(props)
 
 
 # --------------------------------------------------------------------------- compression
@@ -452,21 +465,29 @@ class MessageExt(Message):
 
     ``stored_properties`` is the property string exactly as found in the record (``""``
     for messages built in memory); ``properties`` is parsed from it on first access.
+
+    A decoded message is lazy: the fields a consumer seldom reads (born and store
+    timestamps and hosts, BODYCRC, the commit-log offset, PREPAREDTRANSACTIONOFFSET, hence
+    also ``offset_msg_id``) stay in the record's bytes, which the message keeps, until one
+    of them is first read or set; then all of them are decoded at once and the bytes
+    dropped. They read and write like plain attributes either way.
     """
 
     __slots__ = (
-        "body_crc",
-        "born_host",
-        "born_timestamp",
+        "_body_crc",
+        "_born_host",
+        "_born_timestamp",
+        "_commit_log_offset",
+        "_prepared_transaction_offset",
+        "_rec",
+        "_rec_pos",
+        "_store_host",
+        "_store_timestamp",
         "broker_name",
-        "commit_log_offset",
-        "prepared_transaction_offset",
         "queue_id",
         "queue_offset",
         "reconsume_times",
-        "store_host",
         "store_size",
-        "store_timestamp",
         "stored_properties",
         "sys_flag",
     )
@@ -475,16 +496,19 @@ class MessageExt(Message):
     store_size: int
     queue_offset: int
     sys_flag: int
-    born_timestamp: int
-    born_host: HostAddr
-    store_timestamp: int
-    store_host: HostAddr
-    commit_log_offset: int
-    body_crc: int
     reconsume_times: int
-    prepared_transaction_offset: int
     broker_name: str
     stored_properties: str
+    _born_timestamp: int
+    _born_host: HostAddr
+    _store_timestamp: int
+    _store_host: HostAddr
+    _commit_log_offset: int
+    _body_crc: int
+    _prepared_transaction_offset: int
+    #: the buffer holding the record whose cold fields are not decoded yet, else None
+    _rec: bytes | None
+    _rec_pos: int
 
     def __init__(
         self,
@@ -517,15 +541,135 @@ class MessageExt(Message):
         self.store_size = store_size
         self.queue_offset = queue_offset
         self.sys_flag = sys_flag
-        self.born_timestamp = born_timestamp
-        self.born_host = born_host
-        self.store_timestamp = store_timestamp
-        self.store_host = store_host
-        self.commit_log_offset = commit_log_offset
-        self.body_crc = body_crc
+        self._rec = None
+        self._rec_pos = 0
+        self._born_timestamp = born_timestamp
+        self._born_host = born_host
+        self._store_timestamp = store_timestamp
+        self._store_host = store_host
+        self._commit_log_offset = commit_log_offset
+        self._body_crc = body_crc
         self.reconsume_times = reconsume_times
-        self.prepared_transaction_offset = prepared_transaction_offset
+        self._prepared_transaction_offset = prepared_transaction_offset
         self.broker_name = broker_name
+
+    # ------------------------------------------------------------------ cold fields
+    def _decode_cold(self) -> None:
+        """Decode the cold fields from the kept record bytes (which the decoder checked)."""
+        rec = self._rec
+        if rec is None:
+            return
+        fields = _LAYOUTS[self.sys_flag & _V6_BITS].unpack_from(rec, self._rec_pos)
+        self._body_crc = fields[2]
+        self._commit_log_offset = fields[6]
+        self._born_timestamp = fields[8]
+        self._born_host = _cached_host(fields[9])
+        self._store_timestamp = fields[10]
+        self._store_host = _cached_host(fields[11])
+        self._prepared_transaction_offset = fields[13]
+        self._rec = None
+
+    @property
+    def born_timestamp(self) -> int:
+        """BORNTIMESTAMP: when the producer built the message (wall-clock ms)."""
+        if self._rec is not None:
+            self._decode_cold()
+        return self._born_timestamp
+
+    @born_timestamp.setter
+    def born_timestamp(self, value: int) -> None:
+        if self._rec is not None:
+            self._decode_cold()
+        self._born_timestamp = value
+
+    @property
+    def born_host(self) -> HostAddr:
+        """BORNHOST: the producer's (address, port)."""
+        if self._rec is not None:
+            self._decode_cold()
+        return self._born_host
+
+    @born_host.setter
+    def born_host(self, value: HostAddr) -> None:
+        if self._rec is not None:
+            self._decode_cold()
+        self._born_host = value
+
+    @property
+    def store_timestamp(self) -> int:
+        """STORETIMESTAMP: when the broker stored the message (wall-clock ms)."""
+        if self._rec is not None:
+            self._decode_cold()
+        return self._store_timestamp
+
+    @store_timestamp.setter
+    def store_timestamp(self, value: int) -> None:
+        if self._rec is not None:
+            self._decode_cold()
+        self._store_timestamp = value
+
+    @property
+    def store_host(self) -> HostAddr:
+        """STOREHOSTADDRESS: the storing broker's (address, port)."""
+        if self._rec is not None:
+            self._decode_cold()
+        return self._store_host
+
+    @store_host.setter
+    def store_host(self, value: HostAddr) -> None:
+        if self._rec is not None:
+            self._decode_cold()
+        self._store_host = value
+
+    @property
+    def commit_log_offset(self) -> int:
+        """PHYSICALOFFSET: the record's offset in the broker's commit log."""
+        if self._rec is not None:
+            self._decode_cold()
+        return self._commit_log_offset
+
+    @commit_log_offset.setter
+    def commit_log_offset(self, value: int) -> None:
+        if self._rec is not None:
+            self._decode_cold()
+        self._commit_log_offset = value
+
+    @property
+    def body_crc(self) -> int:
+        """BODYCRC: ``crc32(body) & 0x7FFFFFFF`` of the stored body."""
+        if self._rec is not None:
+            self._decode_cold()
+        return self._body_crc
+
+    @body_crc.setter
+    def body_crc(self, value: int) -> None:
+        if self._rec is not None:
+            self._decode_cold()
+        self._body_crc = value
+
+    @property
+    def prepared_transaction_offset(self) -> int:
+        """PREPAREDTRANSACTIONOFFSET: the half message's commit-log offset (transactions)."""
+        if self._rec is not None:
+            self._decode_cold()
+        return self._prepared_transaction_offset
+
+    @prepared_transaction_offset.setter
+    def prepared_transaction_offset(self, value: int) -> None:
+        if self._rec is not None:
+            self._decode_cold()
+        self._prepared_transaction_offset = value
+
+    def __getstate__(self) -> tuple[None, dict[str, object]]:
+        # pickled decoded, without the record bytes (a pull body shared by its messages)
+        self._decode_cold()
+        state: dict[str, object] = {}
+        for klass in type(self).__mro__:
+            for name in getattr(klass, "__slots__", ()):
+                if name != "_rec" and hasattr(self, name):
+                    state[name] = getattr(self, name)
+        state["_rec"] = None
+        return None, state
 
     @property
     def offset_msg_id(self) -> str:
@@ -654,33 +798,63 @@ class RecordEncoder:
         return b"".join((head, body, tail, len(props_b).to_bytes(2, "big"), props_b))
 
 
-def _host(raw: bytes, cache: dict[bytes, HostAddr]) -> HostAddr:
-    host = cache.get(raw)
+#: stored "address + port" bytes -> host, for the lazily decoded hosts of MessageExt
+_HOSTS: dict[bytes, HostAddr] = {}
+
+
+def _cached_host(raw: bytes) -> HostAddr:
+    host = _HOSTS.get(raw)
     if host is None:
         family = socket.AF_INET if len(raw) == 8 else socket.AF_INET6
-        host = cache[raw] = (socket.inet_ntop(family, raw[:-4]), int.from_bytes(raw[-4:], "big", signed=True))
+        host = (socket.inet_ntop(family, raw[:-4]), int.from_bytes(raw[-4:], "big", signed=True))
+        if len(_HOSTS) >= 1024:
+            _HOSTS.clear()
+        _HOSTS[raw] = host
     return host
 
 
+def _hot_layout(born_len: int, store_len: int) -> struct.Struct:
+    # _layout without the cold fields (skipped as pad bytes): TOTALSIZE, MAGICCODE, QUEUEID,
+    # FLAG, QUEUEOFFSET, SYSFLAG, RECONSUMETIMES, BODYLENGTH
+    return struct.Struct(f">ii4xiiq8xi8x{born_len}x8x{store_len}xi8xi")
+
+
+_HOT_LAYOUTS = {
+    0x00: _hot_layout(8, 8),
+    0x10: _hot_layout(20, 8),
+    0x20: _hot_layout(8, 20),
+    0x30: _hot_layout(20, 20),
+}
+_HOT_V4 = _HOT_LAYOUTS[0]
 _new = object.__new__
 
 
 def _decode_at(
-    b: bytes, pos: int, end: int, read_body: bool, decompress: bool, hosts: dict[bytes, HostAddr]
+    b: bytes,
+    pos: int,
+    end: int,
+    read_body: bool,
+    decompress: bool,
+    topics: dict[bytes, str],
+    broker_name: str = "",
+    extra: str = "",
 ) -> MessageExt:
-    """Decode the record at ``b[pos:]`` that must end by ``end``. The hot path."""
+    """Decode the record at ``b[pos:]`` that must end by ``end``. The hot path.
+
+    Only the hot fields are unpacked; the message keeps ``b`` for the cold ones
+    (:class:`MessageExt`). ``topics`` caches the topic from record to record of one body;
+    ``extra`` is an encoded property string appended after the stored ones (a later entry
+    wins when they are parsed), ``broker_name`` is stamped as is."""
     try:
-        fields = _HEAD_V4.unpack_from(b, pos)
-        v6 = fields[7] & _V6_BITS
-        layout = _HEAD_V4
+        fields = _HOT_V4.unpack_from(b, pos)
+        v6 = fields[5] & _V6_BITS
+        layout = _HOT_V4
         if v6:
-            layout = _LAYOUTS[v6]
+            layout = _HOT_LAYOUTS[v6]
             fields = layout.unpack_from(b, pos)
     except struct.error:
         raise MalformedFrameError(f"record at {pos} truncated: {end - pos} bytes left") from None
-    (size, magic, crc, qid, flag, qoff, phys, sysflag, born_ts, born, store_ts, store, recon, prep, blen) = (
-        fields
-    )
+    (size, magic, qid, flag, qoff, sysflag, recon, blen) = fields
     rec_end = pos + size
     if magic != MAGIC_CODE_V1 and magic != MAGIC_CODE_V2:  # noqa: PLR1714 - ints, hot path
         raise MalformedFrameError(f"record at {pos}: bad magic code {magic & 0xFFFFFFFF:#010x}")
@@ -715,23 +889,26 @@ def _decode_at(
         m.body = body
     else:
         m.body = b""
-    m.topic = b[tstart:ppos].decode("utf-8", "replace")
-    m.stored_properties = m._raw_props = b[ppos + 2 : rec_end].decode("utf-8", "replace")
+    raw_topic = b[tstart:ppos]
+    topic = topics.get(raw_topic)
+    if topic is None:
+        topic = topics[raw_topic] = raw_topic.decode("utf-8", "replace")
+    m.topic = topic
+    stored = m.stored_properties = b[ppos + 2 : rec_end].decode("utf-8", "replace")
+    if extra:
+        m._raw_props = f"{stored}\x02{extra}" if stored else extra
+    else:
+        m._raw_props = stored
     m._props = None
     m.flag = flag
     m.store_size = size
-    m.body_crc = crc
     m.queue_id = qid
     m.queue_offset = qoff
-    m.commit_log_offset = phys
     m.sys_flag = sysflag
-    m.born_timestamp = born_ts
-    m.born_host = hosts.get(born) or _host(born, hosts)
-    m.store_timestamp = store_ts
-    m.store_host = hosts.get(store) or _host(store, hosts)
     m.reconsume_times = recon
-    m.prepared_transaction_offset = prep
-    m.broker_name = ""
+    m.broker_name = broker_name
+    m._rec = b
+    m._rec_pos = pos
     return m
 
 
@@ -794,20 +971,31 @@ def decode_record_properties(record: bytes | memoryview) -> dict[str, str]:
     return decode_properties(bytes(raw).decode("utf-8", "replace"))
 
 
-def decode_records(buf: bytes | bytearray | memoryview, *, decompress: bool = True) -> list[MessageExt]:
+def decode_records(
+    buf: bytes | bytearray | memoryview,
+    *,
+    decompress: bool = True,
+    broker_name: str = "",
+    extra_properties: Mapping[str, str] | None = None,
+) -> list[MessageExt]:
     """Decode back-to-back records: a PULL_MESSAGE / QUERY_MESSAGE / VIEW_MESSAGE_BY_ID body.
 
     Unlike Java's ``MessageDecoder.decodes`` (which silently stops at the first bad
     record) this raises :class:`MalformedFrameError` on any malformed or truncated one.
+    ``broker_name`` is stamped on every message; ``extra_properties`` are put on every
+    message as :meth:`Message.put_properties_lazily` would (they win over stored values,
+    nothing is parsed here; ``stored_properties`` keeps the record's own string): what
+    ``PullAPIWrapper.processPullResult`` adds (MIN_OFFSET/MAX_OFFSET) in the same pass.
     """
     b = buf if isinstance(buf, bytes) else bytes(buf)
     end = len(b)
     pos = 0
-    hosts: dict[bytes, HostAddr] = {}
+    topics: dict[bytes, str] = {}
+    extra = encode_properties(extra_properties) if extra_properties else ""
     out: list[MessageExt] = []
     append = out.append
     while pos < end:
-        m = _decode_at(b, pos, end, True, decompress, hosts)
+        m = _decode_at(b, pos, end, True, decompress, topics, broker_name, extra)
         append(m)
         pos += m.store_size
     return out

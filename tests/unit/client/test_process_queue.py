@@ -120,3 +120,34 @@ def test_commit_offset_never_passes_an_unconsumed_message(offsets: list[int], da
         else:
             assert commit == max(offsets) + 1
         assert pq.msg_count == len(remaining)
+
+
+@given(
+    pulls=st.lists(st.lists(st.integers(0, 300), max_size=40), min_size=1, max_size=5),
+    data=st.data(),
+)
+def test_batched_put_and_remove_agree_with_a_plain_model(pulls: list[list[int]], data: st.DataObject) -> None:
+    """Pulls in and out of order (duplicates included), removed in random batches: the cache,
+    its counters and the commit offset always match a set-based model."""
+    pq = ProcessQueue()
+    cached: dict[int, MessageExt] = {}
+    last_put = 0
+    for pull in pulls:
+        msgs = [_msg(o, body=b"x" * (o % 7)) for o in pull]
+        pq.put_messages(msgs)
+        for m in msgs:
+            if m.queue_offset not in cached:  # a new one: ProcessQueue.queueOffsetMax follows it
+                cached[m.queue_offset] = m
+                last_put = m.queue_offset
+        assert pq.msg_count == len(cached)
+        assert pq.msg_size == sum(len(m.body) for m in cached.values())
+        assert pq.min_offset() == (min(cached) if cached else None)
+        assert pq.max_span() == (max(cached) - min(cached) if cached else 0)
+        if cached:
+            batch = data.draw(st.lists(st.sampled_from(sorted(cached)), max_size=12))
+            commit = pq.remove_messages([cached[o] for o in batch])
+            for o in batch:
+                cached.pop(o, None)
+            assert commit == (min(cached) if cached else last_put + 1)
+            assert pq.msg_count == len(cached)
+            assert pq.min_offset() == (min(cached) if cached else None)

@@ -41,7 +41,7 @@ from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.retry import split_concurrent_result
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.protocol.heartbeat import MessageModel
-from rocketq.protocol.message import MessageConst, MessageExt, encode_properties
+from rocketq.protocol.message import MessageConst, MessageExt, put_properties_lazily_each
 from rocketq.protocol.message_queue import MessageQueue
 
 __all__ = ["ConsumeMessageConcurrentlyService", "ConsumeServiceHost"]
@@ -163,10 +163,7 @@ class ConsumeMessageConcurrentlyService:
         status: ConsumeConcurrentlyStatus | None = None
         has_exception = False
         try:
-            start = {MessageConst.CONSUME_START_TIME: str(self._clock_ms())}
-            encoded = encode_properties(start)
-            for msg in msgs:
-                msg.put_properties_lazily(start, encoded)
+            put_properties_lazily_each(msgs, {MessageConst.CONSUME_START_TIME: str(self._clock_ms())})
             result = self.listener(list(msgs), context)
             status = result if isinstance(result, ConsumeConcurrentlyStatus) else None
             if result is not None and status is None:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import enum
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
@@ -197,35 +197,93 @@ def classify_consume_result(
     return status, ConsumeReturnType.SUCCESS
 
 
-class ConsumePool(ThreadPoolExecutor):
+_Call = tuple[Callable[..., object], tuple[object, ...]]
+
+
+class ConsumePool:
     """The bounded pool a consume service runs listeners on (``consumeExecutor``).
 
-    It remembers its worker threads itself (each registers on start), so a shutdown can
-    give running listeners a bounded join without reading the executor's private state.
+    A queue of calls and up to ``max_workers`` named daemon threads, one more started by a
+    submit that finds no worker idle (``ThreadPoolExecutor``'s policy). Unlike an executor
+    it makes no Future per call: a consume request reports through its ProcessQueue and
+    the offset store, never through a result, and the Future's condition variables cost
+    more than the rest of the hand-off. An exception escaping a call is logged; it never
+    kills a worker. :meth:`shutdown` drops the calls not started yet; a later
+    :meth:`submit` raises ``RuntimeError`` (what a shut-down executor raises).
     """
 
     def __init__(self, max_workers: int, thread_name_prefix: str) -> None:
+        if max_workers < 1:
+            raise ValueError("max_workers must be >= 1")
+        self._max_workers = max_workers
+        self._prefix = thread_name_prefix
+        self._calls: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
         self._workers: list[threading.Thread] = []
-        self._workers_lock = threading.Lock()
-        super().__init__(
-            max_workers=max_workers, thread_name_prefix=thread_name_prefix, initializer=self._register_worker
-        )
+        self._idle = 0  # workers waiting for a call (read without the lock: a hint)
+        self._shutdown = False
 
-    def _register_worker(self) -> None:
-        with self._workers_lock:
-            self._workers.append(threading.current_thread())
+    def submit(self, fn: Callable[..., object], /, *args: object) -> None:
+        """Queue ``fn(*args)``; raises RuntimeError after :meth:`shutdown`."""
+        if self._shutdown:
+            raise RuntimeError("cannot schedule new calls after shutdown")
+        self._calls.put((fn, args))
+        if self._idle == 0 and len(self._workers) < self._max_workers:
+            with self._lock:
+                if self._shutdown or len(self._workers) >= self._max_workers:
+                    return
+                thread = threading.Thread(
+                    target=self._work, name=f"{self._prefix}_{len(self._workers)}", daemon=True
+                )
+                self._workers.append(thread)
+            thread.start()
+
+    def _work(self) -> None:
+        calls, lock = self._calls, self._lock
+        while True:
+            with lock:
+                self._idle += 1
+            call = calls.get()
+            with lock:
+                self._idle -= 1
+            if call is None:
+                return
+            fn, args = call
+            try:
+                fn(*args)
+            except BaseException:
+                log.exception("%s: a consume call failed", threading.current_thread().name)
+            del call, fn, args  # drop the messages before waiting for the next call
+
+    def shutdown(self) -> None:
+        """Refuse new calls, drop the queued ones and let every worker end after its current call."""
+        with self._lock:
+            self._shutdown = True
+            workers = len(self._workers)
+        try:
+            while True:
+                self._calls.get_nowait()
+        except queue.Empty:
+            pass
+        for _ in range(workers):
+            self._calls.put(None)
 
     def workers(self) -> list[threading.Thread]:
         """The worker threads started so far."""
-        with self._workers_lock:
+        with self._lock:
             return list(self._workers)
+
+    @property
+    def idle_workers(self) -> int:
+        """Workers waiting for a call right now."""
+        return self._idle
 
 
 def shutdown_consume_pool(executor: ConsumePool, await_termination_ms: int) -> None:
     """Stop a consume pool: queued requests are dropped, running listeners get a bounded wait."""
     wait_ms = await_termination_ms if await_termination_ms > 0 else DEFAULT_SHUTDOWN_WAIT_MS
     deadline = time.monotonic() + wait_ms / 1000.0
-    executor.shutdown(wait=False, cancel_futures=True)
+    executor.shutdown()
     for thread in executor.workers():
         thread.join(max(0.0, deadline - time.monotonic()))
         if thread.is_alive():

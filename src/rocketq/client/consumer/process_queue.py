@@ -117,27 +117,32 @@ class ProcessQueue:
         cache is non-empty and no consume task is running (``consuming`` flips to True).
         """
         with self._lock:
-            valid = 0
+            cache = self._msgs
+            offsets = self._offsets
+            top = offsets[-1] if offsets else -1
+            valid = size = 0
             last: MessageExt | None = None
             for msg in msgs:
                 off = msg.queue_offset
-                if off in self._msgs:
+                if off in cache:
                     continue
-                self._msgs[off] = msg
-                if not self._offsets or off > self._offsets[-1]:
-                    self._offsets.append(off)
+                cache[off] = msg
+                if off > top:  # a pull is in offset order and after what is cached: no sort
+                    offsets.append(off)
+                    top = off
                 else:
-                    bisect.insort(self._offsets, off)
+                    bisect.insort(offsets, off)
                 valid += 1
-                self._msg_size += len(msg.body)
-                self._queue_offset_max = off
+                size += len(msg.body)
                 last = msg
             self._msg_count += valid
+            self._msg_size += size
             dispatch = False
-            if self._msgs and not self._consuming_flag:
+            if cache and not self._consuming_flag:
                 dispatch = True
                 self._consuming_flag = True
             if last is not None:
+                self._queue_offset_max = last.queue_offset
                 max_offset = last.properties.get(MessageConst.MAX_OFFSET)
                 if max_offset:
                     acc = int(max_offset) - last.queue_offset
@@ -149,18 +154,30 @@ class ProcessQueue:
         """Forget consumed messages; return the offset safe to commit, or -1 if nothing was ever cached."""
         with self._lock:
             self.last_consume_timestamp = self._clock_ms()
-            if not self._msgs:
+            cache = self._msgs
+            if not cache:
                 return -1
+            offsets = self._offsets
             result = self._queue_offset_max + 1
+            removed: list[int] = []
+            size = 0
             for msg in msgs:
-                prev = self._msgs.pop(msg.queue_offset, None)
+                off = msg.queue_offset
+                prev = cache.pop(off, None)
                 if prev is not None:
-                    idx = bisect.bisect_left(self._offsets, msg.queue_offset)
-                    del self._offsets[idx]
-                    self._msg_count -= 1
-                    self._msg_size -= len(prev.body)
-            if self._offsets:
-                result = self._offsets[0]
+                    removed.append(off)
+                    size += len(prev.body)
+            if removed:
+                k = len(removed)
+                if offsets[:k] == removed:  # the oldest ones, in order: one cut
+                    del offsets[:k]
+                else:
+                    for off in removed:
+                        del offsets[bisect.bisect_left(offsets, off)]
+                self._msg_count -= k
+                self._msg_size -= size
+            if offsets:
+                result = offsets[0]
             return result
 
     # ------------------------------------------------------------------ orderly use
