@@ -18,7 +18,7 @@ COMPILED        := $(VENV)/.compiled
 SRC_PY          := $(shell find src/rocketq -name '*.py')
 # `make test` then runs a fast subset again with ROCKETQ_PURE_PYTHON=1 (the pure fallback).
 PURE_TESTS      := tests/unit tests/golden tests/component/test_build.py tests/component/test_remoting_client.py \
-                   tests/component/test_remoting_server.py
+                   tests/component/test_remoting_client_sync_io.py tests/component/test_remoting_server.py
 
 .PHONY: demo test lint typecheck pytest bench clean venv interop-deps browser
 
