@@ -299,14 +299,12 @@ def test_a_checker_that_never_knows_gets_the_half_discarded(
         # check scan creates it (4.9.7's TransactionalMessageBridge.fetchMessageQueues; putting a
         # half does not): alone, this test is the one whose half is the broker's first.
         states: list[HalfMessageState] = []
-        wait_until(
-            lambda: (
-                states.append(admin.half_message_state(result.msg_id))
-                or states[-1].state is not TransactionState.UNKNOWN
-            ),
-            10,
-            "the half topic's route (made by the first check scan)",
-        )
+
+        def known() -> bool:
+            states.append(admin.half_message_state(result.msg_id))
+            return states[-1].state is not TransactionState.UNKNOWN
+
+        wait_until(known, 10, "the half topic's route (made by the first check scan)")
         prepared = states[-1]  # seen within moments of that scan; the half's first check comes a scan later
         assert (prepared.state, prepared.half_copies, prepared.check_times) == (
             TransactionState.PREPARED,
