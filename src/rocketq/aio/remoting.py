@@ -22,8 +22,9 @@ Invariants:
   for request signing (ACL's ``RPCHook.doBeforeRequest``); ``ssl_context`` makes every
   connection TLS. Responses the
   client writes to server requests do not pass through the hooks.
-* Frames are written in call order; those written within one loop iteration leave in one
-  transport write (a burst of sends is one syscall, as the blocking client's flat combining).
+* Frames are written in call order. With no call in flight on the connection a frame is
+  written at once; otherwise those written within one loop iteration leave in one transport
+  write (a burst of sends is one syscall, as the blocking client's flat combining).
 * A response whose opaque is unknown is dropped (``processResponseCommand``); a malformed frame
   closes the connection and fails its pending calls with :class:`~rocketq.errors.ConnectError`.
 
@@ -184,10 +185,16 @@ class _Connection(asyncio.Protocol):
             await asyncio.shield(paused)
 
     def write(self, frame: bytes) -> None:
-        """Queue ``frame``; the queue is flushed once the current loop iteration's callbacks ran."""
-        if self.closed or self.transport is None:
+        """Write ``frame``: at once when nothing is queued and no call is in flight on this
+        connection (one request per round trip pays no loop callback); otherwise queued and
+        flushed once the current loop iteration's callbacks ran (a burst is one write)."""
+        transport = self.transport
+        if self.closed or transport is None:
             raise ConnectError("connection closed before the request was written", addr=self.addr)
         out = self._out
+        if not out and not self.pending:
+            transport.write(frame)
+            return
         out.append(frame)
         if len(out) == 1:
             asyncio.get_running_loop().call_soon(self._flush)
@@ -297,13 +304,9 @@ class AsyncRemotingClient:
         opaque = self._prepare(addr, request)
         frame = request.encode()
         fut: asyncio.Future[RemotingCommand] = loop.create_future()
+        conn.write(frame)  # before the call is pending: written at once when it is the only one
         pending = conn.pending
         pending[opaque] = fut
-        try:
-            conn.write(frame)
-        except ConnectError:
-            pending.pop(opaque, None)
-            raise
         timer = loop.call_at(deadline, _expire, conn, opaque, timeout_ms, request.code)
         try:
             if conn.paused:  # backpressure: the kernel is not taking our writes
