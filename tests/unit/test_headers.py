@@ -603,13 +603,155 @@ def _ext_for(draw: st.DrawFn, cls: type[CommandHeader]) -> dict[str, str]:
 def test_compiled_codecs_agree_with_the_generic_walk(data: st.DataObject, cls: type[CommandHeader]) -> None:
     """Each class's compiled from_ext_fields/to_ext_fields give exactly what walking its
     plan gives (the implementation before the compiled fast path), hostile values included."""
-    from rocketq.protocol.headers_base import _decode_generic, _encode_generic
-
     ext = data.draw(_ext_for(cls))
-    decoded = cls.from_ext_fields(ext)
-    assert decoded == _decode_generic(cls, ext)
+    decoded = _check_decoders(cls, ext)
     header = data.draw(_header_strategy(cls)) if data.draw(st.booleans()) else decoded
+    _check_encoders(header, data.draw(_extras_for(cls)))
+
+
+def _check_decoders(cls: type[CommandHeader], ext: dict[str, str]) -> CommandHeader:
+    """from_ext_fields and from_ext_fields_checked give what the generic walk (every value
+    through its Java parser) gives, and the checked one names the first missing field."""
+    from rocketq.protocol.headers_base import _decode_generic
+
+    want = _decode_generic(cls, ext)
+    decoded = cls.from_ext_fields(ext)
+    assert decoded == want
+    checked, missing = cls.from_ext_fields_checked(ext)
+    assert checked == want
+    assert missing == next(iter(want.missing_required()), None)
+    return decoded
+
+
+@st.composite
+def _extras_for(draw: st.DrawFn, cls: type[CommandHeader]) -> dict[str, str]:
+    """Keys already in the map before the header joins it: non-header keys, and sometimes
+    a header field's own key (the header's value then wins but the key keeps its place)."""
+    keys = [*NON_HEADER_EXT_FIELDS, *(wf.wire for wf in cls.wire_fields())]
+    chosen = draw(st.lists(st.sampled_from(keys), unique=True, max_size=4))
+    return {key: draw(st.text(max_size=4)) for key in chosen}
+
+
+def _check_encoders(header: CommandHeader, extra: dict[str, str]) -> None:
+    """Every compiled encoder equals its generic reference, key order included."""
+    from rocketq.protocol.headers_base import _encode_generic, _merge_generic
+
     for stype in SerializeType:
         got = header.to_ext_fields(serialize_type=stype)
         want = _encode_generic(header, fast_codes=stype == SerializeType.ROCKETMQ)
         assert list(got.items()) == list(want.items())
+    if extra:
+        merged = header.to_ext_fields(extra)
+        assert list(merged.items()) == list(_merge_generic(header, extra).items())
+        # the same extras again: the merging encoder compiled for these keys is reused
+        assert list(header.to_ext_fields(dict(extra)).items()) == list(merged.items())
+
+
+# The data path's four headers, from the maps real 4.9.7 peers send, mutated: most values
+# stay in the plain form the compiled decoders take inline, the rest go through the parser.
+_HOT_MAPS: dict[type[CommandHeader], dict[str, str]] = {
+    # a producer's SEND_MESSAGE_V2
+    SendMessageRequestHeaderV2: {
+        "a": "please_rename_unique_group_name",
+        "b": "TopicTest",
+        "c": "TBW102",
+        "d": "4",
+        "e": "1",
+        "f": "0",
+        "g": "1700000000123",
+        "h": "0",
+        "i": "UNIQ_KEY\x01AC1100020000000000000000\x02WAIT\x01true\x02TAGS\x01TagA\x02",
+        "j": "0",
+        "k": "false",
+        "m": "false",
+        "n": "broker-a",
+    },
+    # the broker's answer to it (preSend's keys included)
+    SendMessageResponseHeader: {
+        "queueId": "1",
+        "TRACE_ON": "true",
+        "MSG_REGION": "DefaultRegion",
+        "msgId": "7F00000100002A9F0000000000000C8A",
+        "queueOffset": "1234",
+    },
+    # a push consumer's PULL_MESSAGE
+    PullMessageRequestHeader: {
+        "consumerGroup": "please_rename_unique_group_name_4",
+        "topic": "TopicTest",
+        "queueId": "2",
+        "queueOffset": "1234",
+        "maxMsgNums": "32",
+        "sysFlag": "3",
+        "commitOffset": "1200",
+        "suspendTimeoutMillis": "15000",
+        "subscription": "*",
+        "subVersion": "1700000000999",
+        "expressionType": "TAG",
+        "bname": "broker-a",
+    },
+    PullMessageResponseHeader: {
+        "suggestWhichBrokerId": "0",
+        "nextBeginOffset": "1266",
+        "maxOffset": "5000",
+        "minOffset": "0",
+    },
+}
+_PLAINISH = st.one_of(
+    st.integers(0, 999).map(str),  # the small-number table
+    st.integers(-(2**64), 2**64).map(str),
+    st.sampled_from(["", "00", "007", "+1", "-0", " 1", "1 ", "1_0", "\uff12", "\u0663\u0660", "\u00b2"]),
+    st.sampled_from(["999999999", "1000000000", "2147483647", "2147483648", "9" * 18, "9" * 19]),
+    st.sampled_from(["true", "false", "TRUE", "True", "tru", "yes"]),
+)
+
+
+@st.composite
+def _hot_maps(draw: st.DrawFn, cls: type[CommandHeader]) -> dict[str, str]:
+    ext = dict(_HOT_MAPS[cls])
+    for wf in draw(st.lists(st.sampled_from(cls.wire_fields()), unique=True)):
+        if draw(st.booleans()):
+            ext.pop(wf.wire, None)
+        else:
+            ext[wf.wire] = draw(st.text(max_size=8) if wf.java_type is JavaType.STRING else _PLAINISH)
+    return ext
+
+
+@pytest.mark.parametrize("cls", list(_HOT_MAPS), ids=lambda c: c.__name__)
+def test_hot_headers_decode_like_the_java_parsers(cls: type[CommandHeader]) -> None:
+    """The broker's and client's per-message headers: the inline plain-value paths (small
+    number table, short digit runs, true/false) never differ from the Java parsers."""
+    plain = _check_decoders(cls, _HOT_MAPS[cls])
+    assert plain.missing_required() == []
+
+    @settings(max_examples=300, deadline=None)
+    @given(ext=_hot_maps(cls), extra=_extras_for(cls))
+    def check(ext: dict[str, str], extra: dict[str, str]) -> None:
+        _check_encoders(_check_decoders(cls, ext), extra)
+
+    check()
+
+
+def test_send_answer_map_is_java_order_with_pre_send_keys() -> None:
+    """SendMessageProcessor's answer: preSend put MSG_REGION and TRACE_ON first, then the
+    header's fields joined; the JSON map is that HashMap's order (from a 4.9.7 capture)."""
+    header = SendMessageResponseHeader(
+        msg_id="7F00000100002A9F0000000000000C8A", queue_id=1, queue_offset=1234
+    )
+    ext = header.to_ext_fields({"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"})
+    assert list(ext.items()) == list(_HOT_MAPS[SendMessageResponseHeader].items())
+    # a header field that is also an extra: the header's value, the extra's place
+    clash = header.to_ext_fields({"msgId": "old", "MSG_REGION": "R"})
+    assert list(clash) == hashmap_order(["msgId", "MSG_REGION", "queueId", "queueOffset"])
+    assert clash["msgId"] == header.msg_id
+
+
+def test_every_small_number_decodes_as_the_java_parser_reads_it() -> None:
+    """Int fields look their value up in a table of small numbers first: every entry (and
+    the first numbers past it) must equal what Integer.parseInt gives."""
+    from rocketq.protocol.headers_base import _decode_generic
+
+    for number in range(1100):
+        ext = {**_HOT_MAPS[SendMessageRequestHeaderV2], "e": str(number), "d": f"{number:03d}"}
+        decoded = SendMessageRequestHeaderV2.from_ext_fields(ext)
+        assert decoded == _decode_generic(SendMessageRequestHeaderV2, ext)
+        assert (decoded.queue_id, decoded.default_topic_queue_nums) == (number, number)
