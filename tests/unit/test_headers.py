@@ -332,6 +332,9 @@ def test_golden_v2_sends_map_to_v1() -> None:
         assert v1.producer_group == case.cmd.ext_fields["a"]
         assert v1.batch is (case.cmd.code == RequestCode.SEND_BATCH_MESSAGE)
         assert SendMessageRequestHeaderV2.from_v1(v1).to_ext_fields() == case.cmd.ext_fields
+        # the client's path: V2's codec over the V1 header, same keys in the same order
+        direct = SendMessageRequestHeaderV2.ext_fields_from_v1(v1)
+        assert list(direct.items()) == list(case.cmd.ext_fields.items())
 
 
 # --------------------------------------------------------------------------- lenient decoding
@@ -755,3 +758,13 @@ def test_every_small_number_decodes_as_the_java_parser_reads_it() -> None:
         decoded = SendMessageRequestHeaderV2.from_ext_fields(ext)
         assert decoded == _decode_generic(SendMessageRequestHeaderV2, ext)
         assert (decoded.queue_id, decoded.default_topic_queue_nums) == (number, number)
+
+
+@settings(max_examples=300, deadline=None)
+@given(v1=_header_strategy(SendMessageRequestHeader), stype=st.sampled_from(SerializeType))
+def test_v2_ext_fields_straight_from_a_v1_header(v1: SendMessageRequestHeader, stype: SerializeType) -> None:
+    """What the producer sends: the V2 map of a V1 header, in both serializations and
+    with any fields absent (a smaller HashMap re-orders), equals building the V2 header."""
+    want = SendMessageRequestHeaderV2.from_v1(v1).to_ext_fields(serialize_type=stype)
+    got = SendMessageRequestHeaderV2.ext_fields_from_v1(v1, serialize_type=stype)
+    assert list(got.items()) == list(want.items())

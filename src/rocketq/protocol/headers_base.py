@@ -529,9 +529,9 @@ def _compile_encoder(
     total = len(steps)
     if orders is not None and hashmap_capacity(total) > 16:
         env["_orders"] = orders
-        lines.append("    capacity = _capacity(len(out))")
-        lines.append(f"    if capacity != {hashmap_capacity(total)}:")
-        lines.append("        out = {w: out[w] for w in _orders[capacity] if w in out}")
+        # at most 3/4 of the next smaller table: that table, not the full one
+        lines.append(f"    if len(out) <= {hashmap_capacity(total) // 2 * 3 // 4}:")
+        lines.append("        out = {w: out[w] for w in _orders[_capacity(len(out))] if w in out}")
     lines.append("    return out")
     return _compile("_encode", "\n".join(lines), env)
 
@@ -613,6 +613,16 @@ class CommandHeader:
         if merge is None:
             merge = plan.merging[keys] = _compile_merging(plan, keys)
         return merge(self, extra)
+
+    @classmethod
+    def _ext_fields_of(cls, source: object, serialize_type: int) -> dict[str, str]:
+        """``to_ext_fields(serialize_type=...)`` of a header of this class whose values are
+        ``source``'s attributes of the same names, without building that header (``source``
+        must have every attribute of this class, e.g. a V1 send header for V2)."""
+        plan = _PLANS.get(cls) or _plan(cls)
+        if serialize_type == _ROCKETMQ and plan.encode_fast is not None:
+            return plan.encode_fast(source)
+        return plan.encode(source)
 
     @classmethod
     def from_ext_fields(cls: type[_H], ext: Mapping[str, str] | None) -> _H:
