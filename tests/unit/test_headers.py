@@ -768,3 +768,14 @@ def test_v2_ext_fields_straight_from_a_v1_header(v1: SendMessageRequestHeader, s
     want = SendMessageRequestHeaderV2.from_v1(v1).to_ext_fields(serialize_type=stype)
     got = SendMessageRequestHeaderV2.ext_fields_from_v1(v1, serialize_type=stype)
     assert list(got.items()) == list(want.items())
+
+
+def test_many_sets_of_extra_keys_still_merge_in_java_order() -> None:
+    """Merging encoders are compiled for a bounded number of key sets per class; past
+    that the generic merge answers, with the same result."""
+    from rocketq.protocol.headers_base import _merge_generic
+
+    header = UnregisterClientRequestHeader(client_id="c", producer_group="p")
+    for i in range(80):
+        extra = {f"k{i}": "x", "AccessKey": "ak"}
+        assert list(header.to_ext_fields(extra).items()) == list(_merge_generic(header, extra).items())

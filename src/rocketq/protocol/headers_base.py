@@ -12,7 +12,9 @@ wire key), its Java type and whether it is ``@CFNotNull``; nothing else is writt
 header. The first use of a class builds a :class:`_Plan` (field kinds, parsers, the
 Java insertion order and the resulting ``HashMap`` orders) once, and compiles it, as
 ``dataclasses`` compiles ``__init__``, into straight-line decode and encode functions
-specialised to the class; encoding and decoding only run those.
+specialised to the class; encoding and decoding only run those. They are the one codec of
+every header, the data path's included (a send and its answer per message, a pull and its
+answer per batch): no header is read or written by hand elsewhere.
 
 Invariants:
 
@@ -30,6 +32,11 @@ Invariants:
   the field default, an unparsable number keeps the default too (Java logs the
   ``NumberFormatException`` and leaves the field untouched), and booleans follow
   ``Boolean.parseBoolean`` (case-insensitive ``"true"``, anything else ``False``).
+* The compiled decoders equal the plan walked with the Java parsers
+  (:func:`_decode_generic`); plain values (a small number, a short run of decimal digits,
+  ``true``/``false``) are only taken inline, before the parser. The compiled encoders
+  equal :func:`_encode_generic`, and with extra keys :func:`_merge_generic` (one encoder
+  per class and set of extra keys, compiled on first sight of that set).
 * Java primitives (``int``/``long``/``boolean`` without a box) are non-optional here
   with the Java default, so they are always sent, e.g. V2 send's ``k`` and ``m``.
 """
@@ -551,6 +558,8 @@ def _compile_merging(plan: _Plan, extra_keys: tuple[str, ...]) -> _MergingEncode
     return _compile_encoder(plan.cls, plan.fields, steps, orders)
 
 
+#: compiled merging encoders kept per class (then the generic merge serves other key sets)
+_MAX_MERGING = 32
 _PLANS: dict[type, _Plan] = {}  # memo of derived, immutable data; filled once per class
 
 
@@ -611,6 +620,8 @@ class CommandHeader:
         keys = tuple(extra)
         merge = plan.merging.get(keys)
         if merge is None:
+            if len(plan.merging) >= _MAX_MERGING:  # key sets come from code: a few per class
+                return _merge_generic(self, extra)
             merge = plan.merging[keys] = _compile_merging(plan, keys)
         return merge(self, extra)
 
@@ -685,7 +696,8 @@ def _encode_generic(header: CommandHeader, *, fast_codes: bool = False) -> dict[
 
 def _merge_generic(header: CommandHeader, extra: Mapping[str, str]) -> dict[str, str]:
     """Header + extras replayed through :func:`hashmap_order` (extras inserted first, then
-    the header's fields in insertion order): the reference of the compiled merging encoders."""
+    the header's fields in insertion order): the reference of the compiled merging encoders,
+    and what serves a class's key sets past the compiled ones (``_MAX_MERGING``)."""
     values = dict(extra)
     keys = list(extra)
     for attr, wire, fmt in _plan(type(header)).insertion_slots:
