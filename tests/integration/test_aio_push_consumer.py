@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import threading
 import time
@@ -37,6 +38,7 @@ from rocketq.testing.cluster import EmbeddedCluster
 from rocketq.testing.waits import async_wait_until, wait_for_dlq
 from tests.integration.test_aio_producer import LOOPS, run
 from tests.integration.test_orderly_consumer import Delivery, check_exclusive, check_order
+from tests.integration.test_push_consumer import fail_caching_twice
 
 pytestmark = pytest.mark.integration
 
@@ -304,6 +306,42 @@ def test_consumer_started_before_its_topic_gets_messages_quickly(
             async with AsyncProducer(unique_name("late_pg"), namesrv_addr=embedded_cluster.namesrv_addr) as p:
                 await p.send(Message(topic, b"first"))  # auto-creates the topic
             await async_wait_until(lambda: b"first" in got, 15, "the first message of a late topic")
+
+    asyncio.run(main())
+
+
+def test_a_failure_while_caching_a_pull_pulls_the_batch_again(
+    embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exception while a pull is cached ends neither the queue's pull task nor skips the batch."""
+    topic, group = unique_name("T"), unique_name("G")
+    embedded_cluster.create_topic(topic, 1)
+    bodies = {f"m-{i}".encode() for i in range(40)}
+    failures = fail_caching_twice(monkeypatch)
+    seen: Counter[bytes] = Counter()
+
+    async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        seen.update(m.body for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async def main() -> None:
+        async with AsyncProducer(unique_name("pg"), namesrv_addr=embedded_cluster.namesrv_addr) as p:
+            for body in sorted(bodies):
+                await p.send(Message(topic, body))
+        cfg = PushConsumerConfig(
+            consumer_group=group,
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+            pull_batch_size=8,
+        )
+        client = dataclasses.replace(FAST, pull_time_delay_mills_when_exception_ms=100)
+        consumer = AsyncPushConsumer(
+            config=cfg, namesrv_addr=embedded_cluster.namesrv_addr, client_config=client
+        )
+        consumer.subscribe(topic, "*")
+        consumer.register_message_listener(listener)
+        async with consumer:
+            await async_wait_until(lambda: set(seen) == bodies, 30, "every message despite the failed pulls")
+        assert failures[0] == 2
 
     asyncio.run(main())
 

@@ -146,6 +146,59 @@ def test_every_message_consumed_exactly_once(
         second.shutdown()
 
 
+def fail_caching_twice(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Make the next two ``ProcessQueue.put_messages`` calls raise; returns the failure count."""
+    failures = [0]
+    real_put = ProcessQueue.put_messages
+
+    def put_failing_twice(self: ProcessQueue, msgs: list[MessageExt]) -> bool:
+        if failures[0] < 2:
+            failures[0] += 1
+            raise RuntimeError("injected failure while caching a pull")
+        return real_put(self, msgs)
+
+    monkeypatch.setattr(ProcessQueue, "put_messages", put_failing_twice)
+    return failures
+
+
+def test_a_failure_while_caching_a_pull_pulls_the_batch_again(
+    embedded_cluster: EmbeddedCluster,
+    producer: Producer,
+    unique_name: Callable[..., str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An exception in the pull callback (Java: onSuccess -> onException) neither loses the queue's
+    pull request (the queue would stall) nor skips the batch it was caching."""
+    topic, group = unique_name("T"), unique_name("G")
+    embedded_cluster.create_topic(topic, 1)
+    bodies = _send(producer, topic, 40)
+    failures = fail_caching_twice(monkeypatch)
+    seen: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        with lock:
+            seen.update(m.body.decode() for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    cfg = PushConsumerConfig(
+        consumer_group=group, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, pull_batch_size=8
+    )
+    consumer = PushConsumer(
+        config=cfg,
+        namesrv_addr=embedded_cluster.namesrv_addr,
+        client_config=dataclasses.replace(FAST, pull_time_delay_mills_when_exception_ms=100),
+    )
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener(listener)
+    consumer.start()
+    try:
+        wait_until(lambda: set(seen) == set(bodies), 30, "every message despite the failed pulls")
+        assert failures[0] == 2
+    finally:
+        consumer.shutdown()
+
+
 def test_failed_messages_are_retried_then_land_in_the_dlq(
     embedded_cluster: EmbeddedCluster, producer: Producer, unique_name: Callable[..., str]
 ) -> None:

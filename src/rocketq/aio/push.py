@@ -590,22 +590,35 @@ class AsyncPushConsumer:
                 flow = isinstance(exc, BrokerError) and exc.code == ResponseCode.FLOW_CONTROL
                 await asyncio.sleep(_BROKER_FLOW_CONTROL_DELAY_S if flow else error_delay_s)
                 continue
+            except Exception:  # a bug must not end this queue's pulls (the queue would stall)
+                log.exception("pull of %s failed, pulling again later", mq)
+                await asyncio.sleep(error_delay_s)
+                continue
             if pq.is_dropped():
                 return
             status = result.pull_status
-            offset = result.next_begin_offset
             if status is PullStatus.FOUND:
                 msgs = result.msg_found_list
                 if msgs:
-                    self.stats.inc_pull_tps(self.consumer_group, mq.topic, len(msgs))
-                    dispatch = pq.put_messages(msgs)
-                    if self._concurrent is not None:
-                        self._concurrent.submit(msgs, pq, mq)
-                    elif self._orderly is not None:
-                        self._orderly.submit(pq, mq, dispatch)
+                    try:
+                        self.stats.inc_pull_tps(self.consumer_group, mq.topic, len(msgs))
+                        dispatch = pq.put_messages(msgs)
+                        if self._concurrent is not None:
+                            self._concurrent.submit(msgs, pq, mq)
+                        elif self._orderly is not None:
+                            self._orderly.submit(pq, mq, dispatch)
+                    except Exception:  # pull the batch again (the cache ignores offsets it holds)
+                        log.exception("caching the pull of %s failed, pulling it again later", mq)
+                        await asyncio.sleep(error_delay_s)
+                        continue
+                    offset = result.next_begin_offset
                     if cfg.pull_interval_ms > 0:
                         await asyncio.sleep(cfg.pull_interval_ms / 1000.0)
-            elif status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
+                else:
+                    offset = result.next_begin_offset
+                continue
+            offset = result.next_begin_offset
+            if status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
                 if pq.msg_count == 0:  # correctTagsOffset
                     self.update_offset(mq, offset, increase_only=True)
             else:  # OFFSET_ILLEGAL: store the corrected offset, drop the queue, rebalance again

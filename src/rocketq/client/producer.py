@@ -406,10 +406,11 @@ class Producer(ServiceLifecycle):
         self, prep: PreparedSend, mq: MessageQueue, mode: _Mode, timeout_ms: int
     ) -> SendResult | None:
         """``sendKernelImpl``: one attempt to one queue."""
-        addr = self._broker_addr(mq)
         instance = self._running_instance()
+        addr = instance.find_broker_address_in_publish(mq.broker_name) or self._broker_addr(mq)
         header = send_header(prep, mq, self.config)
-        hook_ctx = self._hooks_before(prep, mq, addr)
+        # (the hot path skips the hook calls when no hook is registered)
+        hook_ctx = self._hooks_before(prep, mq, addr) if self.send_hooks else None
         try:
             if mode == "oneway":
                 instance.api.send_message_oneway(addr, header, prep.body, batch=prep.batch)
@@ -419,9 +420,11 @@ class Producer(ServiceLifecycle):
                     addr, mq.broker_name, header, prep.body, prep.uniq_id, timeout_ms, batch=prep.batch
                 )
         except RocketqError as exc:
-            self._hooks_after(hook_ctx, None, exc)
+            if hook_ctx is not None:
+                self._hooks_after(hook_ctx, None, exc)
             raise
-        self._hooks_after(hook_ctx, result, None)
+        if hook_ctx is not None:
+            self._hooks_after(hook_ctx, result, None)
         return result
 
     def _hooks_before(self, prep: PreparedSend, mq: MessageQueue, addr: str) -> SendMessageContext | None:

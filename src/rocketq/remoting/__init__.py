@@ -1,7 +1,8 @@
 """rocketq.remoting: the I/O floor between the sans-IO protocol and the client/broker.
 
 * :mod:`rocketq.remoting.client` — :class:`RemotingClient` (``NettyRemotingClient``): one
-  I/O thread, a blocking thread-safe API, opaque matching, timeouts, server->client requests.
+  I/O thread, a blocking thread-safe API whose sync callers read their own answers (no
+  thread hop), opaque matching, timeouts, server->client requests.
 * :mod:`rocketq.remoting.server` — :class:`RemotingServer` (``NettyRemotingServer``) on
   asyncio, :class:`Channel`, :class:`RequestProcessor`, :class:`ServerThread`.
 

@@ -5,8 +5,19 @@ Mirrors ``org.apache.rocketmq.remoting.netty.NettyRemotingClient`` (and the clie
 
 Threading model (STYLE habit 6):
 
-* One I/O thread, ``<name>-io``, runs a :mod:`selectors` loop. It alone reads sockets,
-  decodes frames, completes futures, registers/closes sockets and fires async timeouts.
+* Reading a connection is a *role* that one thread holds at a time (leader/follower, per
+  connection). A thread blocked in :meth:`RemotingClient.invoke_sync` takes the role when it
+  is free and reads and decodes the socket itself: its own response costs no thread hop.
+  Every other response it reads completes its caller's call (waking that caller); when its
+  own response has arrived it hands the role to another thread waiting in ``invoke_sync`` on
+  that connection (a *follower*), or, when none is left, back to the I/O thread.
+* One I/O thread, ``<name>-io``, waits on a :class:`~rocketq.remoting.poller.Poller`
+  (epoll). It reads the connections no sync caller is reading (answers to async calls and
+  long polls, requests the server sends), finishes writes the kernel did not take at once
+  and fires async timeouts. The poller watches a connection for reading only while the role
+  is free: a caller that takes the role drops the read interest (under the connection's
+  lock) and gives it back when it hands the role back, so the I/O thread never reads a
+  socket a caller reads.
 * Writes use flat combining: a caller appends its encoded frame to the connection's queue
   and, if no other thread is writing, sends *everything* queued in one ``send``; frames
   queued meanwhile by other threads ride along. A caller therefore never waits for a
@@ -16,9 +27,10 @@ Threading model (STYLE habit 6):
 * Connecting (name lookup + TCP handshake, ``connect_timeout_ms``) happens in the calling
   thread under a per-address lock, so a slow DNS answer never stalls the I/O thread.
 * Requests sent by the server to the client run on a small pool, ``<name>-handler``, so a
-  slow handler never stalls I/O.
+  slow handler never stalls I/O (whoever read them, the I/O thread or a sync caller).
 * ``concurrent.futures`` done-callbacks of :meth:`RemotingClient.invoke_async` run on the
-  I/O thread: keep them short; :meth:`RemotingClient.invoke_sync` from there raises
+  I/O thread, also when a sync caller read the response (it passes the completion on):
+  keep them short; :meth:`RemotingClient.invoke_sync` from there raises
   :class:`~rocketq.errors.ClientError` instead of deadlocking.
 
 Invariants:
@@ -28,19 +40,25 @@ Invariants:
 * Opaques come from one counter per client, wrapping within int32 like Java's
   ``AtomicInteger`` (``RemotingCommand.requestId``). The client writes the opaque into the
   request object it is given: do not send one command object from two threads at once.
-* Whoever removes an entry from a connection's opaque table completes its future, exactly
+* Whoever removes an entry from a connection's opaque table completes its call, exactly
   once: the response, a timeout or the loss of the connection.
+* At most one thread reads a connection (and feeds its decoder) at a time: the holder of
+  its read role, which changes hands only under the connection's lock.
 * A lost connection fails all its pending calls with :class:`~rocketq.errors.ConnectError`
   at once; a response whose opaque is unknown is dropped (``processResponseCommand``).
+  While a sync caller reads, closing the connection only shuts the socket down (which wakes
+  the reader); the reader closes it when it lets go, so its descriptor is never reused
+  under it.
 
 Security (optional, both off by default at the cost of one attribute test per call): an
 ``rpc_hook`` sees every outgoing request before it is encoded (``RPCHook``; the ACL signer),
 and an ``ssl_context`` makes every connection TLS. A TLS connection reads under its write
-lock (an SSL object must not be used by two threads at once) and does not read straight
-into large frames' buffers.
+lock (an SSL object must not be used by two threads at once), whichever thread holds its
+read role, and does not read straight into large frames' buffers.
 
 Timeout contract: a call that raised :class:`~rocketq.errors.RequestTimeoutError` may still
-have been executed by the server.
+have been executed by the server. A sync caller waits at most its timeout, whether it reads
+the socket itself or waits for another reader.
 """
 
 from __future__ import annotations
@@ -52,7 +70,7 @@ import functools
 import heapq
 import itertools
 import logging
-import selectors
+import select
 import socket
 import ssl
 import threading
@@ -64,7 +82,6 @@ from rocketq.errors import (
     ClientError,
     ConnectError,
     IllegalArgumentError,
-    ProtocolError,
     RequestTimeoutError,
 )
 from rocketq.protocol.codes import ResponseCode
@@ -72,10 +89,11 @@ from rocketq.protocol.frame import (
     FLAG_ONEWAY,
     FLAG_RESPONSE,
     MAX_FRAME_LENGTH,
-    FrameDecoder,
     RemotingCommand,
 )
+from rocketq.remoting.connection import BLOCKED, IO_READER, Answered, Connection, SyncWaiter, Waiter
 from rocketq.remoting.helper import RequestIdCounter, answer_frame, machinery_response, parse_addr
+from rocketq.remoting.poller import EVENT_READ, EVENT_WRITE, Poller, new_poller
 
 __all__ = ["RemotingClient", "RequestHandler", "RpcHook"]
 
@@ -87,95 +105,9 @@ RequestHandler = Callable[[RemotingCommand, str], RemotingCommand | None]
 #: e.g. :class:`rocketq.acl.signing.AclClientRPCHook`, which signs it.
 RpcHook = Callable[[RemotingCommand], None]
 
-_RECV_SIZE: Final = 256 * 1024
 _HANDLER_THREADS: Final = 4
-_EVENT_READ: Final = selectors.EVENT_READ
-_EVENT_WRITE: Final = selectors.EVENT_WRITE
-
-
-class _Blocked:
-    """``_drain_locked`` result: the kernel took only part of the data."""
-
-
-_BLOCKED: Final = _Blocked()
-
-
-class _SyncWaiter:
-    """A one-shot result slot for :meth:`RemotingClient.invoke_sync`.
-
-    Cheaper than a ``concurrent.futures.Future`` on the hottest path (no Condition, no
-    callback list): a pre-acquired lock that the I/O thread releases with the result.
-    Completed at most once — whoever pops the pending entry completes it.
-    """
-
-    __slots__ = ("_error", "_lock", "_result")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._lock.acquire()
-        self._result: RemotingCommand | None = None
-        self._error: BaseException | None = None
-
-    def set_result(self, result: RemotingCommand) -> None:
-        self._result = result
-        self._lock.release()
-
-    def set_exception(self, exc: BaseException) -> None:
-        self._error = exc
-        self._lock.release()
-
-    def wait(self, timeout_s: float | None) -> bool:
-        """Wait for completion (``None``: forever); False on timeout."""
-        if timeout_s is None:
-            return self._lock.acquire()
-        return self._lock.acquire(timeout=max(timeout_s, 0.0))
-
-    def result(self) -> RemotingCommand:
-        if self._error is not None:
-            raise self._error
-        assert self._result is not None
-        return self._result
-
-
-#: what the pending table holds: the Future of an async call or the waiter of a sync one
-_Waiter = concurrent.futures.Future[RemotingCommand] | _SyncWaiter
-
-
-class _Connection:
-    """One socket to one address; its opaque table and its outbound queue."""
-
-    __slots__ = (
-        "addr",
-        "closed",
-        "decoder",
-        "events",
-        "out_buf",
-        "out_queue",
-        "pending",
-        "registered",
-        "sock",
-        "tls",
-        "write_lock",
-    )
-
-    def __init__(self, addr: str, sock: socket.socket, max_frame_length: int, *, tls: bool = False) -> None:
-        self.addr = addr
-        self.sock = sock
-        # TLS: records are decrypted by the SSL object, so no direct reads into frame buffers.
-        self.decoder = FrameDecoder(max_frame_length, direct_large=not tls)
-        self.tls = tls
-        self.pending: dict[int, _Waiter] = {}
-        self.out_queue: collections.deque[bytes] = collections.deque()
-        # Bytes the kernel did not take yet; only touched under write_lock.
-        self.out_buf: memoryview | None = None
-        # Held by whoever sends on (or closes) the socket: no send races a close.
-        self.write_lock = threading.Lock()
-        self.closed = False
-        self.registered = False
-        self.events = 0
-
-    def __repr__(self) -> str:
-        return f"<_Connection {self.addr} closed={self.closed} pending={len(self.pending)}>"
+_HAVE_POLL: Final = hasattr(select, "poll")
+_MAX_POLL_MS: Final = 3_600_000  # poll() takes an int of milliseconds; longer waits loop
 
 
 class RemotingClient:
@@ -212,24 +144,26 @@ class RemotingClient:
         self._ssl_context = ssl_context
 
         self._lock = threading.Lock()
-        self._conns: dict[str, _Connection] = {}
+        self._conns: dict[str, Connection] = {}
         # Every connection not closed yet, mapped or not: the shutdown sweep closes them all.
-        self._live: set[_Connection] = set()
+        self._live: set[Connection] = set()
         self._connect_locks: dict[str, threading.Lock] = {}
         self._opaques = RequestIdCounter()
 
-        # Made by start(): the selector and the socket pair that wakes it.
-        self._selector: selectors.BaseSelector
+        # Made by start(): the poller and the socket pair that wakes it.
+        self._poller: Poller[Connection | None]
+        self._poller_shared = False
         self._wake_r: socket.socket
         self._wake_w: socket.socket
         self._wake_pending = False
         self._tasks: collections.deque[Callable[[], None]] = collections.deque()
 
         # Async timeouts: (deadline, seq, connection, opaque); stale entries are skipped.
-        self._timers: list[tuple[float, int, _Connection, int]] = []
+        self._timers: list[tuple[float, int, Connection, int]] = []
         self._timer_lock = threading.Lock()
         self._timer_seq = itertools.count()
         self._io_sleep_until = float("inf")
+        self._io_finished = False
 
         self._io_thread: threading.Thread | None = None
         self._io_ident: int | None = None
@@ -247,11 +181,12 @@ class RemotingClient:
             if self._started:
                 return
             self._started = True
-            self._selector = selectors.DefaultSelector()
+            self._poller = new_poller()
+            self._poller_shared = self._poller.shared
             self._wake_r, self._wake_w = socket.socketpair()
             self._wake_r.setblocking(False)
             self._wake_w.setblocking(False)
-            self._selector.register(self._wake_r, _EVENT_READ, None)
+            self._poller.set(self._wake_r.fileno(), 0, EVENT_READ, None)
             self._handler_pool = concurrent.futures.ThreadPoolExecutor(
                 max_workers=_HANDLER_THREADS, thread_name_prefix=f"{self.name}-handler"
             )
@@ -312,13 +247,19 @@ class RemotingClient:
             )
         deadline = time.monotonic() + timeout_ms / 1000.0
         conn = self._connection(addr)
-        waiter = _SyncWaiter()
-        opaque = self._send_request(conn, request, waiter)
-        if waiter.wait(deadline - time.monotonic()):
+        waiter = SyncWaiter()
+        # Claimed before the request is written, so its answer never reaches the poller.
+        lead = self._claim_read_role(conn, waiter)
+        try:
+            opaque = self._send_request(conn, request, waiter)
+            self._await_response(conn, waiter, deadline, lead=lead)
+        finally:
+            self._leave_read_role(conn, waiter)
+        if waiter.done:
             return waiter.result()
         if conn.pending.pop(opaque, None) is None:
-            # Completed by the I/O thread at this very moment: it sets the result next.
-            waiter.wait(None)
+            # Completed by a reader at this very moment: it sets the result next.
+            waiter.wait_done()
             return waiter.result()
         raise RequestTimeoutError(
             f"wait response timeout {timeout_ms}ms, code {request.code}, opaque {opaque}",
@@ -387,7 +328,7 @@ class RemotingClient:
     def _next_opaque(self) -> int:
         return self._opaques.next()
 
-    def _send_request(self, conn: _Connection, request: RemotingCommand, fut: _Waiter) -> int:
+    def _send_request(self, conn: Connection, request: RemotingCommand, fut: Waiter) -> int:
         opaque = self._next_opaque()
         request.opaque = opaque
         if self._rpc_hook is not None:
@@ -401,7 +342,7 @@ class RemotingClient:
         self._write(conn, frame)
         return opaque
 
-    def _connection(self, addr: str) -> _Connection:
+    def _connection(self, addr: str) -> Connection:
         conn = self._conns.get(addr)
         if conn is not None and not conn.closed:
             return conn
@@ -426,14 +367,17 @@ class RemotingClient:
             if tls:
                 sock = self._tls_handshake(sock, addr)
             sock.setblocking(False)
-            conn = _Connection(addr, sock, self._max_frame_length, tls=tls)
+            conn = Connection(addr, sock, self._max_frame_length, tls=tls)
             with self._lock:
                 if self._closed:
                     sock.close()
                     raise ClientError(f"remoting client {self.name} is closed")
                 self._conns[addr] = conn
                 self._live.add(conn)
-            self._on_io(functools.partial(self._register, conn))
+            with conn.lock:
+                self._apply_interest(conn)
+            if not self._poller_shared:
+                self._wakeup()
             log.debug("%s: connected to %s", self.name, addr)
             return conn
         finally:
@@ -449,7 +393,7 @@ class RemotingClient:
             raise ConnectError(f"TLS handshake failed: {exc}", addr=addr) from exc
 
     # ================================================================== writing
-    def _write(self, conn: _Connection, frame: bytes) -> None:
+    def _write(self, conn: Connection, frame: bytes) -> None:
         """Queue one frame and flush the queue unless another thread is flushing it."""
         queue = conn.out_queue
         queue.append(frame)
@@ -458,10 +402,10 @@ class RemotingClient:
         # after release so a frame queued while another thread held the lock is not stranded.
         while queue and conn.out_buf is None and lock.acquire(blocking=False):
             try:
-                result = self._drain_locked(conn)
+                result = conn.drain_locked()
             finally:
                 lock.release()
-            if result is _BLOCKED:
+            if result is BLOCKED:
                 # The kernel buffer is full: the I/O thread finishes when writable.
                 self._on_io(functools.partial(self._update_interest, conn))
                 return
@@ -469,38 +413,110 @@ class RemotingClient:
                 self._on_io(functools.partial(self._close_connection_now, conn, f"write failed: {result}"))
                 return
 
-    def _drain_locked(self, conn: _Connection) -> OSError | _Blocked | None:
-        """Send the buffered rest, then all queued frames; caller holds ``write_lock``.
+    # ================================================================== read role
+    def _claim_read_role(self, conn: Connection, waiter: SyncWaiter) -> bool:
+        """Take the connection's read role if it is free (True), else queue as a follower."""
+        with conn.lock:
+            if conn.closed:
+                return False  # the request is refused with ConnectError next
+            if conn.reader is None:
+                conn.reader = waiter
+                self._apply_interest(conn)  # the poller stops watching this socket for reading
+                return True
+            conn.followers.append(waiter)
+            return False
 
-        Returns None when everything was sent, ``_BLOCKED`` when the kernel buffer filled up
-        (the rest is in ``out_buf``), or the ``OSError`` that broke the connection.
-        """
+    def _await_response(self, conn: Connection, waiter: SyncWaiter, deadline: float, *, lead: bool) -> None:
+        """Wait for ``waiter``'s response until ``deadline``, reading the socket whenever
+        this thread holds the connection's read role (leader/follower)."""
+        if lead:
+            self._read_until_done(conn, waiter, deadline)
+            return
+        while not waiter.done:
+            if conn.reader is waiter:  # the role was handed to this caller
+                self._read_until_done(conn, waiter, deadline)
+                return
+            if not waiter.wait(deadline - time.monotonic()):
+                return  # timed out
+
+    def _leave_read_role(self, conn: Connection, waiter: SyncWaiter) -> None:
+        """Whatever ended the wait: stop following, and hand the role on if this caller
+        holds it (only its holder moves it away from itself, so reading ``reader`` unlocked
+        is safe)."""
+        if conn.reader is not waiter and not waiter.done:
+            with conn.lock:
+                if conn.reader is not waiter:
+                    with contextlib.suppress(ValueError):
+                        conn.followers.remove(waiter)
+        if conn.reader is waiter:
+            with conn.lock:
+                self._pass_read_role(conn)
+
+    def _read_until_done(self, conn: Connection, waiter: SyncWaiter, deadline: float) -> None:
+        """Read and deliver frames as the holder of the read role until ``waiter`` is done,
+        the connection is lost or ``deadline`` passes."""
+        poller = conn.poller
+        if poller is None and _HAVE_POLL:
+            poller = conn.poller = select.poll()
+            poller.register(conn.sock, select.POLLIN)
+        while not waiter.done and not conn.closed:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            if poller is not None:
+                ready = bool(poller.poll(min(int(remaining * 1000) + 1, _MAX_POLL_MS)))
+            else:  # pragma: no cover - platforms without poll()
+                ready = bool(select.select([conn.sock], [], [], remaining)[0])
+            if ready:
+                try:
+                    answered = self._read_once(conn)
+                    if answered is not None:
+                        # Async done-callbacks run on the I/O thread (the documented contract).
+                        self._on_io(functools.partial(self._complete_all, answered))
+                except Exception as exc:
+                    log.exception("%s: error reading connection %s", self.name, conn.addr)
+                    self._close_connection_now(conn, f"internal error: {exc!r}")
+
+    def _pass_read_role(self, conn: Connection) -> None:
+        """Hand the read role on (caller holds ``conn.lock`` and the role): to the first
+        follower not done yet, else back to the I/O thread's poller."""
         if conn.closed:
-            conn.out_queue.clear()
-            conn.out_buf = None
-            return None
-        queue = conn.out_queue
-        sock = conn.sock
-        while True:
-            buf = conn.out_buf
-            if buf is None:
-                if not queue:
-                    return None
-                n = len(queue)
-                data = queue.popleft() if n == 1 else b"".join([queue.popleft() for _ in range(n)])
-                buf = memoryview(data)
-            try:
-                sent = sock.send(buf)
-            except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
-                # (TLS: the SSL object wants the very same buffer again, which out_buf keeps.)
-                sent = 0
-            except OSError as exc:
-                conn.out_buf = None
-                return exc
-            if sent < len(buf):
-                conn.out_buf = buf[sent:]
-                return _BLOCKED
-            conn.out_buf = None
+            if conn.reader is not None and conn.reader is not IO_READER:
+                conn.sock.close()  # the close left it to the reading caller (shutdown only)
+            conn.reader = None
+            return
+        followers = conn.followers
+        while followers:
+            nxt = followers.popleft()
+            if not nxt.done:
+                conn.reader = nxt
+                self._apply_interest(conn)
+                nxt.signal()
+                return
+        conn.reader = None
+        self._apply_interest(conn)
+        if not self._poller_shared and threading.get_ident() != self._io_ident:
+            self._wakeup()
+
+    def _apply_interest(self, conn: Connection) -> None:
+        """Make the poller watch what ``conn`` needs now (caller holds ``conn.lock``): read
+        while the role is free or the I/O thread's, write while bytes wait to be sent."""
+        if conn.closed:
+            want = 0
+        else:
+            reader = conn.reader
+            want = EVENT_READ if reader is None or reader is IO_READER else 0
+            if conn.out_buf is not None or conn.out_queue:
+                want |= EVENT_WRITE
+        have = conn.events
+        if want == have:
+            return
+        conn.events = want
+        try:
+            self._poller.set(conn.fd, have, want, conn)
+        except (KeyError, ValueError, OSError, RuntimeError) as exc:
+            # The poller or the socket is closed: the connection is going away.
+            log.debug("%s: poller update for %s failed: %r", self.name, conn.addr, exc)
 
     # ================================================================== I/O thread
     def _wakeup(self) -> None:
@@ -514,12 +530,27 @@ class RemotingClient:
                 pass  # closed during shutdown
 
     def _on_io(self, task: Callable[[], None]) -> None:
-        """Run ``task`` on the I/O thread (now, if this is the I/O thread)."""
+        """Run ``task`` on the I/O thread (now, if this is the I/O thread; here, if the I/O
+        thread has ended: whoever pops a task runs it, so each runs exactly once)."""
         if threading.get_ident() == self._io_ident:
             task()
             return
         self._tasks.append(task)
         self._wakeup()
+        if self._io_finished:
+            self._run_tasks()
+
+    def _run_tasks(self) -> None:
+        tasks = self._tasks
+        while True:
+            try:
+                task = tasks.popleft()
+            except IndexError:
+                return
+            try:
+                task()
+            except Exception:
+                log.exception("%s: I/O task failed", self.name)
 
     def _io_main(self) -> None:
         self._io_ident = threading.get_ident()
@@ -532,30 +563,25 @@ class RemotingClient:
             self._io_shutdown()
 
     def _io_loop(self) -> None:
-        select = self._selector.select
+        wait = self._poller.wait
         tasks = self._tasks
         while not self._stopping:
             timeout = self._timer_timeout()
-            events = select(timeout)
-            for key, mask in events:
-                conn = key.data
+            events = wait(timeout)
+            for conn, mask in events:
                 if conn is None:
                     self._drain_wakeup()
                     continue
                 try:
-                    if mask & _EVENT_READ:
+                    if mask & EVENT_READ:
                         self._on_readable(conn)
-                    if mask & _EVENT_WRITE and not conn.closed:
+                    if mask & EVENT_WRITE and not conn.closed:
                         self._on_writable(conn)
                 except Exception as exc:
                     log.exception("%s: error on connection %s", self.name, conn.addr)
                     self._close_connection_now(conn, f"internal error: {exc!r}")
-            while tasks:
-                task = tasks.popleft()
-                try:
-                    task()
-                except Exception:
-                    log.exception("%s: I/O task failed", self.name)
+            if tasks:
+                self._run_tasks()
             if self._timers:
                 try:
                     self._expire_timers()
@@ -574,102 +600,55 @@ class RemotingClient:
         # while the flag stays set, and the next caller would never wake this thread.
         self._wake_pending = False
 
-    def _register(self, conn: _Connection) -> None:
-        if conn.closed or conn.registered:
-            return
-        if self._stopping:
-            self._close_connection_now(conn, "remoting client closed")
-            return
-        conn.events = _EVENT_READ | (_EVENT_WRITE if conn.out_buf is not None or conn.out_queue else 0)
-        self._selector.register(conn.sock, conn.events, conn)
-        conn.registered = True
+    def _update_interest(self, conn: Connection) -> None:
+        with conn.lock:
+            self._apply_interest(conn)
 
-    def _update_interest(self, conn: _Connection) -> None:
-        if conn.closed or not conn.registered:
-            return
-        events = _EVENT_READ | (_EVENT_WRITE if conn.out_buf is not None or conn.out_queue else 0)
-        if events != conn.events:
-            conn.events = events
-            self._selector.modify(conn.sock, events, conn)
-
-    def _on_writable(self, conn: _Connection) -> None:
+    def _on_writable(self, conn: Connection) -> None:
         with conn.write_lock:
-            result = self._drain_locked(conn)
-        if result is not None and result is not _BLOCKED:
+            result = conn.drain_locked()
+        if result is not None and result is not BLOCKED:
             self._close_connection_now(conn, f"write failed: {result}")
         else:
             self._update_interest(conn)
 
-    def _on_readable(self, conn: _Connection) -> None:
-        if conn.tls:
-            self._on_readable_tls(conn)
-            return
-        decoder = conn.decoder
-        large = decoder.pending_large()  # the rest of a large frame: straight into its buffer
+    def _on_readable(self, conn: Connection) -> None:
+        with conn.lock:
+            if conn.reader is not None or conn.closed:
+                return  # a sync caller took the role after the poller saw the socket
+            conn.reader = IO_READER
         try:
-            if large is not None:
-                received = conn.sock.recv_into(large)
-            else:
-                data = conn.sock.recv(_RECV_SIZE)
-                received = len(data)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError as exc:
-            self._close_connection_now(conn, f"read failed: {exc}")
-            return
+            answered = self._read_once(conn)
         finally:
-            if large is not None:
-                large.release()
-        if not received:
-            self._close_connection_now(conn, "connection closed by the server")
-            return
-        try:
-            commands = decoder.filled(received) if large is not None else decoder.feed(data)
-        except ProtocolError as exc:
-            # NettyDecoder: a bad frame closes the channel (NettyRemotingClient.closeChannel).
-            log.warning("%s: malformed frame from %s, closing: %s", self.name, conn.addr, exc)
-            self._close_connection_now(conn, f"malformed frame: {exc}", cause=exc)
-            return
-        self._deliver(conn, commands)
+            with conn.lock:
+                self._pass_read_role(conn)
+        # Done-callbacks run after the role is passed on: one that blocks (it should not)
+        # cannot keep the sync callers of this connection from reading.
+        if answered is not None:
+            self._complete_all(answered)
 
-    def _on_readable_tls(self, conn: _Connection) -> None:
-        """Read every decrypted byte available (the SSL object may hold more than the
-        socket shows to the selector), under the write lock (an SSL object is not
-        thread-safe), then decode outside it."""
-        chunks: list[bytes] = []
-        failure: str | None = None
-        with conn.write_lock:
-            if conn.closed:
-                return
-            sock = conn.sock
-            try:
-                while True:
-                    data = sock.recv(_RECV_SIZE)
-                    if not data:
-                        failure = "connection closed by the server"
-                        break
-                    chunks.append(data)
-            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
-                pass
-            except OSError as exc:
-                failure = f"read failed: {exc}"
-        # A writer that found the lock held by this read left its frame queued: the
-        # selector's write interest makes _on_writable send it (as after any held lock).
-        if conn.out_queue:
-            self._update_interest(conn)
-        if chunks:
-            try:
-                commands = conn.decoder.feed(b"".join(chunks))
-            except ProtocolError as exc:
-                log.warning("%s: malformed frame from %s, closing: %s", self.name, conn.addr, exc)
-                self._close_connection_now(conn, f"malformed frame: {exc}", cause=exc)
-                return
-            self._deliver(conn, commands)
+    def _read_once(self, conn: Connection) -> Answered | None:
+        """One read, its sync calls completed and its server requests dispatched (the
+        caller holds the read role); returns the answered async calls to complete."""
+        commands, failure, cause = conn.read()
+        if conn.tls and conn.out_queue:
+            # A writer that found the lock held by this read left its frame queued: the
+            # poller's write interest makes _on_writable send it (as after any held lock).
+            self._on_io(functools.partial(self._update_interest, conn))
+        answered = self._deliver(conn, commands) if commands else None
         if failure is not None:
-            self._close_connection_now(conn, failure)
+            if cause is not None:
+                # NettyDecoder: a bad frame closes the channel (NettyRemotingClient.closeChannel).
+                log.warning("%s: malformed frame from %s, closing: %s", self.name, conn.addr, cause)
+            self._close_connection_now(conn, failure, cause=cause)
+        return answered
 
-    def _deliver(self, conn: _Connection, commands: list[RemotingCommand]) -> None:
+    def _deliver(self, conn: Connection, commands: list[RemotingCommand]) -> Answered | None:
+        """Complete the sync calls answered by ``commands`` and dispatch the server's
+        requests; return the answered async calls, which the caller completes on the I/O
+        thread (where their done-callbacks are documented to run)."""
         pending = conn.pending
+        answered: Answered | None = None
         for cmd in commands:
             if cmd.flag & FLAG_RESPONSE:
                 fut = pending.pop(cmd.opaque, None)
@@ -677,15 +656,27 @@ class RemotingClient:
                     # NettyRemotingAbstract.processResponseCommand: unknown opaque -> dropped
                     # (timed out already, or an answer to a oneway request).
                     log.debug("%s: response with unknown opaque %d from %s", self.name, cmd.opaque, conn.addr)
-                    continue
-                try:
+                elif isinstance(fut, SyncWaiter):
                     fut.set_result(cmd)
-                except concurrent.futures.InvalidStateError:
-                    log.debug("%s: response to cancelled call %d dropped", self.name, cmd.opaque)
+                elif answered is None:
+                    answered = [(fut, cmd)]
+                else:
+                    answered.append((fut, cmd))
             else:
                 self._dispatch_request(conn, cmd)
+        return answered
 
-    def _dispatch_request(self, conn: _Connection, cmd: RemotingCommand) -> None:
+    def _complete(self, fut: Waiter, cmd: RemotingCommand) -> None:
+        try:
+            fut.set_result(cmd)
+        except concurrent.futures.InvalidStateError:
+            log.debug("%s: response to cancelled call %d dropped", self.name, cmd.opaque)
+
+    def _complete_all(self, answered: Answered) -> None:
+        for fut, cmd in answered:
+            self._complete(fut, cmd)
+
+    def _dispatch_request(self, conn: Connection, cmd: RemotingCommand) -> None:
         pool = self._handler_pool
         if pool is None:
             return
@@ -695,18 +686,22 @@ class RemotingClient:
             log.debug("%s: handler pool shut down, request %d dropped", self.name, cmd.code)
 
     def _close_connection_now(
-        self, conn: _Connection, reason: str, cause: BaseException | None = None
+        self, conn: Connection, reason: str, cause: BaseException | None = None
     ) -> None:
         """Close the socket and fail its pending calls (I/O thread, or after it ended)."""
-        with conn.write_lock:
+        with conn.write_lock, conn.lock:
             conn.closed = True
             conn.out_queue.clear()
             conn.out_buf = None
-            if conn.registered:
-                conn.registered = False
-                with contextlib.suppress(KeyError, ValueError, RuntimeError):
-                    self._selector.unregister(conn.sock)
-            conn.sock.close()
+            self._apply_interest(conn)  # unregisters
+            reader = conn.reader
+            if reader is None or reader is IO_READER:
+                conn.sock.close()
+            else:
+                # A sync caller is reading (or about to): wake it with EOF and let it close
+                # the socket when it lets go, so the descriptor is not reused under it.
+                with contextlib.suppress(OSError):
+                    conn.sock.shutdown(socket.SHUT_RDWR)
         with self._lock:
             self._live.discard(conn)
             if self._conns.get(conn.addr) is conn:
@@ -731,9 +726,12 @@ class RemotingClient:
             self._close_connection_now(conn, "remoting client closed")
         with self._timer_lock:
             self._timers.clear()
-        self._tasks.clear()
-        self._selector.close()
+        self._poller.close()
         self._release_wakeup()
+        # Completions passed on by sync readers still run (here, or by whoever queues one
+        # from now on): no answered async call is left without its result.
+        self._io_finished = True
+        self._run_tasks()
 
     # ================================================================== timers
     def _timer_timeout(self) -> float | None:
@@ -747,7 +745,7 @@ class RemotingClient:
 
     def _expire_timers(self) -> None:
         now = time.monotonic()
-        expired: list[tuple[_Connection, int]] = []
+        expired: list[tuple[Connection, int]] = []
         with self._timer_lock:
             timers = self._timers
             while timers and timers[0][0] <= now:
@@ -769,7 +767,7 @@ class RemotingClient:
                     )
 
     # ================================================================== server -> client
-    def _handle_request(self, conn: _Connection, cmd: RemotingCommand) -> None:
+    def _handle_request(self, conn: Connection, cmd: RemotingCommand) -> None:
         """Answer one request the server sent (runs on the handler pool)."""
         handler = self._request_handler
         outcome: RemotingCommand | Exception | None

@@ -706,8 +706,7 @@ class PushConsumer(ServiceLifecycle):
         service, wrapper, consume = self._pull_service, self._wrapper, self._consume_service
         if service is None or wrapper is None or consume is None or self._state is not ServiceState.RUNNING:
             return
-        mq, pq = pr.message_queue, pr.process_queue
-        group = self.config.consumer_group
+        mq = pr.message_queue
         try:
             result = wrapper.process_pull_result(mq, fut.result(), sd)
         except Exception as exc:
@@ -718,17 +717,39 @@ class PushConsumer(ServiceLifecycle):
                 delay = PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL
             service.execute_pull_request_later(pr, delay)
             return
+        try:
+            self._on_pull_result(pr, result, begin, service, consume)
+        except Exception:
+            # MQClientAPIImpl hands an exception of PullCallback.onSuccess to onException, which
+            # pulls again later: a bug here must not leave the queue without a pull request
+            log.exception("handling the pull result of %s failed, pulling again later", mq)
+            service.execute_pull_request_later(pr, self.client_config.pull_time_delay_mills_when_exception_ms)
+
+    def _on_pull_result(
+        self,
+        pr: PullRequest,
+        result: PullResult,
+        begin: float,
+        service: PullMessageService,
+        consume: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService,
+    ) -> None:
+        """``PullCallback.onSuccess``: queue the messages, schedule the next pull."""
+        mq, pq = pr.message_queue, pr.process_queue
+        group = self.config.consumer_group
         status = result.pull_status
         if status is PullStatus.FOUND:
-            pr.next_offset = result.next_begin_offset
             self.stats.inc_pull_rt(group, mq.topic, int((time.monotonic() - begin) * 1000))
             msgs = result.msg_found_list
             if not msgs:
+                pr.next_offset = result.next_begin_offset
                 service.execute_pull_request_immediately(pr)
                 return
             self.stats.inc_pull_tps(group, mq.topic, len(msgs))
             dispatch = pq.put_messages(msgs)
             consume.submit_consume_request(msgs, pq, mq, dispatch)
+            # Java moves nextOffset before caching the batch, so a failure in between skips it;
+            # here the batch is pulled again (the cache ignores offsets it holds already)
+            pr.next_offset = result.next_begin_offset
             if self.config.pull_interval_ms > 0:
                 service.execute_pull_request_later(pr, self.config.pull_interval_ms)
             else:
