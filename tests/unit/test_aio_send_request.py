@@ -19,15 +19,33 @@ from rocketq.protocol.headers import SendMessageRequestHeader
 from rocketq.protocol.message import MessageConst, encode_properties
 from rocketq.protocol.mixall import REPLY_MESSAGE_FLAG
 from rocketq.remoting.client import RemotingClient
-from tests.unit.client.test_send_fast_paths import _headers
 from tests.unit.test_layering import SOURCES
 
+_text = st.text(max_size=12)
+_opt_int = st.none() | st.integers(min_value=-(1 << 31), max_value=(1 << 31) - 1)
+_headers = st.builds(
+    SendMessageRequestHeader,
+    producer_group=st.none() | _text,
+    topic=st.none() | _text,
+    default_topic=st.none() | _text,
+    default_topic_queue_nums=_opt_int,
+    queue_id=_opt_int,
+    sys_flag=_opt_int,
+    born_timestamp=st.none() | st.integers(min_value=0, max_value=(1 << 63) - 1),
+    flag=_opt_int,
+    properties=st.none() | _text,
+    reconsume_times=_opt_int,
+    unit_mode=st.booleans(),
+    max_reconsume_times=_opt_int,
+    batch=st.booleans(),
+    bname=st.none() | _text,
+)
 _REPLY = encode_properties({MessageConst.MSG_TYPE: REPLY_MESSAGE_FLAG, "K": "v"})
 
 
 @settings(max_examples=200)
 @given(
-    _headers(),
+    _headers,
     st.booleans(),
     st.sampled_from([SerializeType.JSON, SerializeType.ROCKETMQ]),
     st.booleans(),
@@ -58,6 +76,6 @@ def test_no_aio_module_builds_a_v2_send_header() -> None:
         for node in ast.walk(tree)
         if isinstance(node, ast.Name | ast.Attribute)
         and (node.id if isinstance(node, ast.Name) else node.attr)
-        in {"SendMessageRequestHeaderV2", "send_v2_ext_fields"}
+        in {"SendMessageRequestHeaderV2", "ext_fields_from_v1"}
     ]
     assert bad == []

@@ -407,11 +407,10 @@ class AsyncProducer:
             if self._clock_ms() - begin >= timeout:
                 raise RequestTimeoutError("sendSelectImpl call timeout")
             return await self._send_kernel(prep, explicit, oneway, timeout - (self._clock_ms() - begin))
-        info = self._publish.get(prep.topic)  # known and usable on every send but the first
-        if info is None or not info.ok():
-            info = await self._find_publish_info(prep.topic)
-            if not info.ok():
-                raise ClientError(f"No route info of this topic: {prep.topic}")
+        known = self._publish.get(prep.topic)  # known and usable on every send but the first
+        info = known if known is not None and known.ok() else await self._find_publish_info(prep.topic)
+        if not info.ok():
+            raise ClientError(f"No route info of this topic: {prep.topic}")
         attempts = SendAttempts(
             self._fault,
             info,
