@@ -154,6 +154,46 @@ def test_a_lone_call_is_written_at_once_and_a_burst_in_one_write(kind: str) -> N
 
 
 @pytest.mark.parametrize("kind", LOOPS)
+def test_one_timer_serves_the_deadlines_of_every_call(kind: str) -> None:
+    """Calls share one loop timer per connection: after many answered calls (their entries
+    pruned), a later call with a shorter timeout still fails first and each at its own time."""
+
+    async def script(w: asyncio.StreamWriter, cmd: RemotingCommand) -> None:
+        if cmd.remark == "ok":
+            w.write(answer(cmd, "ok"))
+
+    async def timed(client: AsyncRemotingClient, addr: str, timeout_ms: int) -> tuple[float, str]:
+        loop = asyncio.get_running_loop()
+        begin = loop.time()
+        with pytest.raises(RequestTimeoutError) as info:
+            await client.invoke(addr, RemotingCommand(code=10, remark="silent"), timeout_ms)
+        return loop.time() - begin, str(info.value)
+
+    async def main() -> None:
+        async with Server(script) as addr, AsyncRemotingClient() as client:
+            for _ in range(200):
+                assert (
+                    await client.invoke(addr, RemotingCommand(code=10, remark="ok"), 30_000)
+                ).remark == "ok"
+            conn = client._conns[addr]
+            assert len(conn._deadlines) <= 65  # answered calls do not pile up
+            done: list[int] = []
+
+            async def one(timeout_ms: int) -> tuple[float, str]:
+                out = await timed(client, addr, timeout_ms)
+                done.append(timeout_ms)
+                return out
+
+            (slow, slow_msg), (fast, fast_msg) = await asyncio.gather(one(400), one(150))
+            assert done == [150, 400]
+            assert 0.14 <= fast < 0.39 <= slow < 5.0
+            assert "timeout 150ms" in fast_msg and "timeout 400ms" in slow_msg
+            assert conn.pending == {}
+
+    run(kind, main())
+
+
+@pytest.mark.parametrize("kind", LOOPS)
 def test_timeout_oneway_hook_and_late_answer_dropped(kind: str) -> None:
     async def script(w: asyncio.StreamWriter, cmd: RemotingCommand) -> None:
         if cmd.code == 11:  # answered only after the caller gave up
