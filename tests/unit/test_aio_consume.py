@@ -22,10 +22,11 @@ from rocketq.client.consumer.listener import (
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.protocol.heartbeat import MessageModel
-from rocketq.protocol.message import MessageConst, MessageExt, decode_record, encode_record
+from rocketq.protocol.message import MessageConst, MessageExt, decode_record
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.testing.waits import async_wait_until
 from tests.unit.client.test_consume_services import _msgs
+from tests.unit.test_message import _plain_record
 
 MQ = MessageQueue("T", "b", 0)
 
@@ -46,28 +47,6 @@ class OffsetHook:
         self.after.append(
             (context.msg_list[0].queue_offset, context.success, context.props["ConsumeContextType"])
         )
-
-
-def _raw_record(offset: int, properties: str) -> MessageExt:
-    """A message as a pull decodes it: its properties kept as the record's string."""
-    return decode_record(
-        encode_record(
-            topic="T",
-            queue_id=0,
-            flag=0,
-            queue_offset=offset,
-            physical_offset=offset,
-            sys_flag=0,
-            born_timestamp=1,
-            born_host=("127.0.0.1", 1),
-            store_timestamp=2,
-            store_host=("127.0.0.1", 2),
-            reconsume_times=0,
-            prepared_transaction_offset=0,
-            body=b"raw",
-            properties=properties,
-        )
-    )
 
 
 class FakeAsyncHost:
@@ -215,7 +194,7 @@ def test_a_batch_is_stamped_with_one_consume_start_time_after_the_before_hooks()
         service.start()
         msgs = _msgs(4)
         msgs[0].put_property("K", "parsed")  # parsed properties
-        msgs[1] = _raw_record(1, "K\x01raw")  # properties still undecoded
+        msgs[1] = decode_record(_plain_record("K\x01raw", queue_offset=1))  # properties still undecoded
         pq = ProcessQueue()
         pq.put_messages(msgs)
         before_ms = int(time.time() * 1000)
