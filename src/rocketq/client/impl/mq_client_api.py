@@ -117,6 +117,31 @@ def _response_header(cls: type[_H], response: RemotingCommand, addr: str | None)
     return header
 
 
+def send_request_command(
+    header: SendMessageRequestHeader, body: bytes, *, batch: bool, language: int, serialize_type: int
+) -> RemotingCommand:
+    """The send request of :meth:`MQClientAPI.build_send_request`, as a pure function: the
+    blocking and the asyncio client (``AsyncMQClientAPI``) both build their sends here."""
+    header.batch = batch
+    code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+    props = header.properties
+    if (
+        not batch
+        and props
+        and MessageConst.MSG_TYPE in props
+        and decode_properties(props).get(MessageConst.MSG_TYPE) == REPLY_MESSAGE_FLAG
+    ):
+        # MQClientAPIImpl.sendMessage: a reply (MSG_TYPE=reply) goes as SEND_REPLY_MESSAGE_V2
+        code = RequestCode.SEND_REPLY_MESSAGE_V2
+    return RemotingCommand(
+        code=code,
+        language=language,
+        ext_fields=SendMessageRequestHeaderV2.ext_fields_from_v1(header, serialize_type=serialize_type),
+        body=body,
+        serialize_type=serialize_type,
+    )
+
+
 class MQClientAPI:
     """Typed RPCs over one :class:`RemotingClient` (``MQClientAPIImpl``).
 
@@ -276,25 +301,8 @@ class MQClientAPI:
         ``MQClientAPIImpl.sendMessage``: the Java producer always uses V2 names; the broker
         picks its batch path from header ``m`` (batch), so it must be set for code 320.
         """
-        header.batch = batch
-        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
-        props = header.properties
-        if (
-            not batch
-            and props
-            and MessageConst.MSG_TYPE in props
-            and decode_properties(props).get(MessageConst.MSG_TYPE) == REPLY_MESSAGE_FLAG
-        ):
-            # MQClientAPIImpl.sendMessage: a reply (MSG_TYPE=reply) goes as SEND_REPLY_MESSAGE_V2
-            code = RequestCode.SEND_REPLY_MESSAGE_V2
-        return RemotingCommand(
-            code=code,
-            language=self.language,
-            ext_fields=SendMessageRequestHeaderV2.ext_fields_from_v1(
-                header, serialize_type=self.serialize_type
-            ),
-            body=body,
-            serialize_type=self.serialize_type,
+        return send_request_command(
+            header, body, batch=batch, language=self.language, serialize_type=self.serialize_type
         )
 
     @staticmethod
