@@ -40,6 +40,7 @@ from rocketq.client.api_results import (
     pull_status_of,
     send_status_of,
 )
+from rocketq.client.request_response import is_reply_message
 from rocketq.errors import BrokerError, ClientError, ConnectError, MalformedFrameError, RemotingError
 from rocketq.protocol.bodies import (
     CheckClientRequestBody,
@@ -79,14 +80,11 @@ from rocketq.protocol.headers import (
 )
 from rocketq.protocol.heartbeat import HeartbeatData, SubscriptionData
 from rocketq.protocol.message import (
-    MessageConst,
     MessageExt,
-    decode_properties,
     decode_record,
     decode_records,
 )
 from rocketq.protocol.message_queue import MessageQueue
-from rocketq.protocol.mixall import REPLY_MESSAGE_FLAG
 from rocketq.protocol.route import ClusterInfo, TopicConfig, TopicList, TopicRouteData
 from rocketq.remoting.client import RemotingClient, RpcHook
 
@@ -124,13 +122,7 @@ def send_request_command(
     blocking and the asyncio client (``AsyncMQClientAPI``) both build their sends here."""
     header.batch = batch
     code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
-    props = header.properties
-    if (
-        not batch
-        and props
-        and MessageConst.MSG_TYPE in props
-        and decode_properties(props).get(MessageConst.MSG_TYPE) == REPLY_MESSAGE_FLAG
-    ):
+    if not batch and is_reply_message(header.properties):
         # MQClientAPIImpl.sendMessage: a reply (MSG_TYPE=reply) goes as SEND_REPLY_MESSAGE_V2
         code = RequestCode.SEND_REPLY_MESSAGE_V2
     return RemotingCommand(
