@@ -18,6 +18,7 @@ from rocketq.client.config import ClientConfig
 from rocketq.errors import ConnectError, RequestTimeoutError
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import FLAG_ONEWAY, FLAG_RESPONSE, FrameDecoder, RemotingCommand
+from rocketq.testing.waits import async_wait_until
 
 try:
     import uvloop
@@ -91,6 +92,103 @@ def test_out_of_order_answers_match_by_opaque(kind: str) -> None:
             results = await asyncio.gather(*calls)
             assert [r.remark for r in results] == ["r0", "r1", "r2"]
             assert len({c.opaque for c in held}) == 3
+
+    run(kind, main())
+
+
+class SpyTransport:
+    """Forwards to the connection's transport and records each write."""
+
+    def __init__(self, inner: asyncio.Transport) -> None:
+        self.inner = inner
+        self.writes: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(bytes(data))
+        self.inner.write(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@pytest.mark.parametrize("kind", LOOPS)
+def test_a_lone_call_is_written_at_once_and_a_burst_in_one_write(kind: str) -> None:
+    """With no call in flight the request leaves within the caller's step (no loop callback
+    between); while calls are in flight, the frames of one loop iteration leave together."""
+    held: list[RemotingCommand] = []
+    release = asyncio.Event()
+
+    async def script(w: asyncio.StreamWriter, cmd: RemotingCommand) -> None:
+        if cmd.remark == "warm":
+            w.write(answer(cmd, "warm"))
+            return
+        held.append(cmd)
+        if len(held) == 3:
+            await release.wait()
+            w.write(b"".join(answer(c, c.remark or "") for c in held))
+
+    async def main() -> None:
+        async with Server(script) as addr, AsyncRemotingClient() as client:
+            await client.invoke(addr, RemotingCommand(code=10, remark="warm"), 3000)  # connects
+            conn = client._conns[addr]
+            assert conn.transport is not None
+            spy = SpyTransport(conn.transport)
+            conn.transport = spy  # type: ignore[assignment]
+            first = asyncio.ensure_future(client.invoke(addr, RemotingCommand(code=10, remark="r0"), 3000))
+            await asyncio.sleep(0)  # the call's first step ran; no flush callback has yet
+            assert len(spy.writes) == 1
+            burst = [
+                asyncio.ensure_future(client.invoke(addr, RemotingCommand(code=10, remark=f"r{i}"), 3000))
+                for i in (1, 2)
+            ]
+            await asyncio.sleep(0)
+            assert len(spy.writes) == 1  # r0 is in flight: r1 and r2 are queued ...
+            await async_wait_until(lambda: len(spy.writes) == 2, 5.0, "the flush")
+            decoded = FrameDecoder().feed(spy.writes[1])  # ... and leave in one write
+            assert [c.remark for c in decoded] == ["r1", "r2"]
+            release.set()
+            results = await asyncio.gather(first, *burst)
+            assert [r.remark for r in results] == ["r0", "r1", "r2"]
+
+    run(kind, main())
+
+
+@pytest.mark.parametrize("kind", LOOPS)
+def test_one_timer_serves_the_deadlines_of_every_call(kind: str) -> None:
+    """Calls share one loop timer per connection: after many answered calls (their entries
+    pruned), a later call with a shorter timeout still fails first and each at its own time."""
+
+    async def script(w: asyncio.StreamWriter, cmd: RemotingCommand) -> None:
+        if cmd.remark == "ok":
+            w.write(answer(cmd, "ok"))
+
+    async def timed(client: AsyncRemotingClient, addr: str, timeout_ms: int) -> tuple[float, str]:
+        loop = asyncio.get_running_loop()
+        begin = loop.time()
+        with pytest.raises(RequestTimeoutError) as info:
+            await client.invoke(addr, RemotingCommand(code=10, remark="silent"), timeout_ms)
+        return loop.time() - begin, str(info.value)
+
+    async def main() -> None:
+        async with Server(script) as addr, AsyncRemotingClient() as client:
+            for _ in range(200):
+                assert (
+                    await client.invoke(addr, RemotingCommand(code=10, remark="ok"), 30_000)
+                ).remark == "ok"
+            conn = client._conns[addr]
+            assert len(conn._deadlines) <= 65  # answered calls do not pile up
+            done: list[int] = []
+
+            async def one(timeout_ms: int) -> tuple[float, str]:
+                out = await timed(client, addr, timeout_ms)
+                done.append(timeout_ms)
+                return out
+
+            (slow, slow_msg), (fast, fast_msg) = await asyncio.gather(one(400), one(150))
+            assert done == [150, 400]
+            assert 0.14 <= fast < 5.0 and 0.39 <= slow < 5.0
+            assert "timeout 150ms" in fast_msg and "timeout 400ms" in slow_msg
+            assert conn.pending == {}
 
     run(kind, main())
 

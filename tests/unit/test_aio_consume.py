@@ -1,4 +1,5 @@
-"""The asyncio concurrent consume service against a fake host: the consume timeout.
+"""The asyncio concurrent consume service against a fake host: the consume timeout and the
+CONSUME_START_TIME stamp.
 
 The listener that overruns ``consume_timeout_ms`` (``consumeTimeout``, minutes in the
 config, shortened here) is cancelled and counts as RECONSUME_LATER: its message goes back
@@ -8,6 +9,7 @@ config, shortened here) is cancelled and counts as RECONSUME_LATER: its message 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Sequence
 
 from rocketq.aio.consume import ConcurrentConsumeService
@@ -20,9 +22,11 @@ from rocketq.client.consumer.listener import (
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.protocol.heartbeat import MessageModel
-from rocketq.protocol.message import MessageExt
+from rocketq.protocol.message import MessageConst, MessageExt, decode_record
 from rocketq.protocol.message_queue import MessageQueue
+from rocketq.testing.waits import async_wait_until
 from tests.unit.client.test_consume_services import _msgs
+from tests.unit.test_message import _plain_record
 
 MQ = MessageQueue("T", "b", 0)
 
@@ -155,5 +159,54 @@ def test_transaction_checks_beyond_the_hold_max_are_dropped_and_shutdown_cancels
         assert len(checked) == 2
         await producer.shutdown()  # never started: only the checks to cancel
         assert not producer._checks
+
+    asyncio.run(main())
+
+
+def test_a_batch_is_stamped_with_one_consume_start_time_after_the_before_hooks() -> None:
+    """``ConsumeRequest.run``: every message of a batch carries the same CONSUME_START_TIME
+    (the blocking service's ``put_properties_lazily_each``), set after the before-hooks ran;
+    properties the messages had are kept, parsed or still raw."""
+
+    class StampHook(OffsetHook):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen_before: list[str | None] = []
+
+        def consume_message_before(self, context: ConsumeMessageContext) -> None:
+            self.seen_before += [m.get_property(MessageConst.CONSUME_START_TIME) for m in context.msg_list]
+
+    async def main() -> None:
+        host = FakeAsyncHost()
+        hook = StampHook()
+        host.hook, host.hooks = hook, [hook]
+        seen: list[tuple[str | None, str | None]] = []
+
+        async def listener(
+            msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
+        ) -> ConsumeConcurrentlyStatus:
+            seen.extend((m.get_property(MessageConst.CONSUME_START_TIME), m.get_property("K")) for m in msgs)
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        service = ConcurrentConsumeService(
+            host, listener, concurrency=1, batch_size=4, consume_timeout_ms=60_000
+        )
+        service.start()
+        msgs = _msgs(4)
+        msgs[0].put_property("K", "parsed")  # parsed properties
+        msgs[1] = decode_record(_plain_record("K\x01raw", queue_offset=1))  # properties still undecoded
+        pq = ProcessQueue()
+        pq.put_messages(msgs)
+        before_ms = int(time.time() * 1000)
+        service.submit(msgs, pq, MQ)
+        await async_wait_until(lambda: pq.msg_count == 0, 10.0, "the batch consumed")
+        after_ms = int(time.time() * 1000)
+        await service.shutdown(1000)
+        assert hook.seen_before == [None] * 4  # stamped after the before-hooks
+        stamps = {stamp for stamp, _ in seen}
+        assert len(seen) == 4 and len(stamps) == 1  # one stamp for the batch
+        stamp = stamps.pop()
+        assert stamp is not None and before_ms <= int(stamp) <= after_ms
+        assert [k for _, k in seen] == ["parsed", "raw", None, None]
 
     asyncio.run(main())

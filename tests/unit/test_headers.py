@@ -332,6 +332,9 @@ def test_golden_v2_sends_map_to_v1() -> None:
         assert v1.producer_group == case.cmd.ext_fields["a"]
         assert v1.batch is (case.cmd.code == RequestCode.SEND_BATCH_MESSAGE)
         assert SendMessageRequestHeaderV2.from_v1(v1).to_ext_fields() == case.cmd.ext_fields
+        # the client's path: V2's codec over the V1 header, same keys in the same order
+        direct = SendMessageRequestHeaderV2.ext_fields_from_v1(v1)
+        assert list(direct.items()) == list(case.cmd.ext_fields.items())
 
 
 # --------------------------------------------------------------------------- lenient decoding
@@ -491,6 +494,27 @@ def test_enum_fields_by_name() -> None:
     assert [wf.java_type for wf in _EnumHeader.wire_fields()] == [JavaType.ENUM, JavaType.STRING]
 
 
+@dataclass(slots=True, kw_only=True)
+class _PostInitHeader(CommandHeader):
+    JAVA_CLASS: typing.ClassVar[str] = "test.PostInitHeader"
+
+    topic: str | None = jstring("topic")
+    queue_id: int | None = jint("queueId")
+
+    def __post_init__(self) -> None:
+        if self.topic is not None:
+            self.topic = self.topic.strip()
+
+
+def test_a_header_with_post_init_is_decoded_through_its_constructor() -> None:
+    """The compiled decoders store slots directly only where that is what __init__ does;
+    a class with __post_init__ (none in the registry today) still gets it run."""
+    decoded = _PostInitHeader.from_ext_fields({"topic": " T ", "queueId": "7"})
+    assert (decoded.topic, decoded.queue_id) == ("T", 7)
+    checked, missing = _PostInitHeader.from_ext_fields_checked({"topic": " T "})
+    assert (checked.topic, missing) == ("T", None)
+
+
 def test_declaration_mistakes_fail_loudly() -> None:
     @dataclass(slots=True, kw_only=True)
     class WrongType(CommandHeader):
@@ -603,13 +627,176 @@ def _ext_for(draw: st.DrawFn, cls: type[CommandHeader]) -> dict[str, str]:
 def test_compiled_codecs_agree_with_the_generic_walk(data: st.DataObject, cls: type[CommandHeader]) -> None:
     """Each class's compiled from_ext_fields/to_ext_fields give exactly what walking its
     plan gives (the implementation before the compiled fast path), hostile values included."""
-    from rocketq.protocol.headers_base import _decode_generic, _encode_generic
-
     ext = data.draw(_ext_for(cls))
-    decoded = cls.from_ext_fields(ext)
-    assert decoded == _decode_generic(cls, ext)
+    decoded = _check_decoders(cls, ext)
     header = data.draw(_header_strategy(cls)) if data.draw(st.booleans()) else decoded
+    _check_encoders(header, data.draw(_extras_for(cls)))
+
+
+def _check_decoders(cls: type[CommandHeader], ext: dict[str, str]) -> CommandHeader:
+    """from_ext_fields and from_ext_fields_checked give what the generic walk (every value
+    through its Java parser) gives, and the checked one names the first missing field."""
+    from rocketq.protocol.headers_base import _decode_generic
+
+    want = _decode_generic(cls, ext)
+    decoded = cls.from_ext_fields(ext)
+    assert decoded == want
+    checked, missing = cls.from_ext_fields_checked(ext)
+    assert checked == want
+    assert missing == next(iter(want.missing_required()), None)
+    return decoded
+
+
+@st.composite
+def _extras_for(draw: st.DrawFn, cls: type[CommandHeader]) -> dict[str, str]:
+    """Keys already in the map before the header joins it: non-header keys, and sometimes
+    a header field's own key (the header's value then wins but the key keeps its place)."""
+    keys = [*NON_HEADER_EXT_FIELDS, *(wf.wire for wf in cls.wire_fields())]
+    chosen = draw(st.lists(st.sampled_from(keys), unique=True, max_size=4))
+    return {key: draw(st.text(max_size=4)) for key in chosen}
+
+
+def _check_encoders(header: CommandHeader, extra: dict[str, str]) -> None:
+    """Every compiled encoder equals its generic reference, key order included."""
+    from rocketq.protocol.headers_base import _encode_generic, _merge_generic
+
     for stype in SerializeType:
         got = header.to_ext_fields(serialize_type=stype)
         want = _encode_generic(header, fast_codes=stype == SerializeType.ROCKETMQ)
         assert list(got.items()) == list(want.items())
+    if extra:
+        merged = header.to_ext_fields(extra)
+        assert list(merged.items()) == list(_merge_generic(header, extra).items())
+        # the same extras again: the merging encoder compiled for these keys is reused
+        assert list(header.to_ext_fields(dict(extra)).items()) == list(merged.items())
+
+
+# The data path's four headers, from the maps real 4.9.7 peers send, mutated: most values
+# stay in the plain form the compiled decoders take inline, the rest go through the parser.
+_HOT_MAPS: dict[type[CommandHeader], dict[str, str]] = {
+    # a producer's SEND_MESSAGE_V2
+    SendMessageRequestHeaderV2: {
+        "a": "please_rename_unique_group_name",
+        "b": "TopicTest",
+        "c": "TBW102",
+        "d": "4",
+        "e": "1",
+        "f": "0",
+        "g": "1700000000123",
+        "h": "0",
+        "i": "UNIQ_KEY\x01AC1100020000000000000000\x02WAIT\x01true\x02TAGS\x01TagA\x02",
+        "j": "0",
+        "k": "false",
+        "m": "false",
+        "n": "broker-a",
+    },
+    # the broker's answer to it (preSend's keys included)
+    SendMessageResponseHeader: {
+        "queueId": "1",
+        "TRACE_ON": "true",
+        "MSG_REGION": "DefaultRegion",
+        "msgId": "7F00000100002A9F0000000000000C8A",
+        "queueOffset": "1234",
+    },
+    # a push consumer's PULL_MESSAGE
+    PullMessageRequestHeader: {
+        "consumerGroup": "please_rename_unique_group_name_4",
+        "topic": "TopicTest",
+        "queueId": "2",
+        "queueOffset": "1234",
+        "maxMsgNums": "32",
+        "sysFlag": "3",
+        "commitOffset": "1200",
+        "suspendTimeoutMillis": "15000",
+        "subscription": "*",
+        "subVersion": "1700000000999",
+        "expressionType": "TAG",
+        "bname": "broker-a",
+    },
+    PullMessageResponseHeader: {
+        "suggestWhichBrokerId": "0",
+        "nextBeginOffset": "1266",
+        "maxOffset": "5000",
+        "minOffset": "0",
+    },
+}
+_PLAINISH = st.one_of(
+    st.integers(0, 999).map(str),  # the small-number table
+    st.integers(-(2**64), 2**64).map(str),
+    st.sampled_from(["", "00", "007", "+1", "-0", " 1", "1 ", "1_0", "\uff12", "\u0663\u0660", "\u00b2"]),
+    st.sampled_from(["999999999", "1000000000", "2147483647", "2147483648", "9" * 18, "9" * 19]),
+    st.sampled_from(["true", "false", "TRUE", "True", "tru", "yes"]),
+)
+
+
+@st.composite
+def _hot_maps(draw: st.DrawFn, cls: type[CommandHeader]) -> dict[str, str]:
+    ext = dict(_HOT_MAPS[cls])
+    for wf in draw(st.lists(st.sampled_from(cls.wire_fields()), unique=True)):
+        if draw(st.booleans()):
+            ext.pop(wf.wire, None)
+        else:
+            ext[wf.wire] = draw(st.text(max_size=8) if wf.java_type is JavaType.STRING else _PLAINISH)
+    return ext
+
+
+@pytest.mark.parametrize("cls", list(_HOT_MAPS), ids=lambda c: c.__name__)
+def test_hot_headers_decode_like_the_java_parsers(cls: type[CommandHeader]) -> None:
+    """The broker's and client's per-message headers: the inline plain-value paths (small
+    number table, short digit runs, true/false) never differ from the Java parsers."""
+    plain = _check_decoders(cls, _HOT_MAPS[cls])
+    assert plain.missing_required() == []
+
+    @settings(max_examples=300, deadline=None)
+    @given(ext=_hot_maps(cls), extra=_extras_for(cls))
+    def check(ext: dict[str, str], extra: dict[str, str]) -> None:
+        _check_encoders(_check_decoders(cls, ext), extra)
+
+    check()
+
+
+def test_send_answer_map_is_java_order_with_pre_send_keys() -> None:
+    """SendMessageProcessor's answer: preSend put MSG_REGION and TRACE_ON first, then the
+    header's fields joined; the JSON map is that HashMap's order (from a 4.9.7 capture)."""
+    header = SendMessageResponseHeader(
+        msg_id="7F00000100002A9F0000000000000C8A", queue_id=1, queue_offset=1234
+    )
+    ext = header.to_ext_fields({"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"})
+    assert list(ext.items()) == list(_HOT_MAPS[SendMessageResponseHeader].items())
+    # a header field that is also an extra: the header's value, the extra's place
+    clash = header.to_ext_fields({"msgId": "old", "MSG_REGION": "R"})
+    assert list(clash) == hashmap_order(["msgId", "MSG_REGION", "queueId", "queueOffset"])
+    assert clash["msgId"] == header.msg_id
+
+
+def test_every_small_number_decodes_as_the_java_parser_reads_it() -> None:
+    """Int fields look their value up in a table of small numbers first: every entry (and
+    the first numbers past it) must equal what Integer.parseInt gives."""
+    from rocketq.protocol.headers_base import _decode_generic
+
+    for number in range(1100):
+        ext = {**_HOT_MAPS[SendMessageRequestHeaderV2], "e": str(number), "d": f"{number:03d}"}
+        decoded = SendMessageRequestHeaderV2.from_ext_fields(ext)
+        assert decoded == _decode_generic(SendMessageRequestHeaderV2, ext)
+        assert (decoded.queue_id, decoded.default_topic_queue_nums) == (number, number)
+
+
+@settings(max_examples=300, deadline=None)
+@given(v1=_header_strategy(SendMessageRequestHeader), stype=st.sampled_from(SerializeType))
+def test_v2_ext_fields_straight_from_a_v1_header(v1: SendMessageRequestHeader, stype: SerializeType) -> None:
+    """What the producer sends: the V2 map of a V1 header, in both serializations and
+    with any fields absent (a smaller HashMap re-orders), equals building the V2 header."""
+    want = SendMessageRequestHeaderV2.from_v1(v1).to_ext_fields(serialize_type=stype)
+    got = SendMessageRequestHeaderV2.ext_fields_from_v1(v1, serialize_type=stype)
+    assert list(got.items()) == list(want.items())
+
+
+def test_many_sets_of_extra_keys_still_merge_in_java_order() -> None:
+    """Merging encoders are compiled for a bounded number of key sets per class; past
+    that the generic merge answers, with the same result."""
+    from rocketq.protocol.headers_base import _merge_generic
+
+    header = UnregisterClientRequestHeader(client_id="c", producer_group="p")
+    for i in range(80):
+        extra = {f"k{i}": "x", "AccessKey": "ak"}
+        assert list(header.to_ext_fields(extra).items()) == list(_merge_generic(header, extra).items())

@@ -22,8 +22,7 @@ from collections.abc import Iterable, Sequence
 
 from rocketq.aio.remoting import AsyncRemotingClient
 from rocketq.client.api_results import PullResult, SendResult
-from rocketq.client.impl.mq_client_api import MQClientAPI, check_response
-from rocketq.client.request_response import is_reply_message
+from rocketq.client.impl.mq_client_api import MQClientAPI, check_response, send_request_command
 from rocketq.errors import ClientError, ConnectError, RemotingError
 from rocketq.protocol.bodies import (
     GetConsumerListByGroupResponseBody,
@@ -49,7 +48,6 @@ from rocketq.protocol.headers import (
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
     SendMessageRequestHeader,
-    SendMessageRequestHeaderV2,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
@@ -147,15 +145,11 @@ class AsyncMQClientAPI:
         self, header: SendMessageRequestHeader, body: bytes, *, batch: bool = False
     ) -> RemotingCommand:
         """SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) or, for a reply message,
-        SEND_REPLY_MESSAGE_V2 (325), with the V2 header (``sendMessage``)."""
-        header.batch = batch
-        if batch:
-            code = RequestCode.SEND_BATCH_MESSAGE
-        elif is_reply_message(header.properties):
-            code = RequestCode.SEND_REPLY_MESSAGE_V2
-        else:
-            code = RequestCode.SEND_MESSAGE_V2
-        return self.request(code, SendMessageRequestHeaderV2.from_v1(header), body)
+        SEND_REPLY_MESSAGE_V2 (325), with the V2 header (``sendMessage``): the blocking
+        client's own builder (:func:`~rocketq.client.impl.mq_client_api.send_request_command`)."""
+        return send_request_command(
+            header, body, batch=batch, language=self.language, serialize_type=self.serialize_type
+        )
 
     async def send_message(
         self,

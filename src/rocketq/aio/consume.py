@@ -50,7 +50,7 @@ from rocketq.client.consumer.retry import (
 )
 from rocketq.client.consumer.stats import ConsumerStatsManager
 from rocketq.protocol.heartbeat import MessageModel
-from rocketq.protocol.message import MessageConst, MessageExt, encode_properties
+from rocketq.protocol.message import MessageConst, MessageExt, put_properties_lazily_each
 from rocketq.protocol.message_queue import MessageQueue
 
 __all__ = [
@@ -210,11 +210,10 @@ class ConcurrentConsumeService:
             return
         context = ConsumeConcurrentlyContext(message_queue=mq)
         host.reset_retry_topic(msgs)
-        start = {MessageConst.CONSUME_START_TIME: str(int(time.time() * 1000))}
-        encoded = encode_properties(start)
-        for msg in msgs:
-            msg.put_properties_lazily(start, encoded)
         hook_ctx = run_before_hooks(host.hooks, host.consumer_group, mq, msgs)
+        # ConsumeRequest.run: after the before-hooks, every message of the batch gets the
+        # batch's start time (encoded once, as the blocking service does)
+        put_properties_lazily_each(msgs, {MessageConst.CONSUME_START_TIME: str(int(time.time() * 1000))})
         begin = time.monotonic()
         raw, has_exception, timed_out = await self._call_listener(msgs, context)
         consume_rt_ms = int((time.monotonic() - begin) * 1000)

@@ -407,7 +407,8 @@ class AsyncProducer:
             if self._clock_ms() - begin >= timeout:
                 raise RequestTimeoutError("sendSelectImpl call timeout")
             return await self._send_kernel(prep, explicit, oneway, timeout - (self._clock_ms() - begin))
-        info = await self._find_publish_info(prep.topic)
+        known = self._publish.get(prep.topic)  # known and usable on every send but the first
+        info = known if known is not None and known.ok() else await self._find_publish_info(prep.topic)
         if not info.ok():
             raise ClientError(f"No route info of this topic: {prep.topic}")
         attempts = SendAttempts(
@@ -435,20 +436,24 @@ class AsyncProducer:
         self, prep: PreparedSend, mq: MessageQueue, oneway: bool, timeout_ms: int
     ) -> SendResult | None:
         """``sendKernelImpl``: one attempt to one queue."""
-        addr = await self._broker_addr(mq)
-        api = self._running().api
+        instance = self._running()
+        # the route is known on every send but the first: no coroutine for the lookup then
+        addr = instance.find_broker_address_in_publish(mq.broker_name) or await instance.master_of(mq)
         header = send_header(prep, mq, self.config)
-        hook_ctx = hooks_before(self.send_hooks, self.config.producer_group, prep, mq, addr)
+        hooks = self.send_hooks
+        hook_ctx = hooks_before(hooks, self.config.producer_group, prep, mq, addr) if hooks else None
         result: SendResult | None = None
         try:
             if not oneway:
-                result = await api.send_message(
+                result = await instance.api.send_message(
                     addr, mq.broker_name, header, prep.body, prep.uniq_id, timeout_ms, batch=prep.batch
                 )
             else:
-                await api.send_message_oneway(addr, header, prep.body, batch=prep.batch)
+                await instance.api.send_message_oneway(addr, header, prep.body, batch=prep.batch)
         except RocketqError as exc:
-            hooks_after(self.send_hooks, hook_ctx, None, exc)
+            if hook_ctx is not None:
+                hooks_after(hooks, hook_ctx, None, exc)
             raise
-        hooks_after(self.send_hooks, hook_ctx, result, None)
+        if hook_ctx is not None:
+            hooks_after(hooks, hook_ctx, result, None)
         return result

@@ -22,8 +22,9 @@ Invariants:
   for request signing (ACL's ``RPCHook.doBeforeRequest``); ``ssl_context`` makes every
   connection TLS. Responses the
   client writes to server requests do not pass through the hooks.
-* Frames are written in call order; those written within one loop iteration leave in one
-  transport write (a burst of sends is one syscall, as the blocking client's flat combining).
+* Frames are written in call order. With no call in flight on the connection a frame is
+  written at once; otherwise those written within one loop iteration leave in one transport
+  write (a burst of sends is one syscall, as the blocking client's flat combining).
 * A response whose opaque is unknown is dropped (``processResponseCommand``); a malformed frame
   closes the connection and fails its pending calls with :class:`~rocketq.errors.ConnectError`.
 
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import logging
 import ssl
 import sys
@@ -131,6 +133,13 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self._paused: asyncio.Future[None] | None = None
+        #: (deadline, opaque, future, timeout ms, code) of the calls made, answered or not:
+        #: one loop timer, armed at the earliest deadline, serves them all (a timer per call
+        #: cost more than the rest of the call's bookkeeping); answered entries are skipped
+        #: when they come up and pruned when they outnumber the pending calls
+        self._deadlines: list[tuple[float, int, asyncio.Future[RemotingCommand], int, int]] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
         # Frames written during one loop iteration leave in one transport write (one syscall).
         self._out: list[bytes] = []
 
@@ -184,10 +193,16 @@ class _Connection(asyncio.Protocol):
             await asyncio.shield(paused)
 
     def write(self, frame: bytes) -> None:
-        """Queue ``frame``; the queue is flushed once the current loop iteration's callbacks ran."""
-        if self.closed or self.transport is None:
+        """Write ``frame``: at once when nothing is queued and no call is in flight on this
+        connection (one request per round trip pays no loop callback); otherwise queued and
+        flushed once the current loop iteration's callbacks ran (a burst is one write)."""
+        transport = self.transport
+        if self.closed or transport is None:
             raise ConnectError("connection closed before the request was written", addr=self.addr)
         out = self._out
+        if not out and not self.pending:
+            transport.write(frame)
+            return
         out.append(frame)
         if len(out) == 1:
             asyncio.get_running_loop().call_soon(self._flush)
@@ -198,9 +213,57 @@ class _Connection(asyncio.Protocol):
         if out and transport is not None and not self.closed:
             transport.write(out[0] if len(out) == 1 else b"".join(out))
 
+    def watch(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        deadline: float,
+        opaque: int,
+        fut: asyncio.Future[RemotingCommand],
+        timeout_ms: int,
+        code: int,
+    ) -> None:
+        """Fail ``fut`` with RequestTimeoutError at ``deadline`` unless it was answered."""
+        heap = self._deadlines
+        if len(heap) > 64 and len(heap) > 4 * len(self.pending):
+            pending = self.pending
+            heap[:] = [e for e in heap if pending.get(e[1]) is e[2]]
+            heapq.heapify(heap)
+        heapq.heappush(heap, (deadline, opaque, fut, timeout_ms, code))
+        if self._timer is None or deadline < self._timer_at:
+            self._arm(loop, deadline)
+
+    def _arm(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = when
+        self._timer = loop.call_at(when, self._expire, loop)
+
+    def _expire(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = None
+        heap, pending = self._deadlines, self.pending
+        # a loop timer may fire up to a clock tick early
+        limit = loop.time() + 0.001
+        while heap and heap[0][0] <= limit:
+            _, opaque, fut, timeout_ms, code = heapq.heappop(heap)
+            if pending.get(opaque) is fut:
+                del pending[opaque]
+                if not fut.done():
+                    fut.set_exception(
+                        RequestTimeoutError(
+                            f"wait response timeout {timeout_ms}ms, code {code}, opaque {opaque}",
+                            addr=self.addr,
+                        )
+                    )
+        if heap and not self.closed:
+            self._arm(loop, heap[0][0])
+
     def close(self, reason: str, cause: BaseException | None = None) -> None:
         if not self.closed:
             self.closed = True
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            self._deadlines = []
             if self.transport is not None:
                 self.transport.close()
             self.client._forget(self)
@@ -297,20 +360,15 @@ class AsyncRemotingClient:
         opaque = self._prepare(addr, request)
         frame = request.encode()
         fut: asyncio.Future[RemotingCommand] = loop.create_future()
+        conn.write(frame)  # before the call is pending: written at once when it is the only one
         pending = conn.pending
         pending[opaque] = fut
-        try:
-            conn.write(frame)
-        except ConnectError:
-            pending.pop(opaque, None)
-            raise
-        timer = loop.call_at(deadline, _expire, conn, opaque, timeout_ms, request.code)
+        conn.watch(loop, deadline, opaque, fut, timeout_ms, request.code)
         try:
             if conn.paused:  # backpressure: the kernel is not taking our writes
                 await conn.drained()
             return await fut
         finally:
-            timer.cancel()
             if not fut.done():  # the caller was cancelled
                 pending.pop(opaque, None)
 
@@ -423,13 +481,3 @@ class AsyncRemotingClient:
             frame = answer
         if not conn.closed and conn.transport is not None:
             conn.write(frame)
-
-
-def _expire(conn: _Connection, opaque: int, timeout_ms: int, code: int) -> None:
-    fut = conn.pending.pop(opaque, None)
-    if fut is not None and not fut.done():
-        fut.set_exception(
-            RequestTimeoutError(
-                f"wait response timeout {timeout_ms}ms, code {code}, opaque {opaque}", addr=conn.addr
-            )
-        )

@@ -12,7 +12,9 @@ wire key), its Java type and whether it is ``@CFNotNull``; nothing else is writt
 header. The first use of a class builds a :class:`_Plan` (field kinds, parsers, the
 Java insertion order and the resulting ``HashMap`` orders) once, and compiles it, as
 ``dataclasses`` compiles ``__init__``, into straight-line decode and encode functions
-specialised to the class; encoding and decoding only run those.
+specialised to the class; encoding and decoding only run those. They are the one codec of
+every header, the data path's included (a send and its answer per message, a pull and its
+answer per batch): no header is read or written by hand elsewhere.
 
 Invariants:
 
@@ -30,6 +32,11 @@ Invariants:
   the field default, an unparsable number keeps the default too (Java logs the
   ``NumberFormatException`` and leaves the field untouched), and booleans follow
   ``Boolean.parseBoolean`` (case-insensitive ``"true"``, anything else ``False``).
+* The compiled decoders equal the plan walked with the Java parsers
+  (:func:`_decode_generic`); plain values (a small number, a short run of decimal digits,
+  ``true``/``false``) are only taken inline, before the parser. The compiled encoders
+  equal :func:`_encode_generic`, and with extra keys :func:`_merge_generic` (one encoder
+  per class and set of extra keys, compiled on first sight of that set).
 * Java primitives (``int``/``long``/``boolean`` without a box) are non-optional here
   with the Java default, so they are always sent, e.g. V2 send's ``k`` and ``m``.
 """
@@ -71,6 +78,7 @@ _RPC_REQUEST_HEADER = "org.apache.rocketmq.common.rpc.RpcRequestHeader"
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_ROCKETMQ = int(SerializeType.ROCKETMQ)
 
 
 class JavaType(enum.Enum):
@@ -230,8 +238,10 @@ _PARSERS: dict[JavaType, Callable[[str], object]] = {
     JavaType.LONG: _parse_long,
     JavaType.BOOLEAN: _parse_bool,
 }
-#: strings of fewer ASCII digits than this always fit the Java type (hot-path shortcut)
-_FAST_DIGITS = {JavaType.STRING: 0, JavaType.INT: 10, JavaType.LONG: 19}
+#: a run of fewer decimal digits than this always fits the Java type (decoders' shortcut)
+_FAST_DIGITS = {JavaType.INT: 10, JavaType.LONG: 19}
+#: "0".."999" -> value: what a decoder of a Java int field looks up first
+_SMALL_INTS: dict[str, int] = {str(i): i for i in range(1000)}
 _FORMATTERS: dict[JavaType, Callable[[object], str]] = {
     JavaType.STRING: _format_str,
     JavaType.INT: str,
@@ -262,16 +272,22 @@ def _bucket_order(items: list[tuple[str, int]], capacity: int) -> list[str]:
 
 
 _Slot = tuple[str, str, Callable[[object], str]]  # attr, wire, formatter
+#: compiled extFields -> header (and, for the checked variant, the first missing wire name)
+_Decoder = Callable[[Mapping[str, str]], Any]
+_CheckedDecoder = Callable[[Mapping[str, str]], tuple[Any, str | None]]
+_Encoder = Callable[[Any], dict[str, str]]
+_MergingEncoder = Callable[[Any, Mapping[str, str]], dict[str, str]]
 
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
     """Everything derived once per header class."""
 
+    cls: type[CommandHeader]
     fields: tuple[WireField, ...]
-    #: attr, wire, fast (0: string as is; n > 0: ASCII digits shorter than n are an int
-    #: in range; -1: always the parser), parser
-    decoders: tuple[tuple[str, str, int, Callable[[str], object]], ...]
+    #: attr, wire, parser (str for strings): the reference decoder's steps
+    decoders: tuple[tuple[str, str, Callable[[str], object]], ...]
+    defaults: Mapping[str, object]  # attr -> dataclass default (what an absent key keeps)
     #: capacity of the full map -> slots in that HashMap's iteration order
     orders: Mapping[int, tuple[_Slot, ...]]
     full_capacity: int
@@ -280,11 +296,17 @@ class _Plan:
     required: tuple[tuple[str, str], ...]  # attr, wire
     insertion: tuple[str, ...]  # wire names in makeCustomHeaderToNet insertion order
     insertion_slots: tuple[_Slot, ...]  # the same, as slots
-    #: compiled from the above (:func:`_compile`): extFields -> header, header -> extFields
-    #: (HashMap order, no extra keys), header -> extFields (FastCodesHeader order, or None)
-    decode: Callable[[Mapping[str, str]], Any]
-    encode: Callable[[Any], dict[str, str]]
-    encode_fast: Callable[[Any], dict[str, str]] | None
+    #: compiled from the above (:func:`_compile_decoder`, :func:`_compile_encoder`):
+    #: extFields -> header, extFields -> (header, first missing @CFNotNull wire or None),
+    #: header -> extFields (HashMap order, no extra keys), header -> extFields
+    #: (FastCodesHeader order, or None)
+    decode: _Decoder
+    decode_checked: _CheckedDecoder
+    encode: _Encoder
+    encode_fast: _Encoder | None
+    #: extra keys (in their map's order) -> compiled header + extras -> extFields in the
+    #: HashMap order; filled on first sight of each key set (the broker's answers use one)
+    merging: dict[tuple[str, ...], _MergingEncoder]
 
 
 def _build_plan(cls: type[CommandHeader]) -> _Plan:
@@ -321,14 +343,8 @@ def _build_plan(cls: type[CommandHeader]) -> _Plan:
         full_capacity,
     )
     slots = {wf.wire: (wf.attr, wf.wire, _FORMATTERS[wf.java_type]) for wf in fields}
-    keyed = [(wire, string_hash(wire)) for wire in insertion]
-    orders: dict[int, tuple[_Slot, ...]] = {}
-    capacity = 16
-    while capacity <= full_capacity:
-        # Any subset of the keys that lands in a table of this size iterates in this
-        # order filtered to the subset, so one precomputed order per size suffices.
-        orders[capacity] = tuple(slots[w] for w in _bucket_order(keyed, capacity))
-        capacity *= 2
+    wire_orders = _hashmap_orders(insertion)
+    orders = {cap: tuple(slots[w] for w in order) for cap, order in wire_orders.items()}
     fast_attrs = cls.FAST_CODES_ORDER
     fast_order = None
     if fast_attrs:
@@ -340,7 +356,6 @@ def _build_plan(cls: type[CommandHeader]) -> _Plan:
         (
             wf.attr,
             wf.wire,
-            _FAST_DIGITS.get(wf.java_type, -1),
             _enum_parser(wf.enum_type) if wf.enum_type is not None else _PARSERS[wf.java_type],
         )
         for wf in fields
@@ -348,19 +363,40 @@ def _build_plan(cls: type[CommandHeader]) -> _Plan:
     defaults = {f.name: f.default for f in dataclasses.fields(cls)}
     if dataclasses.MISSING in defaults.values():
         raise TypeError(f"{cls.__name__}: every header field needs a default (absent keys keep it)")
+    required = tuple((wf.attr, wf.wire) for wf in fields if wf.required)
     return _Plan(
+        cls=cls,
         fields=tuple(fields),
         decoders=decoders,
+        defaults=defaults,
         orders=orders,
         full_capacity=full_capacity,
         fast_order=fast_order,
-        required=tuple((wf.attr, wf.wire) for wf in fields if wf.required),
+        required=required,
         insertion=tuple(insertion),
         insertion_slots=tuple(slots[w] for w in insertion),
-        decode=_compile_decoder(cls, decoders, defaults),
-        encode=_compile_encoder(cls, orders, full_capacity, fields),
-        encode_fast=None if fast_order is None else _compile_encoder(cls, {0: fast_order}, 0, fields),
+        decode=_compile_decoder(cls, fields, decoders, defaults, None),
+        decode_checked=_compile_decoder(cls, fields, decoders, defaults, required),
+        encode=_compile_encoder(cls, fields, [(slot, False) for slot in orders[full_capacity]], wire_orders),
+        encode_fast=None
+        if fast_order is None
+        else _compile_encoder(cls, fields, [(slot, False) for slot in fast_order], None),
+        merging={},
     )
+
+
+def _hashmap_orders(insertion: Sequence[str]) -> dict[int, tuple[str, ...]]:
+    """Table capacity -> iteration order of a ``HashMap`` (initial capacity 16) filled with
+    ``insertion``, for every capacity a subset of these keys can give: any subset that lands
+    in a table of that size iterates in that order filtered to the subset (a bucket's chain
+    keeps insertion order), so one order per size serves every combination of absent keys."""
+    keyed = [(key, string_hash(key)) for key in insertion]
+    orders: dict[int, tuple[str, ...]] = {}
+    capacity = 16
+    while capacity <= hashmap_capacity(len(insertion)):
+        orders[capacity] = tuple(_bucket_order(keyed, capacity))
+        capacity *= 2
+    return orders
 
 
 # --------------------------------------------------------------------------- compiled codecs
@@ -368,8 +404,11 @@ def _build_plan(cls: type[CommandHeader]) -> _Plan:
 # headers (a pull request and response per 32 messages, a send request and response per
 # send) that walk is most of the cost. As ``dataclasses`` does for ``__init__``, the plan
 # is turned once into straight-line source specialised to the class: the same rules, no
-# loop, no dict of keyword arguments. Tests check the compiled codecs against the generic
-# walk (``_decode_generic``/``_encode_generic``) on generated input.
+# loop, no dict of keyword arguments, no keyword call of ``__init__`` (the header is
+# allocated and its slots stored directly, which is what the generated ``__init__`` does).
+# Values in their plain form (short runs of decimal digits, ``true``/``false``) are taken
+# inline; anything else goes through the Java parser. Tests check the compiled codecs
+# against the generic walk (``_decode_generic``/``_encode_generic``/``_merge_generic``).
 
 
 def _compile(name: str, source: str, env: dict[str, object]) -> Callable[..., Any]:
@@ -380,47 +419,106 @@ def _compile(name: str, source: str, env: dict[str, object]) -> Callable[..., An
     return fn
 
 
+def _stores_slots_directly(cls: type[CommandHeader]) -> bool:
+    """Whether ``object.__new__`` plus one store per field builds what ``__init__`` builds:
+    a plain (not frozen) dataclass with no ``__post_init__``."""
+    params = getattr(cls, "__dataclass_params__", None)
+    return params is not None and not params.frozen and not hasattr(cls, "__post_init__")
+
+
 def _compile_decoder(
     cls: type[CommandHeader],
-    decoders: tuple[tuple[str, str, int, Callable[[str], object]], ...],
+    fields: Sequence[WireField],
+    decoders: tuple[tuple[str, str, Callable[[str], object]], ...],
     defaults: Mapping[str, object],
-) -> Callable[[Mapping[str, str]], Any]:
-    """``from_ext_fields`` for one class: each value parsed inline into a local, then one
-    constructor call (absent or unparsable values keep the field default)."""
-    env: dict[str, object] = {"_cls": cls}
-    lines = ["def _decode(ext):"]
-    args = []
-    for i, (attr, wire, fast, parse) in enumerate(decoders):
-        env[f"_d{i}"] = defaults[attr]
+    required: tuple[tuple[str, str], ...] | None,
+) -> Callable[..., Any]:
+    """``from_ext_fields`` for one class: each value parsed inline into a local, then the
+    header built from the locals (absent or unparsable values keep the field default).
+    With ``required`` (the ``@CFNotNull`` fields, possibly none), the result is
+    ``(header, first missing wire name or None)``."""
+    kinds = {wf.attr: wf.java_type for wf in fields}
+    env: dict[str, object] = {"_cls": cls, "_new": object.__new__, "_small": _SMALL_INTS.get}
+    lines = ["def _decode(ext):", "    get = ext.get"]
+    for i, (attr, wire, parse) in enumerate(decoders):
+        env[f"_d{i}"] = default = defaults[attr]
         env[f"_p{i}"] = parse
-        lines.append(f"    t = ext.get({wire!r})")
-        lines.append(f"    if t is None: v{i} = _d{i}")
-        if fast == 0:
-            lines.append(f"    else: v{i} = t")
-        else:
-            if fast > 0:
-                lines.append(f"    elif 0 < len(t) < {fast} and t.isdigit() and t.isascii(): v{i} = int(t)")
+        kind = kinds[attr]
+        v = f"v{i}"
+        if kind is JavaType.STRING and default is None:
+            lines.append(f"    {v} = get({wire!r})")  # absent -> None, the default
+            continue
+        lines.append(f"    t = get({wire!r})")
+        lines.append(f"    if t is None: {v} = _d{i}")
+        if kind is JavaType.STRING:
+            lines.append(f"    else: {v} = t")
+            continue
+        # the Java parser, for any value not in the plain form taken inline before it
+        parsed = [f"{v} = _p{i}(t)", f"if {v} is None: {v} = _d{i}"]
+        if kind is JavaType.BOOLEAN:
+            plain = [f"elif t == 'true': {v} = True", f"elif t == 'false': {v} = False"]
+            lines.extend(f"    {line}" for line in [*plain, "else:"])
+            lines.extend(f"        {line}" for line in parsed)
+            continue
+        if kind is JavaType.ENUM:
             lines.append("    else:")
-            lines.append(f"        v{i} = _p{i}(t)")
-            lines.append(f"        if v{i} is None: v{i} = _d{i}")
-        args.append(f"{attr}=v{i}")
-    lines.append(f"    return _cls({', '.join(args)})")
+            lines.extend(f"        {line}" for line in parsed)
+            continue
+        # fewer decimal digits than the type's width: int() gives what the Java parser
+        # (_parse_java_integer: isdecimal, then int) gives, and the value is in range
+        digits = [
+            f"if len(t) < {_FAST_DIGITS[kind]} and t.isdecimal(): {v} = int(t)",
+            "else:",
+            *(f"    {line}" for line in parsed),
+        ]
+        lines.append("    else:")
+        if kind is JavaType.INT:
+            # Java int fields mostly hold small numbers (queue ids, flags, counts)
+            lines.append(f"        {v} = _small(t)")
+            lines.append(f"        if {v} is None:")
+            lines.extend(f"            {line}" for line in digits)
+        else:
+            lines.extend(f"        {line}" for line in digits)
+    if _stores_slots_directly(cls):
+        lines.append("    h = _new(_cls)")
+        lines.extend(f"    h.{attr} = v{i}" for i, (attr, _, _) in enumerate(decoders))
+    else:
+        args = ", ".join(f"{attr}=v{i}" for i, (attr, _, _) in enumerate(decoders))
+        lines.append(f"    h = _cls({args})")
+    if required is None:
+        lines.append("    return h")
+        return _compile("_decode", "\n".join(lines), env)
+    index = {attr: i for i, (attr, _, _) in enumerate(decoders)}
+    for attr, wire in required:
+        lines.append(f"    if v{index[attr]} is None: return h, {wire!r}")
+    lines.append("    return h, None")
     return _compile("_decode", "\n".join(lines), env)
+
+
+#: an encoder's step: a header slot, or an extra key's name; True when the extras hold the
+#: key too (a header slot: its value wins when set; an extra: it only takes the place)
+_Step = tuple[_Slot | str, bool]
 
 
 def _compile_encoder(
     cls: type[CommandHeader],
-    orders: Mapping[int, tuple[_Slot, ...]],
-    full_capacity: int,
     fields: Sequence[WireField],
-) -> Callable[[Any], dict[str, str]]:
-    """``to_ext_fields`` without extra keys for one class, in the order of
-    ``orders[full_capacity]``; when fewer keys make a smaller Java ``HashMap``
-    (``full_capacity > 16``), the result is re-ordered for that table size."""
+    steps: Sequence[_Step],
+    orders: Mapping[int, tuple[str, ...]] | None,
+) -> Callable[..., dict[str, str]]:
+    """``to_ext_fields`` for one class and one set of extra keys, writing the keys in the
+    order of ``steps`` (header fields whose value is None skipped). For a ``HashMap``
+    order, ``orders`` holds its order per table size (:func:`_hashmap_orders`): when absent
+    fields leave fewer keys, the map may get a smaller table and iterate differently, and
+    the result is re-ordered for that size. ``orders=None``: a fixed order (FastCodesHeader)."""
     kinds = {wf.attr: wf.java_type for wf in fields}
-    env: dict[str, object] = {"_orders": orders, "_capacity": hashmap_capacity}
-    lines = ["def _encode(h):", "    out = {}"]
-    for i, (attr, wire, fmt) in enumerate(orders[full_capacity]):
+    env: dict[str, object] = {"_capacity": hashmap_capacity}
+    lines = ["def _encode(h, x=None):", "    out = {}"]
+    for i, (step, shared) in enumerate(steps):
+        if isinstance(step, str):
+            lines.append(f"    out[{step!r}] = x[{step!r}]")
+            continue
+        attr, wire, fmt = step
         env[f"_f{i}"] = fmt
         kind = kinds[attr]
         if kind is JavaType.STRING:
@@ -428,28 +526,48 @@ def _compile_encoder(
         elif kind is JavaType.INT or kind is JavaType.LONG:
             value = "str(v)"
         elif kind is JavaType.BOOLEAN:
-            value = '"true" if v else "false"'
+            value = "'true' if v else 'false'"
         else:
             value = f"_f{i}(v)"
         lines.append(f"    v = h.{attr}")
         lines.append(f"    if v is not None: out[{wire!r}] = {value}")
-    if full_capacity > 16:
-        lines.append("    capacity = _capacity(len(out))")
-        lines.append(f"    if capacity != {full_capacity}:")
-        lines.append("        out = {w: out[w] for _, w, _ in _orders[capacity] if w in out}")
+        if shared:
+            lines.append(f"    else: out[{wire!r}] = x[{wire!r}]")
+    total = len(steps)
+    if orders is not None and hashmap_capacity(total) > 16:
+        env["_orders"] = orders
+        # at most 3/4 of the next smaller table: that table, not the full one
+        lines.append(f"    if len(out) <= {hashmap_capacity(total) // 2 * 3 // 4}:")
+        lines.append("        out = {w: out[w] for w in _orders[_capacity(len(out))] if w in out}")
     lines.append("    return out")
     return _compile("_encode", "\n".join(lines), env)
 
 
+def _compile_merging(plan: _Plan, extra_keys: tuple[str, ...]) -> _MergingEncoder:
+    """Header + extras -> extFields for one set of extra keys: Java put the extras into
+    the map first, then ``makeCustomHeaderToNet`` the header's fields in their insertion
+    order (a header value replaces an extra's value but keeps its place), and the map
+    iterates in bucket order, a bucket in insertion order."""
+    extra_set = set(extra_keys)
+    insertion = [*extra_keys, *(w for w in plan.insertion if w not in extra_set)]
+    orders = _hashmap_orders(insertion)
+    slots = {slot[1]: slot for slot in plan.insertion_slots}
+    steps: list[_Step] = [
+        (slots[key], key in extra_set) if key in slots else (key, False) for key in orders[max(orders)]
+    ]
+    return _compile_encoder(plan.cls, plan.fields, steps, orders)
+
+
+#: compiled merging encoders kept per class (then the generic merge serves other key sets)
+_MAX_MERGING = 32
 _PLANS: dict[type, _Plan] = {}  # memo of derived, immutable data; filled once per class
 
 
 def _plan(cls: type[CommandHeader]) -> _Plan:
-    try:
-        return _PLANS[cls]
-    except KeyError:
+    plan = _PLANS.get(cls)
+    if plan is None:
         plan = _PLANS[cls] = _build_plan(cls)
-        return plan
+    return plan
 
 
 # --------------------------------------------------------------------------- base classes
@@ -490,27 +608,32 @@ class CommandHeader:
         (``RocketMQSerializable.rocketMQProtocolEncode``); otherwise keys follow the Java
         ``HashMap`` iteration order.
         """
-        plan = _plan(type(self))
-        if serialize_type == SerializeType.ROCKETMQ and plan.encode_fast is not None:
+        plan = _PLANS.get(type(self)) or _plan(type(self))
+        if serialize_type == _ROCKETMQ and plan.encode_fast is not None:
             out = plan.encode_fast(self)
             if extra:
                 for key in hashmap_order(extra):
                     out.setdefault(key, extra[key])
             return out
-        if extra:
-            return self._merge_with(plan, extra)
-        return plan.encode(self)
+        if not extra:
+            return plan.encode(self)
+        keys = tuple(extra)
+        merge = plan.merging.get(keys)
+        if merge is None:
+            if len(plan.merging) >= _MAX_MERGING:  # key sets come from code: a few per class
+                return _merge_generic(self, extra)
+            merge = plan.merging[keys] = _compile_merging(plan, keys)
+        return merge(self, extra)
 
-    def _merge_with(self, plan: _Plan, extra: Mapping[str, str]) -> dict[str, str]:
-        values = dict(extra)
-        keys = list(extra)  # Java insertion order: the extras first, then the header
-        for attr, wire, fmt in plan.insertion_slots:
-            value = getattr(self, attr)
-            if value is not None:
-                if wire not in values:
-                    keys.append(wire)
-                values[wire] = fmt(value)
-        return {key: values[key] for key in hashmap_order(keys)}
+    @classmethod
+    def _ext_fields_of(cls, source: object, serialize_type: int) -> dict[str, str]:
+        """``to_ext_fields(serialize_type=...)`` of a header of this class whose values are
+        ``source``'s attributes of the same names, without building that header (``source``
+        must have every attribute of this class, e.g. a V1 send header for V2)."""
+        plan = _PLANS.get(cls) or _plan(cls)
+        if serialize_type == _ROCKETMQ and plan.encode_fast is not None:
+            return plan.encode_fast(source)
+        return plan.encode(source)
 
     @classmethod
     def from_ext_fields(cls: type[_H], ext: Mapping[str, str] | None) -> _H:
@@ -521,8 +644,19 @@ class CommandHeader:
         """
         if not ext:
             return cls()
-        header: _H = _plan(cls).decode(ext)
+        header: _H = (_PLANS.get(cls) or _plan(cls)).decode(ext)
         return header
+
+    @classmethod
+    def from_ext_fields_checked(cls: type[_H], ext: Mapping[str, str] | None) -> tuple[_H, str | None]:
+        """:meth:`from_ext_fields` and, in the same pass, the wire name of the first
+        ``@CFNotNull`` field left ``None`` (the first of :meth:`missing_required`), or None."""
+        if not ext:
+            header = cls()
+            missing = header.missing_required()
+            return header, missing[0] if missing else None
+        result: tuple[_H, str | None] = (_PLANS.get(cls) or _plan(cls)).decode_checked(ext)
+        return result
 
     def missing_required(self) -> list[str]:
         """Wire names of ``@CFNotNull`` fields that are ``None`` (a server answers
@@ -531,17 +665,12 @@ class CommandHeader:
 
 
 def _decode_generic(cls: type[_H], ext: Mapping[str, str]) -> _H:
-    """The plan walked generically: the reference the compiled decoder is tested against."""
+    """The plan walked generically, every value through its Java parser: the reference the
+    compiled decoders are tested against."""
     kwargs: dict[str, Any] = {}
-    for attr, wire, fast, parse in _plan(cls).decoders:
+    for attr, wire, parse in _plan(cls).decoders:
         text = ext.get(wire)
-        if text is None:
-            continue
-        if fast == 0:
-            kwargs[attr] = text
-        elif 0 < len(text) < fast and text.isdigit() and text.isascii():
-            kwargs[attr] = int(text)
-        else:
+        if text is not None:
             value = parse(text)
             if value is not None:
                 kwargs[attr] = value
@@ -563,6 +692,21 @@ def _encode_generic(header: CommandHeader, *, fast_codes: bool = False) -> dict[
             # fewer keys -> smaller HashMap table -> a different bucket order
             out = {wire: out[wire] for _, wire, _ in plan.orders[capacity] if wire in out}
     return out
+
+
+def _merge_generic(header: CommandHeader, extra: Mapping[str, str]) -> dict[str, str]:
+    """Header + extras replayed through :func:`hashmap_order` (extras inserted first, then
+    the header's fields in insertion order): the reference of the compiled merging encoders,
+    and what serves a class's key sets past the compiled ones (``_MAX_MERGING``)."""
+    values = dict(extra)
+    keys = list(extra)
+    for attr, wire, fmt in _plan(type(header)).insertion_slots:
+        value = getattr(header, attr)
+        if value is not None:
+            if wire not in values:
+                keys.append(wire)
+            values[wire] = fmt(value)
+    return {key: values[key] for key in hashmap_order(keys)}
 
 
 @dataclass(slots=True, kw_only=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
+from rocketq.protocol.codes import SerializeType
 from rocketq.protocol.headers_base import (
     JAVA_HEADER_PACKAGE,
     CommandHeader,
@@ -140,6 +141,14 @@ class SendMessageRequestHeaderV2(CommandHeader):
     def from_v1(cls, v1: SendMessageRequestHeader) -> SendMessageRequestHeaderV2:
         """``createSendMessageRequestHeaderV2``: copy every V1 field."""
         return cls(**{name: getattr(v1, name) for name in _V2_NAMES})
+
+    @classmethod
+    def ext_fields_from_v1(
+        cls, v1: SendMessageRequestHeader, *, serialize_type: int = SerializeType.JSON
+    ) -> dict[str, str]:
+        """``from_v1(v1).to_ext_fields(serialize_type=...)`` without the V2 header: the
+        V2 codec reads V1's attributes, which have the same names (the client's send path)."""
+        return cls._ext_fields_of(v1, serialize_type)
 
     def to_v1(self) -> SendMessageRequestHeader:
         """``createSendMessageRequestHeaderV1``: what the broker works with."""

@@ -1,21 +1,20 @@
-"""The producer's hot-path shortcuts equal the generic codecs they stand in for.
+"""The producer's send path equals the generic codecs.
 
-``send_v2_ext_fields`` must give the exact ``extFields`` (values and key order, so the exact
-JSON bytes) of ``SendMessageRequestHeaderV2.from_v1(h).to_ext_fields()``, and
-``process_send_response`` must read a send answer as the generic header decoder does, for
-plain answers (its shortcut) and odd ones (the generic path).
+``build_send_request`` must encode exactly the bytes of the generic V2 request (the V2 map
+comes from ``SendMessageRequestHeaderV2.ext_fields_from_v1``, held equal to
+``from_v1(h).to_ext_fields()`` in tests/unit/test_headers.py), and
+``process_send_response`` must read a send answer as the generic header decoder does, plain
+answers and odd ones alike.
 """
 
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from rocketq.client.api_results import SendStatus
-from rocketq.client.impl.mq_client_api import MQClientAPI, send_v2_ext_fields
+from rocketq.client.impl.mq_client_api import MQClientAPI
 from rocketq.errors import MalformedFrameError
-from rocketq.protocol.codes import RequestCode, SerializeType
+from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import (
     SendMessageRequestHeader,
@@ -23,40 +22,6 @@ from rocketq.protocol.headers import (
     SendMessageResponseHeader,
 )
 from rocketq.remoting.client import RemotingClient
-
-_text = st.text(max_size=12)
-_int = st.integers(min_value=-(1 << 31), max_value=(1 << 31) - 1)
-_opt_int = st.none() | _int
-
-
-@st.composite
-def _headers(draw: st.DrawFn) -> SendMessageRequestHeader:
-    return SendMessageRequestHeader(
-        producer_group=draw(st.none() | _text),
-        topic=draw(st.none() | _text),
-        default_topic=draw(st.none() | _text),
-        default_topic_queue_nums=draw(_opt_int),
-        queue_id=draw(_opt_int),
-        sys_flag=draw(_opt_int),
-        born_timestamp=draw(st.none() | st.integers(min_value=0, max_value=(1 << 63) - 1)),
-        flag=draw(_opt_int),
-        properties=draw(st.none() | _text),
-        reconsume_times=draw(_opt_int),
-        unit_mode=draw(st.booleans()),
-        max_reconsume_times=draw(_opt_int),
-        batch=draw(st.booleans()),
-        bname=draw(st.none() | _text),
-    )
-
-
-@settings(max_examples=300)
-@given(_headers(), st.sampled_from([SerializeType.JSON, SerializeType.ROCKETMQ]))
-def test_send_v2_ext_fields_equals_the_generic_header_codec(
-    header: SendMessageRequestHeader, stype: int
-) -> None:
-    generic = SendMessageRequestHeaderV2.from_v1(header).to_ext_fields(serialize_type=stype)
-    fast = send_v2_ext_fields(header, stype)
-    assert list(fast.items()) == list(generic.items())  # same keys, values and order
 
 
 def test_build_send_request_encodes_the_same_bytes_as_the_generic_request() -> None:

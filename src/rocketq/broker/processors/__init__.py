@@ -63,8 +63,7 @@ def error_response(
 def decode_request_header(request: RemotingCommand, cls: type[_H]) -> _H | RemotingCommand:
     """Decode the request's header, or a SYSTEM_ERROR response naming the first missing
     ``@CFNotNull`` field (``RemotingCommand.decodeCommandCustomHeader`` / ``checkFields``)."""
-    header = cls.from_ext_fields(request.ext_fields)
-    missing = header.missing_required()
-    if missing:
-        return plain_response(request, ResponseCode.SYSTEM_ERROR, f"the custom field <{missing[0]}> is null")
+    header, missing = cls.from_ext_fields_checked(request.ext_fields)
+    if missing is not None:
+        return plain_response(request, ResponseCode.SYSTEM_ERROR, f"the custom field <{missing}> is null")
     return header

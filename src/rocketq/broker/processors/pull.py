@@ -31,7 +31,6 @@ from rocketq.broker.filter import ConsumerFilterData, ExpressionMessageFilter
 from rocketq.broker.filter.consumer_filter_manager import build_filter_data
 from rocketq.broker.long_polling import PullRequest, PullRequestHoldService
 from rocketq.broker.processors import decode_request_header, error_response
-from rocketq.broker.processors.hot_headers import decode_pull_header, pull_response_fields
 from rocketq.broker.store import GetMessageStatus, MessageExtBrokerInner
 from rocketq.errors import IllegalArgumentError, ProtocolError
 from rocketq.protocol import fastjson
@@ -116,9 +115,7 @@ class PullMessageProcessor:
     ) -> RemotingCommand | None:
         broker = self.broker
         cfg = broker.config
-        header = decode_pull_header(request.ext_fields) or decode_request_header(
-            request, PullMessageRequestHeader
-        )
+        header = decode_request_header(request, PullMessageRequestHeader)
         if isinstance(header, RemotingCommand):
             return header
         group = str(header.consumer_group)
@@ -274,17 +271,12 @@ class PullMessageProcessor:
         # (ManyMessageTransfer). The extFields follow the order of the type they are sent in.
         zero_copy = code == ResponseCode.SUCCESS and not cfg.transfer_msg_by_heap
         answer_type = request.serialize_type if broker_allow_suspend and not zero_copy else SerializeType.JSON
-        if answer_type == SerializeType.ROCKETMQ:
-            fields = PullMessageResponseHeader(
-                suggest_which_broker_id=suggest,
-                next_begin_offset=result.next_begin_offset,
-                min_offset=result.min_offset,
-                max_offset=result.max_offset,
-            ).to_ext_fields(serialize_type=answer_type)
-        else:
-            fields = pull_response_fields(
-                suggest, result.next_begin_offset, result.min_offset, result.max_offset
-            )
+        fields = PullMessageResponseHeader(
+            suggest_which_broker_id=suggest,
+            next_begin_offset=result.next_begin_offset,
+            min_offset=result.min_offset,
+            max_offset=result.max_offset,
+        ).to_ext_fields(serialize_type=answer_type)
         response: RemotingCommand | None = request.make_response(code, status.name, fields)
         assert response is not None
         if code == ResponseCode.SUCCESS:

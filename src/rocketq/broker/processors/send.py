@@ -30,7 +30,6 @@ import time
 from typing import TYPE_CHECKING
 
 from rocketq.broker.processors import decode_request_header
-from rocketq.broker.processors.hot_headers import decode_send_header_v2, send_response_fields
 from rocketq.broker.store import (
     MessageExtBrokerInner,
     PutMessageResult,
@@ -38,7 +37,7 @@ from rocketq.broker.store import (
 )
 from rocketq.broker.topics import is_not_allowed_send_topic, validate_topic
 from rocketq.errors import IllegalArgumentError
-from rocketq.protocol.codes import PermName, RequestCode, ResponseCode, SerializeType, Version
+from rocketq.protocol.codes import PermName, RequestCode, ResponseCode, Version
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import (
     ConsumerSendMsgBackRequestHeader,
@@ -177,11 +176,8 @@ class SendMessageProcessor:
         else:
             # V2 one-letter fields; a missing one is reported by its wire name, as in Java.
             # Java maps V2 to V1 (createSendMessageRequestHeaderV1); both carry the same
-            # attributes here, so the V2 header is used as it is. The plain common case is
-            # read without the generic codec.
-            header = decode_send_header_v2(request.ext_fields) or decode_request_header(
-                request, SendMessageRequestHeaderV2
-            )
+            # attributes here, so the V2 header is used as it is.
+            header = decode_request_header(request, SendMessageRequestHeaderV2)
         if isinstance(header, RemotingCommand):
             return header
         error, queue_id = self._msg_check(channel, request, header)
@@ -437,16 +433,6 @@ class SendMessageProcessor:
         if append is None or code not in _STORED_CODES:
             return self._response(request, code, remark)
         self.broker.stats.inc_topic_put(topic, msgs, size)
-        if request.serialize_type != SerializeType.ROCKETMQ:
-            cfg = self.broker.config
-            fields = send_response_fields(
-                cfg.region_id,
-                "true" if cfg.trace_on else "false",
-                append.msg_id,
-                queue_id,
-                append.logics_offset,
-            )
-            return request.make_response(code, remark, fields)
         response = self._response(request, code, remark)
         header = SendMessageResponseHeader(
             msg_id=append.msg_id, queue_id=queue_id, queue_offset=append.logics_offset

@@ -40,6 +40,7 @@ from rocketq.client.api_results import (
     pull_status_of,
     send_status_of,
 )
+from rocketq.client.request_response import is_reply_message
 from rocketq.errors import BrokerError, ClientError, ConnectError, MalformedFrameError, RemotingError
 from rocketq.protocol.bodies import (
     CheckClientRequestBody,
@@ -79,14 +80,11 @@ from rocketq.protocol.headers import (
 )
 from rocketq.protocol.heartbeat import HeartbeatData, SubscriptionData
 from rocketq.protocol.message import (
-    MessageConst,
     MessageExt,
-    decode_properties,
     decode_record,
     decode_records,
 )
 from rocketq.protocol.message_queue import MessageQueue
-from rocketq.protocol.mixall import REPLY_MESSAGE_FLAG
 from rocketq.protocol.route import ClusterInfo, TopicConfig, TopicList, TopicRouteData
 from rocketq.remoting.client import RemotingClient, RpcHook
 
@@ -109,64 +107,31 @@ def check_response(response: RemotingCommand, addr: str | None) -> RemotingComma
 
 
 def _response_header(cls: type[_H], response: RemotingCommand, addr: str | None) -> _H:
-    header = cls.from_ext_fields(response.ext_fields)
-    missing = header.missing_required()
-    if missing:
+    header, missing = cls.from_ext_fields_checked(response.ext_fields)
+    if missing is not None:
         raise MalformedFrameError(
-            f"response to code {response.code} from {addr} lacks required fields {missing}"
+            f"response to code {response.code} from {addr} lacks required fields {header.missing_required()}"
         )
     return header
 
 
-#: (serialize type, wire names present in the order written below) -> the order the generic
-#: header codec puts them on the wire; learned from it on first sight of each shape.
-_SEND_V2_ORDERS: dict[tuple[int, tuple[str, ...]], tuple[str, ...] | None] = {}
-
-
-def send_v2_ext_fields(header: SendMessageRequestHeader, serialize_type: int) -> dict[str, str]:
-    """``SendMessageRequestHeaderV2.from_v1(header).to_ext_fields(serialize_type=...)``,
-    without the V2 dataclass and the generic field loop: the hottest header of the client,
-    built once per send. The key order (Java's ``HashMap`` order, or the ``FastCodesHeader``
-    order for ROCKETMQ) is taken from the generic codec the first time each set of present
-    fields is seen, so the bytes are the generic codec's by construction; a unit test holds
-    the two equal over generated headers."""
-    h = header
-    ext: dict[str, str] = {}
-    # createSendMessageRequestHeaderV2: a..n; None fields are not written, booleans always are.
-    if (v := h.producer_group) is not None:
-        ext["a"] = v if type(v) is str else str(v)
-    if (v := h.topic) is not None:
-        ext["b"] = v if type(v) is str else str(v)
-    if (v := h.default_topic) is not None:
-        ext["c"] = v if type(v) is str else str(v)
-    if (n := h.default_topic_queue_nums) is not None:
-        ext["d"] = str(n)
-    if (n := h.queue_id) is not None:
-        ext["e"] = str(n)
-    if (n := h.sys_flag) is not None:
-        ext["f"] = str(n)
-    if (n := h.born_timestamp) is not None:
-        ext["g"] = str(n)
-    if (n := h.flag) is not None:
-        ext["h"] = str(n)
-    if (v := h.properties) is not None:
-        ext["i"] = v if type(v) is str else str(v)
-    if (n := h.reconsume_times) is not None:
-        ext["j"] = str(n)
-    ext["k"] = "true" if h.unit_mode else "false"
-    if (n := h.max_reconsume_times) is not None:
-        ext["l"] = str(n)
-    ext["m"] = "true" if h.batch else "false"
-    if (v := h.bname) is not None:
-        ext["n"] = v if type(v) is str else str(v)
-    shape = (serialize_type, tuple(ext))
-    try:
-        order = _SEND_V2_ORDERS[shape]
-    except KeyError:
-        generic = tuple(SendMessageRequestHeaderV2.from_v1(h).to_ext_fields(serialize_type=serialize_type))
-        order = None if generic == shape[1] else generic
-        _SEND_V2_ORDERS[shape] = order
-    return ext if order is None else {key: ext[key] for key in order}
+def send_request_command(
+    header: SendMessageRequestHeader, body: bytes, *, batch: bool, language: int, serialize_type: int
+) -> RemotingCommand:
+    """The send request of :meth:`MQClientAPI.build_send_request`, as a pure function: the
+    blocking and the asyncio client (``AsyncMQClientAPI``) both build their sends here."""
+    header.batch = batch
+    code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+    if not batch and is_reply_message(header.properties):
+        # MQClientAPIImpl.sendMessage: a reply (MSG_TYPE=reply) goes as SEND_REPLY_MESSAGE_V2
+        code = RequestCode.SEND_REPLY_MESSAGE_V2
+    return RemotingCommand(
+        code=code,
+        language=language,
+        ext_fields=SendMessageRequestHeaderV2.ext_fields_from_v1(header, serialize_type=serialize_type),
+        body=body,
+        serialize_type=serialize_type,
+    )
 
 
 class MQClientAPI:
@@ -328,23 +293,8 @@ class MQClientAPI:
         ``MQClientAPIImpl.sendMessage``: the Java producer always uses V2 names; the broker
         picks its batch path from header ``m`` (batch), so it must be set for code 320.
         """
-        header.batch = batch
-        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
-        props = header.properties
-        if (
-            not batch
-            and props
-            and MessageConst.MSG_TYPE in props
-            and decode_properties(props).get(MessageConst.MSG_TYPE) == REPLY_MESSAGE_FLAG
-        ):
-            # MQClientAPIImpl.sendMessage: a reply (MSG_TYPE=reply) goes as SEND_REPLY_MESSAGE_V2
-            code = RequestCode.SEND_REPLY_MESSAGE_V2
-        return RemotingCommand(
-            code=code,
-            language=self.language,
-            ext_fields=send_v2_ext_fields(header, self.serialize_type),
-            body=body,
-            serialize_type=self.serialize_type,
+        return send_request_command(
+            header, body, batch=batch, language=self.language, serialize_type=self.serialize_type
         )
 
     @staticmethod
@@ -355,40 +305,17 @@ class MQClientAPI:
         status = send_status_of(response.code)
         if status is None:
             raise BrokerError(response.code, response.remark, addr=addr)
+        header = _response_header(SendMessageResponseHeader, response, addr)
         ext = response.ext_fields or {}
-        msg_id = ext.get("msgId")
-        qid_text = ext.get("queueId")
-        offset_text = ext.get("queueOffset")
-        if (
-            msg_id is not None
-            and qid_text is not None
-            and offset_text is not None
-            and 0 < len(qid_text) < 10
-            and 0 < len(offset_text) < 19
-            and qid_text.isdigit()
-            and offset_text.isdigit()
-            and qid_text.isascii()
-            and offset_text.isascii()
-        ):
-            # Every send answer: plain digits, read as the generic header decoder reads them
-            # (SendMessageResponseHeader) without building it.
-            qid = int(qid_text)
-            queue_offset = int(offset_text)
-            transaction_id = ext.get("transactionId")
-        else:
-            header = _response_header(SendMessageResponseHeader, response, addr)
-            msg_id = header.msg_id
-            # The broker names the queue it really used (e.g. a negative queueId = broker's choice).
-            qid = header.queue_id if header.queue_id is not None else queue_id
-            queue_offset = header.queue_offset if header.queue_offset is not None else -1
-            transaction_id = header.transaction_id
+        # The broker names the queue it really used (e.g. a negative queueId = broker's choice).
+        qid = header.queue_id if header.queue_id is not None else queue_id
         return SendResult(
             status=status,
             msg_id=uniq_msg_id,
-            offset_msg_id=msg_id or "",
+            offset_msg_id=header.msg_id or "",
             message_queue=MessageQueue(topic, broker_name, qid),
-            queue_offset=queue_offset,
-            transaction_id=transaction_id,
+            queue_offset=header.queue_offset if header.queue_offset is not None else -1,
+            transaction_id=header.transaction_id,
             region_id=ext.get("MSG_REGION"),
             trace_on=ext.get("TRACE_ON", "true") != "false",
         )
