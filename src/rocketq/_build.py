@@ -55,7 +55,6 @@ HOT_MODULES: tuple[str, ...] = (
     "rocketq.remoting.server",
     "rocketq.remoting.client",
     "rocketq.namesrv.namesrv",
-    "rocketq.broker.processors.hot_headers",
     "rocketq.broker.processors.send",
     "rocketq.broker.processors.pull",
     "rocketq.broker.processors.reply",

@@ -188,8 +188,7 @@ def test_the_unit_tier_refuses_tcp() -> None:
 
 
 def test_one_place_builds_a_pull_request() -> None:
-    """``PullMessageRequestHeader(...)`` is built in PullAPIWrapper only; the broker decodes it,
-    through the generic codec or the straight-line decoder of ``hot_headers``."""
+    """``PullMessageRequestHeader(...)`` is built in PullAPIWrapper only (the broker decodes it)."""
     built = []
     for rel, tree in SOURCES:
         for node in ast.walk(tree):
@@ -199,7 +198,7 @@ def test_one_place_builds_a_pull_request() -> None:
                 and node.func.id == "PullMessageRequestHeader"
             ):
                 built.append(rel)
-    assert built == ["rocketq/broker/processors/hot_headers.py", "rocketq/client/impl/pull_api_wrapper.py"]
+    assert built == ["rocketq/client/impl/pull_api_wrapper.py"]
 
 
 def test_one_place_turns_a_route_into_queues() -> None:
