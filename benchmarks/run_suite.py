@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.suite.common import FULL, QUICK, Variant
+from benchmarks.suite.common import FULL, QUICK, Sizes, Variant
 from benchmarks.suite.report import load_results, render_markdown, write_chart, write_results
 from benchmarks.suite.runner import SYSTEMS, run_suite
 
@@ -94,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--profile-only", action="store_true", help="only profile, then re-render the report")
     parser.add_argument("--report-only", action="store_true", help="only re-render from results.json")
+    # internal: one round of rocketq for the rocketq-pure system (suite/runner.py starts it)
+    parser.add_argument("--child-of-suite", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--sizes-json", default=None, help=argparse.SUPPRESS)
     parser.add_argument(
         "--spark",
         action=argparse.BooleanOptionalAction,
@@ -118,6 +121,16 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.report_only:
         print(f"report: {_render(out, not args.no_chart)}")
+        return 0
+    if args.child_of_suite:
+        sizes = Sizes(**json.loads(args.sizes_json))
+        result = run_suite(
+            sizes,
+            systems=["rocketq"],
+            variants=variants,
+            say=lambda line: print(line.replace(" rocketq ", " rocketq-pure ", 1)),
+        )
+        write_results(result, out)
         return 0
     ok = True
     if not args.profile_only:

@@ -294,7 +294,11 @@ class RocketqServer(Server):
         self.durability_note = "SYNC_FLUSH (group commit)" if conf else "ASYNC_FLUSH (flush every 500 ms)"
         from importlib.metadata import version
 
-        self.version = f"rocketq {version('rocketq')}"
+        from rocketq import _build
+        from rocketq.common.event_loop import describe_server_loop
+
+        build = "compiled (mypyc)" if _build.state().compiled else f"pure Python, {_build.state().reason}"
+        self.version = f"rocketq {version('rocketq')}, {build}, server loop {describe_server_loop()}"
 
     def start(self) -> None:
         self.cluster.start()

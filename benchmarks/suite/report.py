@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from .common import Measurement, Variant, Workload
@@ -19,20 +20,58 @@ from .runner import SYSTEMS, Row, SuiteResult, summarize
 
 __all__ = [
     "JAVA_REFERENCE",
+    "TARGETS",
+    "Target",
     "load_results",
     "render_markdown",
     "spark_section",
+    "targets_table",
     "write_chart",
     "write_results",
 ]
 
 #: Issue #9: a real Apache RocketMQ 4.9.7 broker + Java client on this machine class (msgs/s).
 JAVA_REFERENCE: dict[Workload, float] = {
-    Workload.PUBLISH_ONE: 6_000,
-    Workload.PUBLISH_BATCH: 55_000,
-    Workload.PUBLISH_ASYNC: 36_000,
-    Workload.DRAIN_ONE: 55_000,
+    Workload.PUBLISH_ONE: 6_022,
+    Workload.PUBLISH_BATCH: 54_887,
+    Workload.PUBLISH_ASYNC: 36_052,
+    Workload.DRAIN_ONE: 54_573,
 }
+
+
+@dataclass(frozen=True)
+class Target:
+    """One of issue #27's targets: rocketq / Redis (same run, medians) must reach ``ratio``
+    (``at_most``: a latency ratio must stay at or under it)."""
+
+    level: str  # "Must" or "Aim"
+    variant: Variant
+    workload: Workload
+    ratio: float
+    at_most: bool = False
+
+
+#: Issue #27's targets against Redis (same-run medians of `make bench`). Workload 6, fsync per
+#: acknowledgement, is the durable variant's publish workloads against `appendfsync always`.
+TARGETS: tuple[Target, ...] = (
+    Target("Must", Variant.DEFAULT, Workload.PUBLISH_ONE, 0.7),
+    Target("Must", Variant.DEFAULT, Workload.PUBLISH_BATCH, 0.6),
+    Target("Must", Variant.DEFAULT, Workload.PUBLISH_ASYNC, 0.5),
+    Target("Must", Variant.DEFAULT, Workload.DRAIN_ONE, 0.8),
+    Target("Must", Variant.DEFAULT, Workload.DRAIN_GROUP, 0.6),
+    Target("Must", Variant.DEFAULT, Workload.LATENCY, 1.5, at_most=True),
+    Target("Must", Variant.DURABLE, Workload.PUBLISH_ONE, 0.8),
+    Target("Must", Variant.DURABLE, Workload.PUBLISH_BATCH, 0.8),
+    Target("Must", Variant.DURABLE, Workload.PUBLISH_ASYNC, 0.8),
+    Target("Aim", Variant.DEFAULT, Workload.PUBLISH_ONE, 1.0),
+    Target("Aim", Variant.DEFAULT, Workload.PUBLISH_BATCH, 1.0),
+    Target("Aim", Variant.DEFAULT, Workload.PUBLISH_ASYNC, 1.0),
+    Target("Aim", Variant.DEFAULT, Workload.DRAIN_ONE, 1.0),
+    Target("Aim", Variant.DEFAULT, Workload.DRAIN_GROUP, 1.0),
+    Target("Aim", Variant.DEFAULT, Workload.LATENCY, 1.0, at_most=True),
+)
+#: The rocketq builds of a run (``suite/runner.py``), in report order.
+ROCKETQ_SYSTEMS = ("rocketq", "rocketq-pure")
 #: Issue #9: Java end-to-end latency reference, ms.
 JAVA_LATENCY_MS = {"p50": 0.9, "p99": 15.0}
 
@@ -171,6 +210,65 @@ def _ratios(rows: Sequence[Row], variant: Variant) -> list[str]:
     return out
 
 
+def _verdict(value: float | None, limit: float, at_most: bool) -> tuple[str, str]:
+    if value is None:
+        return "n/a", "n/a"
+    ok = value <= limit if at_most else value >= limit
+    return f"{value:.2f}x", "pass" if ok else "**miss**"
+
+
+def targets_table(rows: Sequence[Row]) -> list[str]:
+    """Issue #27's targets, one column pair per rocketq build present: the ratio and pass/miss."""
+    builds = [s for s in ROCKETQ_SYSTEMS if any(r.system == s for r in rows)]
+    if not builds:
+        return []
+    by = {(r.system, r.variant, r.workload): r for r in rows}
+    out = [
+        "| level | target | " + " | ".join(f"{b} | {b}: met?" for b in builds) + " |",
+        "| --- | --- |" + " ---: | --- |" * len(builds),
+    ]
+
+    def ratio_to_redis(system: str, t: Target) -> float | None:
+        mine, redis_row = by.get((system, t.variant, t.workload)), by.get(("redis", t.variant, t.workload))
+        if mine is None or redis_row is None:
+            return None
+        if t.at_most:
+            p99, redis_p99 = mine.latency_ms.get("p99"), redis_row.latency_ms.get("p99")
+            return p99 / redis_p99 if p99 is not None and redis_p99 else None
+        return mine.throughput / redis_row.throughput if redis_row.throughput else None
+
+    for t in TARGETS:
+        name = ("6 (fsync per ack): " if t.variant is Variant.DURABLE else "") + t.workload.value
+        what = (
+            f"{name}: p99 <= {t.ratio:.1f}x Redis"
+            if t.at_most
+            else f"{name} >= {t.ratio:.1f}x Redis"
+            + (" `appendfsync always`" if t.variant is Variant.DURABLE else "")
+        )
+        cells = []
+        for b in builds:
+            cells += _verdict(ratio_to_redis(b, t), t.ratio, t.at_most)
+        out.append(f"| {t.level} | {what} | " + " | ".join(cells) + " |")
+        if t.level == "Must" and t.workload is Workload.DRAIN_GROUP:
+            cells = []
+            for b in builds:
+                one, four = by.get((b, t.variant, Workload.DRAIN_ONE)), by.get((b, t.variant, t.workload))
+                value = four.throughput / one.throughput if one and four and one.throughput else None
+                cells += _verdict(value, 1.0, False)
+            out.append("| Must | 4b >= 4a (4b / 4a of the same build) | " + " | ".join(cells) + " |")
+    for w, ref in JAVA_REFERENCE.items():
+        cells = []
+        for b in builds:
+            mine = by.get((b, Variant.DEFAULT, w))
+            cells += _verdict(mine.throughput / ref if mine else None, 1.0, False)
+        out.append(
+            f"| Must | {w.value} >= 1.0x the Java 4.9.7 reference ({ref:,.0f}/s) | "
+            + " | ".join(cells)
+            + " |"
+        )
+    return out
+
+
 def _profile_section(profile_path: Path) -> list[str]:
     if not profile_path.exists():
         return []
@@ -270,8 +368,8 @@ def render_markdown(data: dict[str, object], ms: Sequence[Measurement], out_dir:
         "",
         f"Generated {data.get('generated')} by `make bench` (`benchmarks/run_suite.py`) in "
         f"{minutes:.1f} min. Medians of {sizes.get('rounds')} rounds; "
-        "each round starts a fresh server per system and variant, in the order rocketq, Redis, NATS "
-        "(A B C A B C ...). 100-byte bodies, 4 queues / streams / subjects.",
+        "each round starts a fresh server per system and variant, in the order rocketq (compiled when "
+        "built), rocketq-pure, Redis, NATS (A B C D A B C D ...). 100-byte bodies, 4 queues / streams / subjects.",
         "",
         "![throughput and latency](throughput.png)",
         "",
@@ -314,9 +412,18 @@ def render_markdown(data: dict[str, object], ms: Sequence[Measurement], out_dir:
         "",
         *_table([r for r in rows if r.variant is Variant.DURABLE]),
         "",
+        "## Targets (issue #27), both builds",
+        "",
+        "`rocketq` is the build the harness loaded (the mypyc-compiled hot set when built; see the "
+        "servers table), `rocketq-pure` the same workloads in a child process with "
+        "`ROCKETQ_PURE_PYTHON=1` (client and server pure Python), alternating with it in every round. "
+        "Ratios are same-run medians against Redis; the Java figures are issue #9's reference run.",
+        "",
+        *targets_table(rows),
+        "",
         "## Ratios",
         "",
-        "Default durability (the issue's targets apply here):",
+        "Default durability:",
         "",
         *_ratios(rows, Variant.DEFAULT),
         "",
@@ -325,7 +432,7 @@ def render_markdown(data: dict[str, object], ms: Sequence[Measurement], out_dir:
         *_ratios(rows, Variant.DURABLE),
         "",
         "Java reference (issue #9, Apache RocketMQ 4.9.7 + Java client, same machine class): "
-        "6,000 sync sends/s, 55,000 msgs/s in batches of 32, 36,000 msgs/s async, 55,000 msgs/s drain, "
+        "6,022 sync sends/s, 54,887 msgs/s in batches of 32, 36,052 msgs/s async, 54,573 msgs/s drain, "
         "p50 0.9 ms / p99 15 ms end to end.",
         "",
         "## How each workload is run",
@@ -345,7 +452,7 @@ def write_chart(ms: Sequence[Measurement], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     rows = summarize(ms)
-    colors = {"rocketq": "#d1495b", "redis": "#00798c", "nats": "#edae49"}
+    colors = {"rocketq": "#d1495b", "rocketq-pure": "#8f2d56", "redis": "#00798c", "nats": "#edae49"}
     cats: list[tuple[Variant, Workload]] = [
         (r.variant, r.workload) for r in rows if r.workload is not Workload.LATENCY
     ]

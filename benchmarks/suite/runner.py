@@ -1,10 +1,15 @@
 """Run the workloads against every system in alternation and reduce the rounds to medians.
 
 Order of one round: for each variant (default, then durable), each system in turn
-(rocketq, redis, nats) gets a fresh server (new process, new temporary data dir), runs its
-workloads, and the server is stopped before the next system starts - so only one server
-runs at a time and rounds alternate A B C A B C .... Workloads 1-5 run in the default
+(rocketq, rocketq-pure, redis, nats) gets a fresh server (new process, new temporary data dir),
+runs its workloads, and the server is stopped before the next system starts - so only one server
+runs at a time and rounds alternate A B C D A B C D .... Workloads 1-5 run in the default
 variant; 1-3 in the durable one.
+
+Both rocketq builds (``rocketq._build``): ``rocketq`` is the build this process loaded (the
+mypyc-compiled hot set when it is built); ``rocketq-pure`` runs the same workloads in a child
+process with ``ROCKETQ_PURE_PYTHON=1``, so its client and its server are both pure Python. When
+this process already runs pure Python, ``rocketq-pure`` is skipped (its rows would be ``rocketq``'s).
 
 Invariants: a peer whose binary or client is missing is recorded in
 :attr:`SuiteResult.missing` (and reported), never dropped silently; a workload that fails
@@ -13,11 +18,15 @@ is recorded in :attr:`SuiteResult.failures` and the run goes on.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import os
 import platform
 import statistics
 import subprocess
+import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -42,7 +51,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-SYSTEMS = ("rocketq", "redis", "nats")
+SYSTEMS = ("rocketq", "rocketq-pure", "redis", "nats")
+#: The system run in a pure-Python child process (see the module docstring).
+PURE_SYSTEM = "rocketq-pure"
 DEFAULT_WORKLOADS = tuple(Workload)
 DURABLE_WORKLOADS = (Workload.PUBLISH_ONE, Workload.PUBLISH_BATCH, Workload.PUBLISH_ASYNC)
 REPO = Path(__file__).resolve().parents[2]
@@ -152,6 +163,9 @@ def _run_system(
     say: Callable[[str], None],
 ) -> None:
     sizes = result.sizes
+    if system == PURE_SYSTEM:
+        _run_pure_child(result, variant, rnd)
+        return
     with make_server(system, variant) as server:
         result.servers[(system, variant)] = (server.version, server.durability_note)
         bench = _bench_for(server)
@@ -182,6 +196,39 @@ def _run_system(
             bench.close()
 
 
+def _run_pure_child(result: SuiteResult, variant: Variant, rnd: int) -> None:
+    """One round of ``rocketq`` in a child process with ``ROCKETQ_PURE_PYTHON=1`` (client and
+    server pure), its measurements relabelled ``rocketq-pure``."""
+    from .report import load_results
+
+    sizes = dataclasses.replace(result.sizes, rounds=1, quiet_wait_s=0.0)
+    with tempfile.TemporaryDirectory(prefix="rocketq-pure-") as tmp:
+        cmd = [sys.executable, str(REPO / "benchmarks" / "run_suite.py"), "--child-of-suite"]
+        cmd += [
+            "--sizes-json",
+            json.dumps(dataclasses.asdict(sizes)),
+            "--variants",
+            variant.value,
+            "--out",
+            tmp,
+        ]
+        env = {**os.environ, "ROCKETQ_PURE_PYTHON": "1"}
+        proc = subprocess.run(cmd, env=env, check=False, timeout=3600)
+        path = Path(tmp) / "results.json"
+        if not path.exists():
+            raise RuntimeError(f"the pure-Python child exited with status {proc.returncode} and no results")
+        data, ms = load_results(path)
+    for one in ms:
+        result.measurements.append(dataclasses.replace(one, system=PURE_SYSTEM, round=rnd))
+    failures = data.get("failures") or []
+    assert isinstance(failures, list)
+    result.failures += [f"{PURE_SYSTEM} {f.split(' ', 1)[1]}" for f in failures]
+    servers = data.get("servers") or []
+    assert isinstance(servers, list)
+    for s in servers:
+        result.servers[(PURE_SYSTEM, Variant(s["variant"]))] = (s["version"], s["durability"])
+
+
 def run_suite(
     sizes: Sizes,
     *,
@@ -193,9 +240,17 @@ def run_suite(
     result = SuiteResult(sizes=sizes, machine=machine_info())
     t0 = time.monotonic()
     present = []
+    from rocketq import _build
+
     for system in systems:
         if system == "rocketq":
             present.append(system)
+            continue
+        if system == PURE_SYSTEM:
+            if _build.state().compiled:
+                present.append(system)
+            else:
+                say(f"note: {PURE_SYSTEM} skipped: this process already runs {_build.state().describe()}")
             continue
         try:
             check_peer(system)

@@ -26,7 +26,7 @@ from benchmarks.suite.common import (
     read_proc_table,
 )
 from benchmarks.suite.profiling import reduce_collapsed
-from benchmarks.suite.report import spark_section
+from benchmarks.suite.report import TARGETS, spark_section, targets_table
 from benchmarks.suite.runner import DURABLE_WORKLOADS, summarize
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,6 +84,60 @@ def test_quick_rocketq_run_writes_results_and_report(tmp_path: Path) -> None:
     assert "| 1 publish, 1 per round trip | rocketq |" in report
     assert "## Ratios" in report
     assert "fsync" in report
+
+
+@pytest.mark.integration
+def test_quick_pure_build_runs_in_a_pure_child(tmp_path: Path) -> None:
+    """``rocketq-pure`` runs the rocketq workloads in a child with ROCKETQ_PURE_PYTHON=1."""
+    from rocketq import _build
+
+    proc = run_quick_suite(tmp_path, "--systems", "rocketq-pure", "--variants", "durable")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    data = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    if not _build.state().compiled:  # nothing to compare against: skipped, and said so
+        assert data["measurements"] == []
+        assert "rocketq-pure skipped" in proc.stdout
+        return
+    assert data["failures"] == []
+    assert {m["system"] for m in data["measurements"]} == {"rocketq-pure"}
+    assert {m["workload"] for m in data["measurements"]} == {w.value for w in DURABLE_WORKLOADS}
+    (server,) = data["servers"]
+    assert server["system"] == "rocketq-pure"
+    assert "pure Python, forced by ROCKETQ_PURE_PYTHON=1" in server["version"]
+
+
+def test_targets_table_says_pass_or_miss_per_build() -> None:
+    def row(system: str, workload: Workload, rate: float, variant: Variant = Variant.DEFAULT) -> Measurement:
+        p99 = {"p99": rate} if workload is Workload.LATENCY else {}
+        return Measurement(
+            system=system,
+            variant=variant,
+            workload=workload,
+            round=1,
+            messages=int(rate),
+            seconds=1.0,
+            server_cpu_s=0.1,
+            server_peak_rss_bytes=2**20,
+            client_cpu_s=0.1,
+            latency_ms=p99,
+        )
+
+    ms = [row("redis", w, 10_000.0) for w in Workload]
+    ms += [row("redis", w, 10_000.0, Variant.DURABLE) for w in DURABLE_WORKLOADS]
+    # compiled: 0.75x Redis on workload 1 (Must 0.7 passes, Aim 1.0 misses); pure: 0.5x (both miss)
+    ms += [row("rocketq", Workload.PUBLISH_ONE, 7_500.0), row("rocketq-pure", Workload.PUBLISH_ONE, 5_000.0)]
+    ms += [row("rocketq", Workload.LATENCY, 14_000.0)]  # p99 1.4x Redis: Must passes, Aim misses
+    ms += [row("rocketq", Workload.DRAIN_ONE, 60_000.0), row("rocketq", Workload.DRAIN_GROUP, 50_000.0)]
+    table = targets_table(summarize(ms))
+    assert table[0] == "| level | target | rocketq | rocketq: met? | rocketq-pure | rocketq-pure: met? |"
+    lines = {line.split(" | ")[1]: line for line in table[2:]}
+    assert lines["1 publish, 1 per round trip >= 0.7x Redis"].endswith("| 0.75x | pass | 0.50x | **miss** |")
+    assert "| Aim | 1 publish, 1 per round trip >= 1.0x Redis | 0.75x | **miss** |" in "\n".join(table)
+    assert lines["5 end-to-end latency: p99 <= 1.5x Redis"].endswith("| 1.40x | pass | n/a | n/a |")
+    assert lines["4b >= 4a (4b / 4a of the same build)"].endswith("| 0.83x | **miss** | n/a | n/a |")
+    java = lines["1 publish, 1 per round trip >= 1.0x the Java 4.9.7 reference (6,022/s)"]
+    assert java.endswith(f"| {7_500 / 6_022:.2f}x | pass | {5_000 / 6_022:.2f}x | **miss** |")
+    assert len(table) == 2 + len(TARGETS) + 1 + 4  # + the 4b >= 4a line + 4 Java lines
 
 
 def test_percentile_is_nearest_rank() -> None:

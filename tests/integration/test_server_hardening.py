@@ -52,7 +52,11 @@ def test_fuzzed_frames_close_connections_and_nothing_else(
         sent += stats.frames
         # a good client keeps working after every round
         assert cluster.invoke(broker, send_request(topic, b"good")).code == ResponseCode.SUCCESS
-        assert cluster.cluster_info().broker_addr_table  # the name server answers too
+        # The name server answers too. Its table itself may change: a mutated golden REGISTER_BROKER
+        # is a valid registration of the captured broker-a (127.0.0.1:10911), which replaces the real
+        # one until the connection closes (then broker-a is forgotten until its next heartbeat), as a
+        # Java name server does; whether it is served before the close is a matter of timing.
+        assert isinstance(cluster.cluster_info().broker_addr_table, dict)
     assert sent == 3000
     bad = server_tracebacks(_logs(cluster))
     assert not bad, bad[:5]

@@ -25,14 +25,44 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from rocketq import __version__
+def version_text() -> str:
+    """``rocketq --version``: the release, then which build runs (compiled with mypyc, naming the
+    modules loaded from extensions, or pure Python and why) and the servers' event loop."""
+    from rocketq import __version__, _build
+    from rocketq.common.event_loop import describe_server_loop
 
+    return (
+        f"rocketq {__version__} (Apache RocketMQ 4.9.7 protocol, Python {sys.version.split()[0]})\n"
+        f"build: {_build.state().describe()}\n"
+        f"server event loop: {describe_server_loop()}"
+    )
+
+
+class _VersionAction(argparse.Action):
+    """Like argparse's ``version`` action, but builds the text only when asked (it imports the hot set)."""
+
+    def __init__(
+        self, option_strings: list[str], dest: str = argparse.SUPPRESS, help: str | None = None
+    ) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        sys.stdout.write(version_text() + "\n")
+        parser.exit()
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rocketq", description="rocketq: RocketMQ in pure Python")
     parser.add_argument(
         "--version",
-        action="version",
-        version=f"rocketq {__version__} (Apache RocketMQ 4.9.7 protocol, Python {sys.version.split()[0]})",
+        action=_VersionAction,
+        help="show the version, which build runs (compiled or pure) and exit",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMAND_MODULES:

@@ -13,7 +13,11 @@ Contract (the embedded cluster relies on it):
   writes the same line to ``F`` atomically): ``namesrv`` -> ``{"namesrv": "host:port"}``;
   ``broker`` -> ``{"broker": "ip:port", "broker_name": ..., "namesrv": ...}``; ``server`` ->
   ``{"namesrv": "127.0.0.1:P1", "brokers": ["127.0.0.1:P2"]}``. "Ready" means listening
-  and, for a broker, registered with its name servers.
+  and, for a broker, registered with its name servers. Every ready line also says which event
+  loop serves (``"event_loop": "uvloop"`` or ``"asyncio"``) and whether the mypyc build runs
+  (``"compiled": true``).
+* The servers run on uvloop when it is installed (``rocketq[speed]``), unless
+  ``ROCKETQ_NO_UVLOOP=1`` (:mod:`rocketq.common.event_loop`).
 * Port 0 means OS-assigned. All three bind 127.0.0.1 unless told otherwise (``--host``,
   or ``listenHost`` in broker.conf / ``--set``): a non-loopback bind is always explicit.
 * Logs go to stderr through :mod:`logging`, or with ``--log-file F`` to ``F`` rotated by
@@ -40,8 +44,10 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from rocketq.common.event_loop import run_on_server_loop
 from rocketq.common.file_lock import FileLockedError
 from rocketq.errors import IllegalArgumentError
+from rocketq.remoting.tls import TlsConfig, TlsMode
 
 __all__ = ["LOG_FORMAT", "LOG_LEVELS", "register"]
 
@@ -192,6 +198,11 @@ def _fail(text: str) -> int:
 
 
 def _announce(line: dict[str, object], ready_file: str | None) -> None:
+    from rocketq import _build
+    from rocketq.common.event_loop import loop_name
+
+    # which event loop and which build serve (tests and the benchmark read them)
+    line = {**line, "event_loop": loop_name(asyncio.get_running_loop()), "compiled": _build.state().compiled}
     text = json.dumps(line)
     if ready_file:
         tmp = ready_file + ".tmp"
@@ -211,8 +222,12 @@ def _parse_sets(items: list[str]) -> dict[str, str]:
     return out
 
 
-def _run(body: Callable[[asyncio.Event], Awaitable[None]]) -> int:
+def _run(body: Callable[[asyncio.Event], Awaitable[None]], *, tls: bool = False) -> int:
     """Run ``body(stop_event)`` with SIGINT/SIGTERM setting the event; 0 on a clean exit.
+
+    On uvloop when installed, except a server with TLS (``tls``): its handshake (the peeking
+    protocol and ``start_tls`` of :mod:`rocketq.remoting.server`) times out on uvloop, so TLS
+    servers stay on asyncio's loop.
 
     A server that cannot start says why in one ``error:`` line and exits 1: its store or KV
     file is locked by a running server, its port is taken, or its configuration is wrong.
@@ -227,7 +242,7 @@ def _run(body: Callable[[asyncio.Event], Awaitable[None]]) -> int:
         await body(stop)
 
     try:
-        asyncio.run(runner())
+        run_on_server_loop(runner(), uvloop=not tls)
     except (FileLockedError, IllegalArgumentError) as exc:
         return _fail(str(exc))
     except OSError as exc:
@@ -293,6 +308,11 @@ def _namesrv_keys(sets: dict[str, str]) -> dict[str, str]:
     }
 
 
+def _tls(config: TlsConfig) -> bool:
+    """Whether a server with these settings speaks TLS, as a server or towards its name servers."""
+    return config.server_mode is not TlsMode.DISABLED or config.enable
+
+
 # ---------------------------------------------------------------------- commands
 def _cmd_namesrv(args: argparse.Namespace) -> int:
     _setup_logging(args)
@@ -316,7 +336,7 @@ def _cmd_namesrv(args: argparse.Namespace) -> int:
         finally:
             await namesrv.shutdown()
 
-    return _run(body)
+    return _run(body, tls=_tls(config.tls))
 
 
 def _cmd_broker(args: argparse.Namespace) -> int:
@@ -350,7 +370,7 @@ def _cmd_broker(args: argparse.Namespace) -> int:
                 metrics.close()
             await broker.shutdown()
 
-    return _run(body)
+    return _run(body, tls=_tls(config.tls))
 
 
 def _cmd_server(args: argparse.Namespace) -> int:
@@ -400,4 +420,4 @@ def _cmd_server(args: argparse.Namespace) -> int:
                 await broker.shutdown()
             await namesrv.shutdown()
 
-    return _run(body)
+    return _run(body, tls=_tls(checked.tls) or _tls(namesrv_config.tls))

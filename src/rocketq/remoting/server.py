@@ -49,7 +49,7 @@ import socket
 import ssl
 import threading
 from collections.abc import Callable, Coroutine, Generator, Sequence
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar, cast
 
 from rocketq.common.log_limiter import LogLimiter
 from rocketq.errors import ConnectError, ProtocolError, RequestTimeoutError, RocketqError
@@ -325,7 +325,7 @@ class _ServerProtocol(asyncio.Protocol):
         self._early: list[bytes] = []
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        transport = cast(asyncio.Transport, transport)  # uvloop's transports do not subclass it
         channel = self._channel = Channel(self._server, transport)
         self._server._on_connect(channel)
         early, self._early = self._early, []
@@ -403,7 +403,7 @@ class _PeekProtocol(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        transport = cast(asyncio.Transport, transport)  # uvloop's transports do not subclass it
         self._transport = transport
         server = self._server
         server._peeking.add(transport)
@@ -656,7 +656,9 @@ class RemotingServer:
         if self._tls_mode is not TlsMode.DISABLED:
             factory = lambda: _PeekProtocol(self)  # noqa: E731
         self._server = await loop.create_server(factory, self.host, self._port, reuse_address=True)
-        self._port = self._server.sockets[0].getsockname()[1]
+        # uvloop's Server.sockets is a list where typeshed says tuple: read it untyped (mypyc compat)
+        listening: Any = self._server
+        self._port = listening.sockets[0].getsockname()[1]
         self._idle_task = loop.create_task(self._idle_scan(), name=f"{self.name}-idle")
         log.info("%s: listening on %s:%d", self.name, self.host, self._port)
 
@@ -899,7 +901,7 @@ class LoopThread:
         self._start_fn = start_fn
         self._stop_fn = stop_fn
         self.name = name
-        self._thread: threading.Thread | None = None
+        self._runner: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
@@ -912,15 +914,15 @@ class LoopThread:
 
     def start(self, timeout_s: float = 10.0) -> None:
         """Start the thread and return once the service started (re-raises its error)."""
-        if self._thread is not None:
+        if self._runner is not None:
             return
-        self._thread = threading.Thread(target=self._main, name=self.name, daemon=True)
-        self._thread.start()
+        self._runner = threading.Thread(target=self._main, name=self.name, daemon=True)
+        self._runner.start()
         if not self._ready.wait(timeout_s):
             raise TimeoutError(f"{self.name} did not start within {timeout_s} s")
         if self._error is not None:
-            self._thread.join(timeout_s)
-            self._thread = None
+            self._runner.join(timeout_s)
+            self._runner = None
             raise self._error
 
     def run(self, coro: Coroutine[Any, Any, _T], timeout_s: float | None = 10.0) -> _T:
@@ -937,7 +939,7 @@ class LoopThread:
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Stop the service, end the loop and join the thread."""
-        thread, loop = self._thread, self._loop
+        thread, loop = self._runner, self._loop
         if thread is None or loop is None:
             return
         try:
@@ -945,7 +947,7 @@ class LoopThread:
         finally:
             loop.call_soon_threadsafe(loop.stop)
             thread.join(timeout_s)
-            self._thread = None
+            self._runner = None
 
     def __enter__(self: _L) -> _L:
         self.start()

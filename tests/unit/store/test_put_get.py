@@ -323,6 +323,7 @@ def test_sync_flush_futures(factory: StoreFactory) -> None:
     assert r.ok and r.flush_future is None
 
 
+@pytest.mark.pure_python  # monkeypatches CommitLog.flush, a compiled method
 def test_sync_flush_timeout(factory: StoreFactory) -> None:
     store = factory(flush_disk_type="SYNC_FLUSH", sync_flush_timeout_ms=50)
     gate = threading.Event()
