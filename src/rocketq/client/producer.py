@@ -54,7 +54,7 @@ from rocketq.client.config import (
 )
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
-from rocketq.client.metrics import safely
+from rocketq.client.metrics import safely, topic_of
 from rocketq.client.produce_accumulator import ProduceAccumulator
 from rocketq.client.request_response import (
     RequestCallback,
@@ -325,7 +325,7 @@ class Producer(ServiceLifecycle):
                 ok = result is not None and result.status is SendStatus.SEND_OK
             finally:
                 cost = (time.perf_counter() - started) * 1000.0
-                safely(lambda: metrics.on_send(_topic_of(msg), cost, ok))
+                safely(lambda: metrics.on_send(topic_of(msg), cost, ok))
         assert result is not None  # sync sends always produce a result
         return result
 
@@ -459,7 +459,7 @@ class Producer(ServiceLifecycle):
             msg, callback, queue=queue, selector=selector, arg=arg, timeout_ms=timeout_ms
         )
         if metrics is not None:
-            topic = _topic_of(msg)
+            topic = topic_of(msg)
 
             def record(f: concurrent.futures.Future[SendResult]) -> None:
                 ok = f.exception() is None and f.result().status is SendStatus.SEND_OK
@@ -732,9 +732,3 @@ class Producer(ServiceLifecycle):
                 last = exc
         if not created:
             raise ClientError(f"create topic {new_topic} failed: {last}")
-
-
-def _topic_of(msg: Message | Sequence[Message]) -> str:
-    """The topic of a message or of a batch's first message (metrics labels)."""
-    first = msg if isinstance(msg, Message) else next(iter(msg), None)
-    return first.topic if first is not None else ""
