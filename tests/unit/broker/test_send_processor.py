@@ -15,9 +15,11 @@ from typing import cast
 import pytest
 
 from rocketq.broker.broker import BrokerController
+from rocketq.broker.processors.pull import PullMessageProcessor
 from rocketq.broker.processors.send import SendMessageProcessor
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
+from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.protocol.message import decode_records
 from rocketq.protocol.route import TopicConfig
 from rocketq.remoting.server import Channel
@@ -189,3 +191,31 @@ def test_read_only_broker_refuses_only_ordered_topics(read_only_broker: BrokerCo
     stored = _process(read_only_broker, send_request("N", b"body", queue_id=0))
     assert stored.code == ResponseCode.SUCCESS
     assert read_only_broker.store.get_max_offset_in_queue("N", 0) == 1
+
+
+def test_write_only_broker_refuses_pulls_naming_its_ip(tmp_path: Path) -> None:
+    # PullMessageProcessor (4.9.7): a broker without PERM_READ answers NO_PERMISSION, its remark
+    # naming brokerIP1 (no port), before it looks at the topic
+    b = BrokerController(dataclasses.replace(unit_broker_config(tmp_path), broker_permission=2))
+    b.store.start()
+    try:
+        header = PullMessageRequestHeader(
+            consumer_group="G",
+            topic="N",
+            queue_id=0,
+            queue_offset=0,
+            max_msg_nums=32,
+            sys_flag=0,
+            commit_offset=0,
+            suspend_timeout_millis=0,
+            sub_version=0,
+        )
+        request = RemotingCommand.request(RequestCode.PULL_MESSAGE, ext_fields=header.to_ext_fields())
+        refused = PullMessageProcessor(b).process_request(
+            cast(Channel, _Channel()), request, broker_allow_suspend=False
+        )
+        assert refused is not None
+        assert refused.code == ResponseCode.NO_PERMISSION
+        assert refused.remark == "the broker[127.0.0.1] pulling message is forbidden"
+    finally:
+        b.store.shutdown()
