@@ -70,16 +70,6 @@ _LANG_NAME = {int(lang): lang.name for lang in LanguageCode}
 # fastjson escapes every control character below 0x20 (short forms for \b \t \n \f \r)
 # and leaves non-ASCII characters alone; ``json.dumps(ensure_ascii=False)`` does the same.
 _json_str = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-_json_text = json.encoder.encode_basestring  # the string escaper of ensure_ascii=False
-
-
-def _json_map(ext: dict[str, str]) -> str:
-    """``_json_str(ext)`` for a flat map of strings, without building a JSON encoder per call
-    (anything but strings takes the general encoder)."""
-    try:
-        return "{" + ",".join([f"{_json_text(k)}:{_json_text(v)}" for k, v in ext.items()]) + "}"
-    except TypeError:
-        return _json_str(ext)
 
 
 @dataclass(slots=True)
@@ -158,16 +148,15 @@ class RemotingCommand:
         return self._encode_json_header()
 
     def _encode_json_header(self) -> bytes:
-        # one f-string: the hottest encoder of the client's send path
         lang = _LANG_NAME.get(self.language, "OTHER")
-        ext = self.ext_fields
-        ext_part = "" if ext is None else f'"extFields":{_json_map(ext)},'
-        remark = self.remark
-        remark_part = "" if remark is None else f'"remark":{_json_str(remark)},'
-        return (
-            f'{{"code":{self.code},{ext_part}"flag":{self.flag},"language":"{lang}",'
-            f'"opaque":{self.opaque},{remark_part}"serializeTypeCurrentRPC":"JSON","version":{self.version}}}'
-        ).encode()
+        parts = [f'{{"code":{self.code},']
+        if self.ext_fields is not None:
+            parts.append(f'"extFields":{_json_str(self.ext_fields)},')
+        parts.append(f'"flag":{self.flag},"language":"{lang}","opaque":{self.opaque},')
+        if self.remark is not None:
+            parts.append(f'"remark":{_json_str(self.remark)},')
+        parts.append(f'"serializeTypeCurrentRPC":"JSON","version":{self.version}}}')
+        return "".join(parts).encode()
 
     def _encode_binary_header(self) -> bytes:
         # RocketMQSerializable.rocketMQProtocolEncode: fixed part, remark, then the map as
