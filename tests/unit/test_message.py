@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from rocketq.errors import IllegalArgumentError, MalformedFrameError, ProtocolError
 from rocketq.protocol.codes import MessageSysFlag
+from rocketq.protocol.java import hashmap_order
 from rocketq.protocol.message import (
     BLANK_MAGIC_CODE,
     MAGIC_CODE_V1,
@@ -387,6 +388,25 @@ def test_decompress_body_types() -> None:
 )
 def test_decode_properties_java_quirks(raw: str, expected: dict[str, str]) -> None:
     assert decode_properties(raw) == expected
+
+
+@given(
+    st.dictionaries(
+        st.text(alphabet="ab\x01\x02", max_size=3), st.text(alphabet="ab\x01\x02", max_size=3), max_size=4
+    )
+)
+def test_encode_properties_refuses_exactly_the_maps_with_a_separator_inside(props: dict[str, str]) -> None:
+    bad = any("\x01" in x or "\x02" in x for item in props.items() for x in item)
+    for java_order in (False, True):
+        if bad:
+            with pytest.raises(IllegalArgumentError):
+                encode_properties(props, java_order=java_order)
+        else:
+            text = encode_properties(props, java_order=java_order)
+            assert text == "\x02".join(
+                f"{k}\x01{v}"
+                for k, v in (props if not java_order else {k: props[k] for k in hashmap_order(props)}).items()
+            )
 
 
 def test_encode_properties() -> None:
