@@ -45,7 +45,8 @@ SHARED_LIB = f"{GROUP_NAME}__mypyc"
 MANIFEST_NAME = "_compiled_manifest.json"
 
 #: The modules mypyc compiles, chosen by profile (broker send/pull path, frame and record codecs, the
-#: message codec, the store's append/read path, the client's send preparation and receive path). Header classes (headers*.py) and the
+#: message codec, the store's append/read path, the client's send preparation, queue choice and
+#: receive path). Header classes (headers*.py) and the
 #: reflective body codecs stay interpreted: they rely on dataclass field metadata mypyc does not keep.
 HOT_MODULES: tuple[str, ...] = (
     "rocketq.protocol.frame",
@@ -70,6 +71,7 @@ HOT_MODULES: tuple[str, ...] = (
     "rocketq.broker.store.index",
     "rocketq.client.consumer.process_queue",
     "rocketq.client.send_prep",
+    "rocketq.client.latency",
 )
 
 
