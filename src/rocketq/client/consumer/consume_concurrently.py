@@ -137,6 +137,28 @@ class ConsumeMessageConcurrentlyService:
             batch = list(msgs[start : start + self.batch_size])
             self._submit(batch, process_queue, message_queue)
 
+    def submit_keeping_first(
+        self, msgs: Sequence[MessageExt], process_queue: ProcessQueue, message_queue: MessageQueue
+    ) -> list[MessageExt]:
+        """Like :meth:`submit_consume_request`, but the first batch is not queued: it is
+        returned for the calling consume thread to run with :meth:`consume_here` (the
+        batches after it are queued first, so they run in parallel with it)."""
+        size = self.batch_size
+        for start in range(size, len(msgs), size):
+            self._submit(list(msgs[start : start + size]), process_queue, message_queue)
+        return list(msgs[:size])
+
+    def execute_if_free(self, fn: Callable[..., object], /, *args: object) -> bool:
+        """Run ``fn(*args)`` on a consume thread if one is free now (the push consumer's
+        ``PullCallback``); False when every thread is busy or the service is stopped."""
+        return not self._stopped and self._executor.submit_if_free(fn, *args)
+
+    def consume_here(self, batch: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        """Run one ConsumeRequest on the calling consume thread (unless the service stopped:
+        shutdown drops the requests not started yet)."""
+        if not self._stopped:
+            self._consume(batch, pq, mq)
+
     def _submit(self, batch: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         if self._stopped:
             return

@@ -671,9 +671,16 @@ class PushConsumer(ServiceLifecycle):
             service.execute_pull_request_later(pr, exception_delay)
             return
 
+        consume = self._consume_service
+
         def done(f: concurrent.futures.Future[PullResult]) -> None:
-            # hop off the I/O thread: results are processed on the pull thread
-            service.execute_task_later(lambda: self._on_pull_done(pr, sd, f, begin), 0)
+            # hop off the I/O thread: onto a free consume thread (concurrent listener), which
+            # then issues the next pull and runs the first batch itself; else the pull thread
+            if not (
+                isinstance(consume, ConsumeMessageConcurrentlyService)
+                and consume.execute_if_free(self._on_pull_done, pr, sd, f, begin, True)
+            ):
+                service.execute_task_later(lambda: self._on_pull_done(pr, sd, f, begin, False), 0)
 
         fut.add_done_callback(done)
 
@@ -701,8 +708,10 @@ class PushConsumer(ServiceLifecycle):
         sd: SubscriptionData,
         fut: concurrent.futures.Future[PullResult],
         begin: float,
+        on_consume_thread: bool,
     ) -> None:
-        """``PullCallback``."""
+        """``PullCallback``: on the pull thread, or (``on_consume_thread``) on a consume thread
+        of a concurrent listener, which also issues the next pull and runs the first batch."""
         service, wrapper, consume = self._pull_service, self._wrapper, self._consume_service
         if service is None or wrapper is None or consume is None or self._state is not ServiceState.RUNNING:
             return
@@ -717,13 +726,36 @@ class PushConsumer(ServiceLifecycle):
                 delay = PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL
             service.execute_pull_request_later(pr, delay)
             return
+        mine: list[MessageExt] | None = None
         try:
-            self._on_pull_result(pr, result, begin, service, consume)
+            mine, pull_here = self._on_pull_result(pr, result, begin, service, consume, on_consume_thread)
+            if mine and pull_here and result.next_begin_offset >= result.max_offset:
+                # the queue is caught up: the next pull would only be held by the broker, so
+                # this batch goes first (end-to-end latency); with a backlog the pull goes
+                # first, so the broker reads the next batch while the listener runs
+                batch, mine = mine, None
+                self._consume_here(consume, batch, pr)
+            if pull_here:
+                # executePullRequestImmediately without waking the pull thread: this thread
+                # hands the request to its next pull (it is still in one place only)
+                self._pull_message(pr)
         except Exception:
             # MQClientAPIImpl hands an exception of PullCallback.onSuccess to onException, which
             # pulls again later: a bug here must not leave the queue without a pull request
             log.exception("handling the pull result of %s failed, pulling again later", mq)
             service.execute_pull_request_later(pr, self.client_config.pull_time_delay_mills_when_exception_ms)
+        if mine:
+            # cached already: it is consumed whatever happened to the pull
+            self._consume_here(consume, mine, pr)
+
+    @staticmethod
+    def _consume_here(
+        consume: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService,
+        batch: list[MessageExt],
+        pr: PullRequest,
+    ) -> None:
+        if isinstance(consume, ConsumeMessageConcurrentlyService):
+            consume.consume_here(batch, pr.process_queue, pr.message_queue)
 
     def _on_pull_result(
         self,
@@ -732,8 +764,14 @@ class PushConsumer(ServiceLifecycle):
         begin: float,
         service: PullMessageService,
         consume: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService,
-    ) -> None:
-        """``PullCallback.onSuccess``: queue the messages, schedule the next pull."""
+        on_consume_thread: bool = False,
+    ) -> tuple[list[MessageExt] | None, bool]:
+        """``PullCallback.onSuccess``: queue the messages, schedule the next pull.
+
+        Returns (the batch the caller consumes itself, whether the caller pulls again at
+        once). Both only ``on_consume_thread`` (a concurrent listener's consume thread runs
+        this): the first batch is not queued but returned, and the next pull is issued by
+        the caller rather than through the pull thread's queue."""
         mq, pq = pr.message_queue, pr.process_queue
         group = self.config.consumer_group
         status = result.pull_status
@@ -742,23 +780,26 @@ class PushConsumer(ServiceLifecycle):
             msgs = result.msg_found_list
             if not msgs:
                 pr.next_offset = result.next_begin_offset
-                service.execute_pull_request_immediately(pr)
-                return
+                return None, self._pull_again(pr, service, on_consume_thread)
             self.stats.inc_pull_tps(group, mq.topic, len(msgs))
             dispatch = pq.put_messages(msgs)
-            consume.submit_consume_request(msgs, pq, mq, dispatch)
+            mine = None
+            if on_consume_thread and isinstance(consume, ConsumeMessageConcurrentlyService):
+                mine = consume.submit_keeping_first(msgs, pq, mq)
+            else:
+                consume.submit_consume_request(msgs, pq, mq, dispatch)
             # Java moves nextOffset before caching the batch, so a failure in between skips it;
             # here the batch is pulled again (the cache ignores offsets it holds already)
             pr.next_offset = result.next_begin_offset
             if self.config.pull_interval_ms > 0:
                 service.execute_pull_request_later(pr, self.config.pull_interval_ms)
-            else:
-                service.execute_pull_request_immediately(pr)
+                return mine, False
+            return mine, self._pull_again(pr, service, on_consume_thread)
         elif status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
             pr.next_offset = result.next_begin_offset
             if pq.msg_count == 0:  # correctTagsOffset
                 self.update_offset(mq, pr.next_offset, increase_only=True)
-            service.execute_pull_request_immediately(pr)
+            return None, self._pull_again(pr, service, on_consume_thread)
         else:  # OFFSET_ILLEGAL
             log.warning("the pull request offset illegal, %s next offset %d", mq, result.next_begin_offset)
             pr.next_offset = result.next_begin_offset
@@ -774,6 +815,15 @@ class PushConsumer(ServiceLifecycle):
                 log.warning("fixed the offset of %s to %d and dropped its queue", mq, pr.next_offset)
 
             service.execute_task_later(rebuild, _OFFSET_MOVED_REBUILD_DELAY_MS)
+        return None, False
+
+    @staticmethod
+    def _pull_again(pr: PullRequest, service: PullMessageService, here: bool) -> bool:
+        """``executePullRequestImmediately``, or True: the caller (``here``, a consume thread)
+        runs ``pullMessage`` itself instead of waking the pull thread for it."""
+        if not here:
+            service.execute_pull_request_immediately(pr)
+        return here
 
     # ================================================================== broker requests
     def process_broker_request(self, request: RemotingCommand, addr: str) -> RemotingCommand | None:
