@@ -5,7 +5,11 @@ Mirrors ``org.apache.rocketmq.client.impl.consumer.ConsumeMessageConcurrentlySer
 
 * Pulled messages are cut into ConsumeRequests of ``consume_message_batch_max_size`` and
   run on a pool of ``consume_thread_max`` named threads; a rejected submit is retried 5 s
-  later.
+  later. The push consumer may hand a pull's answer to a free pool thread
+  (:meth:`ConsumeMessageConcurrentlyService.execute_if_free`), which then keeps the first
+  ConsumeRequest and runs it itself (:meth:`~ConsumeMessageConcurrentlyService.submit_keeping_first`,
+  :meth:`~ConsumeMessageConcurrentlyService.consume_here`): the same request on a pool
+  thread, without the queue hop.
 * A listener that raises or returns ``None`` counts as RECONSUME_LATER; nothing it does
   can kill a consume thread. Hooks run before and after every call.
 * CONSUME_SUCCESS acknowledges messages ``0..ack_index``; the rest, and every message of a
@@ -225,7 +229,8 @@ class ConsumeMessageConcurrentlyService:
         ok, failed = split_concurrent_result(status, context, msgs)
         if ok:
             host.stats.inc_consume_ok_tps(host.consumer_group, mq.topic, ok)
-        host.stats.inc_consume_failed_tps(host.consumer_group, mq.topic, len(msgs) - ok)
+        if ok < len(msgs):  # Java adds a 0 too; no figure it reports (sums, rates) sees the difference
+            host.stats.inc_consume_failed_tps(host.consumer_group, mq.topic, len(msgs) - ok)
         done = msgs
         if failed and host.message_model() == MessageModel.BROADCASTING:
             for msg in failed:

@@ -11,6 +11,20 @@ Mirrors ``org.apache.rocketmq.client.consumer.DefaultMQPushConsumer`` and
     consume service (thread pool)  -> listener, send-back of failures, ProcessQueue.remove_messages
     offset store                   -> the smallest unconsumed offset, persisted every 5 s
 
+Where the pull callback runs (Java: ``NettyRemotingClient``'s callback executor, a pool
+that is neither the I/O thread nor the consume pool). With a concurrent listener and a
+consume thread free at that moment, it runs on that consume thread, which then does what
+the two hand-offs after it would do, without them: it runs ``pullMessage`` for the next
+pull itself (flow control first, as on the pull thread) instead of queueing the request on
+the PullMessageService, queues the batches after the first on the consume pool, and runs
+the first batch's ConsumeRequest itself, after the next pull has left when the answer shows
+a backlog, before it when the queue is caught up (the next pull would only be held by the
+broker, and the batch's latency is what counts then). When every consume thread is busy
+(or the listener is orderly) the callback runs on the PullMessageService thread as before,
+so a stuck listener never stops the pulls that fill the cache up to its flow-control limits.
+Either way it is one ConsumeRequest's work with the same meaning (hooks, consume timeout
+stamp, result processing, the min-offset commit); only the thread differs.
+
 Invariants:
 
 * Flow control before every pull: more than ``pull_threshold_for_queue`` cached messages,
@@ -18,8 +32,9 @@ Invariants:
   span over ``consume_concurrently_max_span`` re-queues the request after 50 ms; a
   suspended consumer re-queues after 1 s; an error after ``pull_time_delay_mills_when_exception``
   (20 ms for broker FLOW_CONTROL).
-* Pull results are processed on the PullMessageService thread, never on the I/O thread;
-  a PullRequest is in exactly one place at a time.
+* Pull results are processed on a consume thread or the PullMessageService thread, never
+  on the I/O thread; a PullRequest is in exactly one place at a time (whichever thread
+  handles its answer hands it to the next pull, directly or through the pull thread).
 * The committed offset is never past an unconsumed message (ProcessQueue rule), so a crash
   re-delivers and never loses.
 * A subscribed topic with no route yet is looked up again on a short backoff (1 s doubling
@@ -649,7 +664,7 @@ class PushConsumer(ServiceLifecycle):
         )
         begin = time.monotonic()
         try:
-            fut = wrapper.pull_kernel_impl_async(
+            addr, fut = wrapper.pull_kernel_impl_async_raw(
                 pr.message_queue,
                 sub_expression,
                 sd.expression_type,
@@ -673,14 +688,14 @@ class PushConsumer(ServiceLifecycle):
 
         consume = self._consume_service
 
-        def done(f: concurrent.futures.Future[PullResult]) -> None:
+        def done(f: concurrent.futures.Future[RemotingCommand]) -> None:
             # hop off the I/O thread: onto a free consume thread (concurrent listener), which
             # then issues the next pull and runs the first batch itself; else the pull thread
             if not (
                 isinstance(consume, ConsumeMessageConcurrentlyService)
-                and consume.execute_if_free(self._on_pull_done, pr, sd, f, begin, True)
+                and consume.execute_if_free(self._on_pull_done, pr, sd, f, addr, begin, True)
             ):
-                service.execute_task_later(lambda: self._on_pull_done(pr, sd, f, begin, False), 0)
+                service.execute_task_later(lambda: self._on_pull_done(pr, sd, f, addr, begin, False), 0)
 
         fut.add_done_callback(done)
 
@@ -706,7 +721,8 @@ class PushConsumer(ServiceLifecycle):
         self,
         pr: PullRequest,
         sd: SubscriptionData,
-        fut: concurrent.futures.Future[PullResult],
+        fut: concurrent.futures.Future[RemotingCommand],
+        addr: str,
         begin: float,
         on_consume_thread: bool,
     ) -> None:
@@ -717,7 +733,7 @@ class PushConsumer(ServiceLifecycle):
             return
         mq = pr.message_queue
         try:
-            result = wrapper.process_pull_result(mq, fut.result(), sd)
+            result = wrapper.process_pull_answer(mq, addr, fut.result(), sd)
         except Exception as exc:
             if not mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 _log_limiter.warning(("pull", mq.broker_name), "pull of %s failed: %s", mq, exc)

@@ -28,6 +28,7 @@ from rocketq.client.api_results import FindBrokerResult, PullResult, PullStatus
 from rocketq.client.impl.mq_client_api import MQClientAPI
 from rocketq.errors import ClientError
 from rocketq.protocol.codes import PullSysFlag, Version
+from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.protocol.heartbeat import ExpressionType, SubscriptionData
 from rocketq.protocol.message import MessageConst, MessageExt, decode_records
@@ -167,12 +168,14 @@ class PullAPIWrapper:
         self._pull_from_which_node: dict[MessageQueue, int] = {}
 
     def update_pull_from_which_node(self, mq: MessageQueue, broker_id: int) -> None:
-        with self._lock:
-            self._pull_from_which_node[mq] = broker_id
+        table = self._pull_from_which_node
+        if table.get(mq) != broker_id:  # every pull answer: write only a change
+            with self._lock:
+                table[mq] = broker_id
 
     def recalculate_pull_from_which_node(self, mq: MessageQueue) -> int:
-        with self._lock:
-            return self._pull_from_which_node.get(mq, MASTER_ID)
+        # one dict read is atomic: no lock on the per-pull path
+        return self._pull_from_which_node.get(mq, MASTER_ID)
 
     def _find_broker(self, mq: MessageQueue) -> FindBrokerResult:
         bid = self.recalculate_pull_from_which_node(mq)
@@ -277,6 +280,35 @@ class PullAPIWrapper:
         )
         return self._instance.api.pull_message_async(addr, header, timeout_ms)
 
+    def pull_kernel_impl_async_raw(
+        self,
+        mq: MessageQueue,
+        sub_expression: str | None,
+        expression_type: str | None,
+        sub_version: int,
+        offset: int,
+        max_nums: int,
+        sys_flag: int,
+        commit_offset: int,
+        broker_suspend_max_time_ms: int,
+        timeout_ms: int,
+    ) -> tuple[str, concurrent.futures.Future[RemotingCommand]]:
+        """:meth:`pull_kernel_impl_async` with the broker's answer as it came, and the
+        broker's address: :meth:`process_pull_answer` makes the result on the caller's
+        thread (the push consumer's: no second future, nothing decoded on the I/O thread)."""
+        addr, header = self._request(
+            mq,
+            sub_expression,
+            expression_type,
+            sub_version,
+            offset,
+            max_nums,
+            sys_flag,
+            commit_offset,
+            broker_suspend_max_time_ms,
+        )
+        return addr, self._instance.api.pull_message_async_raw(addr, header, timeout_ms)
+
     def pull_read_only(
         self,
         mq: MessageQueue,
@@ -331,3 +363,10 @@ class PullAPIWrapper:
         """``processPullResult``: remember the suggested broker, decode, re-filter, annotate."""
         self.update_pull_from_which_node(mq, result.suggest_which_broker_id)
         return decode_pull_result(mq, result, subscription)
+
+    def process_pull_answer(
+        self, mq: MessageQueue, addr: str, response: RemotingCommand, subscription: SubscriptionData
+    ) -> PullResult:
+        """``processPullResponse`` + ``processPullResult`` of an answer from
+        :meth:`pull_kernel_impl_async_raw` (BrokerError for a code that is no pull status)."""
+        return self.process_pull_result(mq, MQClientAPI.process_pull_response(response, addr), subscription)
