@@ -664,7 +664,7 @@ class PushConsumer(ServiceLifecycle):
         )
         begin = time.monotonic()
         try:
-            addr, fut = wrapper.pull_kernel_impl_async_raw(
+            addr, header = wrapper.build_request(
                 pr.message_queue,
                 sub_expression,
                 sd.expression_type,
@@ -674,8 +674,9 @@ class PushConsumer(ServiceLifecycle):
                 sys_flag,
                 max(commit_offset, 0),
                 BROKER_SUSPEND_MAX_TIME_MILLIS,
-                CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND,
             )
+            # the raw answer: decoded by whichever thread handles it, not on the I/O thread
+            fut = wrapper.api.pull_message_async_raw(addr, header, CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND)
         except Exception as exc:
             _log_limiter.warning(
                 ("pullMessage", pr.message_queue.broker_name),

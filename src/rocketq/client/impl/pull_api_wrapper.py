@@ -167,6 +167,11 @@ class PullAPIWrapper:
         self._lock = threading.Lock()
         self._pull_from_which_node: dict[MessageQueue, int] = {}
 
+    @property
+    def api(self) -> MQClientAPI:
+        """The client instance's API (what :meth:`build_request`'s request is sent with)."""
+        return self._instance.api
+
     def update_pull_from_which_node(self, mq: MessageQueue, broker_id: int) -> None:
         table = self._pull_from_which_node
         if table.get(mq) != broker_id:  # every pull answer: write only a change
@@ -187,7 +192,7 @@ class PullAPIWrapper:
             raise ClientError(f"The broker[{mq.broker_name}] not exist")
         return found
 
-    def _request(
+    def build_request(
         self,
         mq: MessageQueue,
         sub_expression: str | None,
@@ -199,7 +204,9 @@ class PullAPIWrapper:
         commit_offset: int,
         broker_suspend_max_time_ms: int,
     ) -> tuple[str, PullMessageRequestHeader]:
-        """``pullKernelImpl`` up to the send: the broker to ask and the request header."""
+        """``pullKernelImpl`` up to the send: the broker to ask and the request header (the
+        push consumer sends it with ``MQClientAPI.pull_message_async_raw`` and makes the
+        result with :meth:`process_pull_answer` on its own thread)."""
         found = self._find_broker(mq)
         if not ExpressionType.is_tag_type(expression_type) and found.broker_version < Version.V4_1_0_SNAPSHOT:
             raise ClientError(
@@ -240,7 +247,7 @@ class PullAPIWrapper:
 
         A synchronous invoke: it raises ClientError on the remoting I/O thread rather than
         wait there for an answer that thread would have to read."""
-        addr, header = self._request(
+        addr, header = self.build_request(
             mq,
             sub_expression,
             expression_type,
@@ -267,7 +274,7 @@ class PullAPIWrapper:
         timeout_ms: int,
     ) -> concurrent.futures.Future[PullResult]:
         """One PULL_MESSAGE whose future completes on the I/O thread (records undecoded)."""
-        addr, header = self._request(
+        addr, header = self.build_request(
             mq,
             sub_expression,
             expression_type,
@@ -279,35 +286,6 @@ class PullAPIWrapper:
             broker_suspend_max_time_ms,
         )
         return self._instance.api.pull_message_async(addr, header, timeout_ms)
-
-    def pull_kernel_impl_async_raw(
-        self,
-        mq: MessageQueue,
-        sub_expression: str | None,
-        expression_type: str | None,
-        sub_version: int,
-        offset: int,
-        max_nums: int,
-        sys_flag: int,
-        commit_offset: int,
-        broker_suspend_max_time_ms: int,
-        timeout_ms: int,
-    ) -> tuple[str, concurrent.futures.Future[RemotingCommand]]:
-        """:meth:`pull_kernel_impl_async` with the broker's answer as it came, and the
-        broker's address: :meth:`process_pull_answer` makes the result on the caller's
-        thread (the push consumer's: no second future, nothing decoded on the I/O thread)."""
-        addr, header = self._request(
-            mq,
-            sub_expression,
-            expression_type,
-            sub_version,
-            offset,
-            max_nums,
-            sys_flag,
-            commit_offset,
-            broker_suspend_max_time_ms,
-        )
-        return addr, self._instance.api.pull_message_async_raw(addr, header, timeout_ms)
 
     def pull_read_only(
         self,
@@ -367,6 +345,7 @@ class PullAPIWrapper:
     def process_pull_answer(
         self, mq: MessageQueue, addr: str, response: RemotingCommand, subscription: SubscriptionData
     ) -> PullResult:
-        """``processPullResponse`` + ``processPullResult`` of an answer from
-        :meth:`pull_kernel_impl_async_raw` (BrokerError for a code that is no pull status)."""
+        """``processPullResponse`` + ``processPullResult`` of the raw answer to a pull sent
+        with ``MQClientAPI.pull_message_async_raw`` (BrokerError for a code that is no pull
+        status)."""
         return self.process_pull_result(mq, MQClientAPI.process_pull_response(response, addr), subscription)
