@@ -331,6 +331,43 @@ def test_busy_consume_threads_do_not_stop_the_pulls(
         consumer.shutdown()
 
 
+def test_a_slow_listener_does_not_hold_back_the_next_pull(
+    embedded_cluster: EmbeddedCluster, producer: Producer, unique_name: Callable[..., str]
+) -> None:
+    """A consume thread that ran a caught-up queue's batch itself never made the queue's next
+    pull wait for the listener (Java pulls on while its consume threads work): a message sent
+    while the first one's listener is still running is consumed meanwhile, on another thread."""
+    topic, group = unique_name("T"), unique_name("G")
+    embedded_cluster.create_topic(topic, 1)
+    slow_started = threading.Event()
+    release = threading.Event()
+    got: list[tuple[str, str]] = []
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        for m in msgs:
+            if m.body == b"slow":
+                slow_started.set()
+                release.wait(30)
+            got.append((m.body.decode(), threading.current_thread().name))
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = _consumer(embedded_cluster, group, topic, listener)
+    consumer.start()
+    try:
+        wait_until(lambda: len(consumer.assigned_queues(topic)) == 1, 20, "the queue assigned")
+        producer.send(Message(topic, b"slow"))
+        assert slow_started.wait(20)
+        producer.send(Message(topic, b"fast"))
+        wait_until(lambda: any(body == "fast" for body, _ in got), 10, "the second message meanwhile")
+        assert not release.is_set() and all(body != "slow" for body, _ in got)
+        release.set()
+        wait_until(lambda: len(got) == 2, 10, "the slow one")
+        assert got[0][1] != got[1][1]
+    finally:
+        release.set()
+        consumer.shutdown()
+
+
 def test_a_group_of_four_consumes_every_message_once(
     embedded_cluster: EmbeddedCluster, producer: Producer, unique_name: Callable[..., str]
 ) -> None:

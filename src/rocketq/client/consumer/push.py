@@ -17,9 +17,10 @@ consume thread free at that moment, it runs on that consume thread, which then d
 the two hand-offs after it would do, without them: it runs ``pullMessage`` for the next
 pull itself (flow control first, as on the pull thread) instead of queueing the request on
 the PullMessageService, queues the batches after the first on the consume pool, and runs
-the first batch's ConsumeRequest itself, after the next pull has left when the answer shows
-a backlog, before it when the queue is caught up (the next pull would only be held by the
-broker, and the batch's latency is what counts then). When every consume thread is busy
+the first batch's ConsumeRequest itself, after the next pull has left. When the answer
+shows the queue caught up (the next pull would only be held by the broker) the next pull
+goes through the pull thread instead, so the batch runs at once (its latency) and the
+pull never waits for the listener, as in Java. When every consume thread is busy
 (or the listener is orderly) the callback runs on the PullMessageService thread as before,
 so a stuck listener never stops the pulls that fill the cache up to its flow-control limits.
 Either way it is one ConsumeRequest's work with the same meaning (hooks, consume timeout
@@ -746,15 +747,14 @@ class PushConsumer(ServiceLifecycle):
         mine: list[MessageExt] | None = None
         try:
             mine, pull_here = self._on_pull_result(pr, result, begin, service, consume, on_consume_thread)
-            if mine and pull_here and result.next_begin_offset >= result.max_offset:
-                # the queue is caught up: the next pull would only be held by the broker, so
-                # this batch goes first (end-to-end latency); with a backlog the pull goes
-                # first, so the broker reads the next batch while the listener runs
-                batch, mine = mine, None
-                self._consume_here(consume, batch, pr)
-            if pull_here:
-                # executePullRequestImmediately without waking the pull thread: this thread
-                # hands the request to its next pull (it is still in one place only)
+            if pull_here and mine and result.next_begin_offset >= result.max_offset:
+                # caught up: the next pull will only be held by the broker, so the pull
+                # thread sends it while this thread runs the batch at once (its latency)
+                service.execute_pull_request_immediately(pr)
+            elif pull_here:
+                # a backlog: executePullRequestImmediately without waking the pull thread;
+                # this thread sends the next pull first (the request is still in one place
+                # only), so the broker reads the next batch while the listener runs
                 self._pull_message(pr)
         except Exception:
             # MQClientAPIImpl hands an exception of PullCallback.onSuccess to onException, which
