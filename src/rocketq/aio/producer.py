@@ -48,7 +48,7 @@ from rocketq.client.config import (
 )
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
 from rocketq.client.metrics import ClientMetrics, safely, topic_of
-from rocketq.client.produce_accumulator import ProduceAccumulator
+from rocketq.client.produce_accumulator import AsyncioFutures, BatchDone, ProduceAccumulator
 from rocketq.client.request_response import reply_timeout_error, request_send_error, stamp_request
 from rocketq.client.selectors import SelectorLike
 from rocketq.client.send_message_hook import SendMessageHook, hooks_after, hooks_before
@@ -57,6 +57,8 @@ from rocketq.client.send_prep import (
     SendAttempts,
     check_explicit_queue,
     check_message,
+    prepare_checked_batch,
+    prepare_message,
     prepare_send,
     select_with,
     send_header,
@@ -146,8 +148,8 @@ class AsyncProducer:
         if cfg.auto_batch:
             loop = asyncio.get_running_loop()
             self._accumulator = ProduceAccumulator(
-                lambda msgs: loop.create_task(self._send_now(msgs[0] if len(msgs) == 1 else msgs)),
-                new_future=loop.create_future,
+                lambda msgs, done: self._send_accumulated(loop, msgs, done),
+                AsyncioFutures(loop),
                 max_messages=cfg.auto_batch_max_messages,
                 max_bytes=cfg.auto_batch_max_bytes,
                 max_in_flight=cfg.auto_batch_max_in_flight,
@@ -370,10 +372,33 @@ class AsyncProducer:
             instance.requests.remove(cid)
 
     async def _send_now(self, msg: Message | Sequence[Message]) -> SendResult:
-        """A send past the accumulator (its batches, and single messages)."""
+        """A send past the accumulator (a single message, no explicit queue)."""
         result = await self._send(msg, False, None, None, None, None)
         assert result is not None
         return result
+
+    def _send_accumulated(
+        self, loop: asyncio.AbstractEventLoop, msgs: list[Message], done: BatchDone
+    ) -> None:
+        """The accumulator's send of one message, or of a batch of messages it took in (each
+        checked by :meth:`send_async`, eligible, one topic, one WAIT value); ``done`` gets the
+        outcome on the loop."""
+        prep = (
+            prepare_message(msgs[0], self.config)
+            if len(msgs) == 1
+            else prepare_checked_batch(msgs, self.config)
+        )
+        task = loop.create_task(self._send(msgs, False, None, None, None, None, prep))
+
+        def finished(t: asyncio.Task[SendResult | None]) -> None:
+            if t.cancelled():
+                done(None, asyncio.CancelledError())
+            elif (exc := t.exception()) is not None:
+                done(None, exc)
+            else:
+                done(t.result(), None)
+
+        task.add_done_callback(finished)
 
     async def send_oneway(
         self,
@@ -394,11 +419,15 @@ class AsyncProducer:
         selector: SelectorLike | None,
         arg: object,
         timeout_ms: int | None,
+        prep: PreparedSend | None = None,
     ) -> SendResult | None:
+        """One send (``sendDefaultImpl``/``sendSelectImpl``) of ``msg``, prepared as ``prep``
+        when the caller has done that already."""
         self._running()
         timeout = self.config.send_msg_timeout_ms if timeout_ms is None else timeout_ms
         begin = self._clock_ms()
-        prep = prepare_send(msg, self.config)
+        if prep is None:
+            prep = prepare_send(msg, self.config)
         explicit = check_explicit_queue(prep.topic, queue, selector)
         if explicit is None and selector is not None:
             info = await self._find_publish_info(prep.topic)

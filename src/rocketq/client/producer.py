@@ -44,6 +44,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from rocketq.client.api_results import SendResult, SendStatus
+from rocketq.client.batch_future import SendFuture
 from rocketq.client.config import (
     CLIENT_INNER_PRODUCER_GROUP,
     ClientConfig,
@@ -55,7 +56,7 @@ from rocketq.client.config import (
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
 from rocketq.client.metrics import safely, topic_of
-from rocketq.client.produce_accumulator import ProduceAccumulator
+from rocketq.client.produce_accumulator import BatchDone, ProduceAccumulator, ThreadFutures
 from rocketq.client.request_response import (
     RequestCallback,
     RequestFutureHolder,
@@ -71,6 +72,8 @@ from rocketq.client.send_prep import (
     SendAttempts,
     check_explicit_queue,
     check_message,
+    prepare_checked_batch,
+    prepare_message,
     prepare_send,
     select_with,
     send_header,
@@ -161,11 +164,11 @@ class Producer(ServiceLifecycle):
         if enable_msg_trace:
             self.trace_dispatcher = AsyncTraceDispatcher(cfg.producer_group, "PRODUCE", custom_trace_topic)
             self.send_hooks.append(SendMessageTraceHookImpl(self.trace_dispatcher))
-        self._accumulator: ProduceAccumulator[concurrent.futures.Future[SendResult]] | None = None
+        self._accumulator: ProduceAccumulator[SendFuture] | None = None
         if cfg.auto_batch:
             self._accumulator = ProduceAccumulator(
-                lambda msgs: self._send_async_now(msgs[0] if len(msgs) == 1 else msgs),
-                new_future=concurrent.futures.Future,
+                self._send_accumulated,
+                ThreadFutures(),
                 max_messages=cfg.auto_batch_max_messages,
                 max_bytes=cfg.auto_batch_max_bytes,
                 max_in_flight=cfg.auto_batch_max_in_flight,
@@ -501,6 +504,22 @@ class Producer(ServiceLifecycle):
             msg, callback, queue=queue, selector=selector, arg=arg, timeout_ms=timeout_ms
         )
 
+    def _send_accumulated(self, msgs: list[Message], done: BatchDone) -> None:
+        """The accumulator's send: one message, or a batch of messages it took in (each checked
+        by :meth:`send_async`, eligible, one topic, one WAIT value); ``done`` runs on the
+        thread that completes the send (the remoting I/O thread, or this one on an error)."""
+        begin = self._clock_ms()
+        try:
+            prep = (
+                prepare_message(msgs[0], self.config)
+                if len(msgs) == 1
+                else prepare_checked_batch(msgs, self.config)
+            )
+        except RocketqError as exc:
+            done(None, exc)
+            return
+        self._dispatch_async(prep, msgs, done, None, None, None, None, begin)
+
     def _send_async_now(
         self,
         msg: Message | Sequence[Message],
@@ -512,7 +531,6 @@ class Producer(ServiceLifecycle):
         timeout_ms: int | None = None,
     ) -> concurrent.futures.Future[SendResult]:
         instance = self._running_instance()
-        timeout = self.config.send_msg_timeout_ms if timeout_ms is None else timeout_ms
         begin = self._clock_ms()
         prep = self._prepare_any(msg)
         out: concurrent.futures.Future[SendResult] = concurrent.futures.Future()
@@ -532,6 +550,23 @@ class Producer(ServiceLifecycle):
             else:
                 complete()
 
+        self._dispatch_async(prep, msg, finish, queue, selector, arg, timeout_ms, begin)
+        return out
+
+    def _dispatch_async(
+        self,
+        prep: PreparedSend,
+        msg: Message | Sequence[Message],
+        finish: Callable[[SendResult | None, BaseException | None], None],
+        queue: MessageQueue | None,
+        selector: SelectorLike | None,
+        arg: object,
+        timeout_ms: int | None,
+        begin: int,
+    ) -> None:
+        """Choose the queue and start the first attempt; ``finish`` gets the outcome (an
+        IllegalArgumentError of an explicit queue or selector raises here instead)."""
+        timeout = self.config.send_msg_timeout_ms if timeout_ms is None else timeout_ms
         try:
             if queue is not None or selector is not None:
                 mq = self._choose_explicit(prep, queue, selector, arg, msg)
@@ -546,7 +581,6 @@ class Producer(ServiceLifecycle):
             raise
         except RocketqError as exc:
             finish(None, exc)
-        return out
 
     def _attempt_async(
         self,

@@ -59,6 +59,7 @@ __all__ = [
     "check_message",
     "give_up_error",
     "prepare_batch",
+    "prepare_checked_batch",
     "prepare_message",
     "prepare_send",
     "retry_after_result",
@@ -138,7 +139,6 @@ def prepare_batch(msgs: Sequence[Message], config: ProducerConfig) -> PreparedSe
     first = msgs[0]
     topic = first.topic
     wait = first.wait_store_msg_ok  # a property lookup: read once, not per message
-    uniq_ids = []
     for msg in msgs:
         check_message(msg, config)
         if msg.topic != topic:
@@ -149,17 +149,27 @@ def prepare_batch(msgs: Sequence[Message], config: ProducerConfig) -> PreparedSe
             raise IllegalArgumentError("Retry Group is not supported for batching")
         if msg.wait_store_msg_ok != wait:
             raise IllegalArgumentError("The waitStoreMsgOK of the messages in one batch should the same")
-        uniq = msg.properties.get(MessageConst.UNIQ_KEY)
+    return prepare_checked_batch(msgs, config)
+
+
+def prepare_checked_batch(msgs: Sequence[Message], config: ProducerConfig) -> PreparedSend:
+    """:func:`prepare_batch` of messages known to pass its checks (each checked, one topic, no
+    delay, no retry topic, one WAIT value: the auto-batch accumulator's batches), without
+    checking each message again: UNIQ_KEYs set, entries encoded, the batch's size checked."""
+    uniq_key = MessageConst.UNIQ_KEY
+    uniq_ids = []
+    for msg in msgs:
+        props = msg.properties
+        uniq = props.get(uniq_key)
         if not uniq:
-            uniq = new_unique_id()
-            msg.properties[MessageConst.UNIQ_KEY] = uniq
+            uniq = props[uniq_key] = new_unique_id()
         uniq_ids.append(uniq)
     body = encode_batch(msgs)
     if len(body) > config.max_message_size:
         raise IllegalArgumentError(f"the message body size over max value, MAX: {config.max_message_size}")
-    batch_props = {MessageConst.WAIT: "true" if wait else "false"}
+    batch_props = {MessageConst.WAIT: "true" if msgs[0].wait_store_msg_ok else "false"}
     return PreparedSend(
-        topic=topic,
+        topic=msgs[0].topic,
         body=body,
         sys_flag=0,
         flag=0,

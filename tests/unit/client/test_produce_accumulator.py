@@ -2,30 +2,29 @@
 
 from __future__ import annotations
 
-import concurrent.futures
-
 import pytest
 
 from rocketq.client.api_results import SendResult, SendStatus
-from rocketq.client.produce_accumulator import ProduceAccumulator
+from rocketq.client.produce_accumulator import BatchDone, ProduceAccumulator, ThreadFutures
 from rocketq.protocol.message import Message
 from rocketq.protocol.message_queue import MessageQueue
 
 
 class StubSend:
-    """Records each batch and leaves its future for the test to complete."""
+    """Records each batch and leaves its answer for the test to give."""
 
     def __init__(self) -> None:
-        self.batches: list[tuple[list[Message], concurrent.futures.Future[SendResult]]] = []
+        self.batches: list[tuple[list[Message], BatchDone]] = []
 
-    def __call__(self, msgs: list[Message]) -> concurrent.futures.Future[SendResult]:
-        fut: concurrent.futures.Future[SendResult] = concurrent.futures.Future()
-        self.batches.append((list(msgs), fut))
-        return fut
+    def __call__(self, msgs: list[Message], done: BatchDone) -> None:
+        self.batches.append((list(msgs), done))
+
+    def fail(self, index: int, error: BaseException) -> None:
+        self.batches[index][1](None, error)
 
     def complete(self, index: int, first_offset: int) -> None:
-        msgs, fut = self.batches[index]
-        fut.set_result(
+        msgs, done = self.batches[index]
+        done(
             SendResult(
                 status=SendStatus.SEND_OK,
                 msg_id=",".join(f"U{first_offset + i}" for i in range(len(msgs))),
@@ -33,7 +32,8 @@ class StubSend:
                 message_queue=MessageQueue("T", "b", 1),
                 queue_offset=first_offset,
                 region_id="r",
-            )
+            ),
+            None,
         )
 
 
@@ -44,7 +44,7 @@ def _bodies(msgs: list[Message]) -> list[bytes]:
 @pytest.mark.parametrize("max_in_flight", [1, 2, 3])
 def test_at_most_max_in_flight_batches_and_queued_messages_leave_together(max_in_flight: int) -> None:
     send = StubSend()
-    acc = ProduceAccumulator(send, new_future=concurrent.futures.Future, max_in_flight=max_in_flight)
+    acc = ProduceAccumulator(send, ThreadFutures(), max_in_flight=max_in_flight)
     futures = [acc.add(Message("T", f"m{i}".encode())) for i in range(10)]
     # the first max_in_flight messages leave alone at once; the rest wait for a free slot
     assert [_bodies(b) for b, _ in send.batches] == [[f"m{i}".encode()] for i in range(max_in_flight)]
@@ -72,12 +72,12 @@ def test_at_most_max_in_flight_batches_and_queued_messages_leave_together(max_in
 
 def test_a_failed_batch_fails_each_of_its_messages_and_frees_its_slot() -> None:
     send = StubSend()
-    acc = ProduceAccumulator(send, new_future=concurrent.futures.Future, max_in_flight=1)
+    acc = ProduceAccumulator(send, ThreadFutures(), max_in_flight=1)
     first = acc.add(Message("T", b"a"))
     queued = [acc.add(Message("T", b"b")), acc.add(Message("T", b"c"))]
-    send.batches[0][1].set_exception(RuntimeError("broker down"))
+    send.fail(0, RuntimeError("broker down"))
     assert isinstance(first.exception(0), RuntimeError)
-    send.batches[1][1].set_exception(RuntimeError("still down"))
+    send.fail(1, RuntimeError("still down"))
     assert [str(f.exception(0)) for f in queued] == ["still down", "still down"]
     acc.add(Message("T", b"d"))
     assert _bodies(send.batches[-1][0]) == [b"d"]
@@ -85,13 +85,13 @@ def test_a_failed_batch_fails_each_of_its_messages_and_frees_its_slot() -> None:
 
 def test_max_in_flight_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_in_flight"):
-        ProduceAccumulator(StubSend(), new_future=concurrent.futures.Future, max_in_flight=0)
+        ProduceAccumulator(StubSend(), ThreadFutures(), max_in_flight=0)
 
 
 def test_a_queue_over_the_limits_leaves_in_several_batches() -> None:
     send = StubSend()
     acc = ProduceAccumulator(
-        send, new_future=concurrent.futures.Future, max_in_flight=1, max_messages=3, max_bytes=10_000
+        send, ThreadFutures(), max_in_flight=1, max_messages=3, max_bytes=10_000
     )
     acc.add(Message("T", b"first"))
     for i in range(7):
