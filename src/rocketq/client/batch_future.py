@@ -32,6 +32,7 @@ written after the result or exception, so a lock-free read of a finished state s
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import logging
 import threading
 import time
@@ -46,7 +47,7 @@ from concurrent.futures._base import (
 
 from rocketq.client.api_results import SendResult
 
-__all__ = ["BatchOutcome", "SendFuture", "complete_batch", "new_batch_condition"]
+__all__ = ["BatchOutcome", "SendFuture", "complete_batch", "new_batch_group"]
 
 #: the base class logs a done-callback's exception to this logger; so does complete_batch
 _FUTURES_LOG = logging.getLogger("concurrent.futures")
@@ -96,9 +97,10 @@ class BatchOutcome:
         )
 
 
-def new_batch_condition() -> threading.Condition:
-    """The condition the futures of one batch share."""
-    return threading.Condition()
+def new_batch_group() -> Callable[[], SendFuture]:
+    """A maker of futures that share one new condition (the futures of one batch)."""
+    lock = threading.RLock()
+    return functools.partial(SendFuture, threading.Condition(lock), lock)
 
 
 class SendFuture(concurrent.futures.Future[SendResult]):
@@ -109,20 +111,22 @@ class SendFuture(concurrent.futures.Future[SendResult]):
     docstring for what differs inside).
     """
 
-    _done_callbacks: list[Callable[[concurrent.futures.Future[SendResult]], object]]
-    _outcome: BatchOutcome | None
-    _index: int
+    # class-level defaults: a future sets only what differs from them (it is made per message)
+    _result: SendResult | None = None
+    _exception: BaseException | None = None
+    #: the batch's answer and this message's place in it (set when completed by a batch)
+    _outcome: BatchOutcome | None = None
+    _index: int = 0
 
-    def __init__(self, condition: threading.Condition) -> None:
-        # not super().__init__(): that makes a Condition per future
+    def __init__(self, condition: threading.Condition, lock: threading.RLock) -> None:
+        # not super().__init__(): that makes a Condition per future. ``lock`` is the
+        # condition's own lock (taken directly where no wait is needed: a C call, where
+        # ``with condition`` is two Python calls).
         self._condition = condition
+        self._lock = lock
         self._state = PENDING
-        self._result = None
-        self._exception = None
         self._waiters = []
-        self._done_callbacks = []
-        self._outcome = None
-        self._index = 0
+        self._done_callbacks: list[Callable[[concurrent.futures.Future[SendResult]], object]] = []
 
     def __repr__(self) -> str:
         state = self._state
@@ -142,7 +146,7 @@ class SendFuture(concurrent.futures.Future[SendResult]):
         return self._state == RUNNING
 
     def add_done_callback(self, fn: Callable[[concurrent.futures.Future[SendResult]], object]) -> None:
-        with self._condition:
+        with self._lock:
             if self._state not in _DONE_STATES:
                 self._done_callbacks.append(fn)
                 return
@@ -159,7 +163,7 @@ class SendFuture(concurrent.futures.Future[SendResult]):
             raise exc
         result = self._result
         if result is None:
-            with self._condition:  # one SendResult object per future, however many threads ask
+            with self._lock:  # one SendResult object per future, however many threads ask
                 result = self._result
                 if result is None:
                     outcome = self._outcome

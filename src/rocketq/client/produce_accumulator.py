@@ -38,14 +38,13 @@ sent in part keeps its group, so the futures of any batch share one group.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from rocketq.client.api_results import SendResult
-from rocketq.client.batch_future import BatchOutcome, SendFuture, complete_batch, new_batch_condition
+from rocketq.client.batch_future import BatchOutcome, SendFuture, complete_batch, new_batch_group
 from rocketq.errors import ClientError
 from rocketq.protocol.message import Message, MessageConst
 from rocketq.protocol.mixall import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
@@ -81,7 +80,7 @@ class ThreadFutures(BatchFutures[SendFuture]):
     """:class:`SendFuture`\\ s sharing one condition per queue, completed in one pass."""
 
     def new_group(self) -> Callable[[], SendFuture]:
-        return functools.partial(SendFuture, new_batch_condition())
+        return new_batch_group()
 
     def complete(
         self, futures: list[SendFuture], outcome: BatchOutcome | None, error: BaseException | None

@@ -457,30 +457,28 @@ class Producer(ServiceLifecycle):
         single messages are batched while a batch of their topic is in flight.
         """
         metrics = self.client_config.metrics
+        if metrics is None:
+            return self._send_async_any(msg, callback, queue, selector, arg, timeout_ms)
         started = time.perf_counter()
-        fut = self._send_async_any(
-            msg, callback, queue=queue, selector=selector, arg=arg, timeout_ms=timeout_ms
-        )
-        if metrics is not None:
-            topic = topic_of(msg)
+        fut = self._send_async_any(msg, callback, queue, selector, arg, timeout_ms)
+        topic = topic_of(msg)
 
-            def record(f: concurrent.futures.Future[SendResult]) -> None:
-                ok = f.exception() is None and f.result().status is SendStatus.SEND_OK
-                cost = (time.perf_counter() - started) * 1000.0
-                safely(lambda: metrics.on_send(topic, cost, ok))
+        def record(f: concurrent.futures.Future[SendResult]) -> None:
+            ok = f.exception() is None and f.result().status is SendStatus.SEND_OK
+            cost = (time.perf_counter() - started) * 1000.0
+            safely(lambda: metrics.on_send(topic, cost, ok))
 
-            fut.add_done_callback(record)
+        fut.add_done_callback(record)
         return fut
 
     def _send_async_any(
         self,
         msg: Message | Sequence[Message],
-        callback: SendCallback | None = None,
-        *,
-        queue: MessageQueue | None = None,
-        selector: SelectorLike | None = None,
-        arg: object = None,
-        timeout_ms: int | None = None,
+        callback: SendCallback | None,
+        queue: MessageQueue | None,
+        selector: SelectorLike | None,
+        arg: object,
+        timeout_ms: int | None,
     ) -> concurrent.futures.Future[SendResult]:
         acc = self._accumulator
         if (
@@ -492,7 +490,7 @@ class Producer(ServiceLifecycle):
             and ProduceAccumulator.eligible(msg)
             and len(msg.body) < self.config.compress_msg_body_over_howmuch
         ):
-            self._check_message(msg)
+            check_message(msg, self.config)
             instance = self._running_instance()
             inner = acc.add(msg)
             if callback is not None:

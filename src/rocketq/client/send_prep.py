@@ -43,7 +43,7 @@ from rocketq.protocol.message import (
     encode_batch,
     encode_properties,
 )
-from rocketq.protocol.message_id import new_unique_id
+from rocketq.protocol.message_id import new_unique_id, new_unique_ids
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX
 
@@ -157,13 +157,12 @@ def prepare_checked_batch(msgs: Sequence[Message], config: ProducerConfig) -> Pr
     delay, no retry topic, one WAIT value: the auto-batch accumulator's batches), without
     checking each message again: UNIQ_KEYs set, entries encoded, the batch's size checked."""
     uniq_key = MessageConst.UNIQ_KEY
-    uniq_ids = []
-    for msg in msgs:
-        props = msg.properties
-        uniq = props.get(uniq_key)
-        if not uniq:
-            uniq = props[uniq_key] = new_unique_id()
-        uniq_ids.append(uniq)
+    props_of = [msg.properties for msg in msgs]
+    missing = [props for props in props_of if not props.get(uniq_key)]
+    if missing:  # the usual case: every message of the batch, one id generation for all
+        for props, uniq in zip(missing, new_unique_ids(len(missing)), strict=True):
+            props[uniq_key] = uniq
+    uniq_ids = [props[uniq_key] for props in props_of]
     body = encode_batch(msgs)
     if len(body) > config.max_message_size:
         raise IllegalArgumentError(f"the message body size over max value, MAX: {config.max_message_size}")

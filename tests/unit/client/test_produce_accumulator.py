@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from rocketq.client.api_results import SendResult, SendStatus
-from rocketq.client.produce_accumulator import BatchDone, ProduceAccumulator, ThreadFutures
+from rocketq.client.produce_accumulator import AsyncioFutures, BatchDone, ProduceAccumulator, ThreadFutures
 from rocketq.protocol.message import Message
 from rocketq.protocol.message_queue import MessageQueue
 
@@ -90,9 +92,7 @@ def test_max_in_flight_must_be_positive() -> None:
 
 def test_a_queue_over_the_limits_leaves_in_several_batches() -> None:
     send = StubSend()
-    acc = ProduceAccumulator(
-        send, ThreadFutures(), max_in_flight=1, max_messages=3, max_bytes=10_000
-    )
+    acc = ProduceAccumulator(send, ThreadFutures(), max_in_flight=1, max_messages=3, max_bytes=10_000)
     acc.add(Message("T", b"first"))
     for i in range(7):
         acc.add(Message("T", f"q{i}".encode()))
@@ -111,3 +111,75 @@ def test_a_queue_over_the_limits_leaves_in_several_batches() -> None:
         [b"l" * 1_000],
     ]
     assert big.done() and last.done()
+
+
+def test_messages_with_different_wait_values_never_share_a_batch() -> None:
+    send = StubSend()
+    acc = ProduceAccumulator(send, ThreadFutures(), max_in_flight=1)
+    acc.add(Message("T", b"w0"))
+    acc.add(Message("T", b"n0", wait_store_msg_ok=False))  # its own queue: leaves at once
+    acc.add(Message("T", b"w1"))
+    acc.add(Message("T", b"n1", wait_store_msg_ok=False))
+    acc.add(Message("T", b"w2"))
+    assert [_bodies(b) for b, _ in send.batches] == [[b"w0"], [b"n0"]]
+    send.complete(0, 0)
+    send.complete(1, 10)
+    assert [_bodies(b) for b, _ in send.batches[2:]] == [[b"w1", b"w2"], [b"n1"]]
+    assert {m.wait_store_msg_ok for m in send.batches[3][0]} == {False}
+
+
+def test_a_send_that_raises_fails_its_messages_and_frees_its_slot() -> None:
+    calls = 0
+
+    def send(msgs: list[Message], done: BatchDone) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("no route")
+        done(
+            SendResult(
+                status=SendStatus.SEND_OK,
+                msg_id="U",
+                offset_msg_id="O",
+                message_queue=MessageQueue("T", "b", 0),
+                queue_offset=7,
+            ),
+            None,
+        )
+
+    acc = ProduceAccumulator(send, ThreadFutures(), max_in_flight=1)
+    failed = acc.add(Message("T", b"a"))
+    assert isinstance(failed.exception(0), RuntimeError)
+    assert acc.add(Message("T", b"b")).result(0).queue_offset == 7
+
+
+def test_a_batch_answered_twice_completes_once_and_frees_one_slot(caplog: pytest.LogCaptureFixture) -> None:
+    send = StubSend()
+    acc = ProduceAccumulator(send, ThreadFutures(), max_in_flight=2)
+    first = acc.add(Message("T", b"a"))
+    acc.add(Message("T", b"b"))  # the second slot
+    queued = acc.add(Message("T", b"c"))
+    send.complete(0, 100)
+    send.fail(0, RuntimeError("again"))  # ignored (and logged)
+    assert "answered twice" in caplog.text
+    assert first.result(0).queue_offset == 100
+    assert _bodies(send.batches[-1][0]) == [b"c"]  # sent once, when the first answer came
+    acc.add(Message("T", b"d"))  # both slots busy (b, c): d waits
+    assert len(send.batches) == 3
+    send.complete(2, 300)
+    assert queued.result(0).queue_offset == 300
+
+
+def test_asyncio_futures_complete_on_the_loop() -> None:
+    async def main() -> list[int]:
+        send = StubSend()
+        acc = ProduceAccumulator(send, AsyncioFutures(asyncio.get_running_loop()), max_in_flight=1)
+        futures = [acc.add(Message("T", f"m{i}".encode())) for i in range(3)]
+        futures[2].cancel()  # its caller gave up: the message still leaves with its batch
+        send.complete(0, 10)
+        assert _bodies(send.batches[1][0]) == [b"m1", b"m2"]
+        send.complete(1, 20)
+        assert futures[2].cancelled()
+        return [(await f).queue_offset for f in futures[:2]]
+
+    assert asyncio.run(main()) == [10, 20]
