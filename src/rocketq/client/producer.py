@@ -44,7 +44,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from rocketq.client.api_results import SendResult, SendStatus
-from rocketq.client.batch_future import SendFuture
+from rocketq.client.batch_future import PoolCallback, SendFuture
 from rocketq.client.config import (
     CLIENT_INNER_PRODUCER_GROUP,
     ClientConfig,
@@ -494,9 +494,8 @@ class Producer(ServiceLifecycle):
             instance = self._running_instance()
             inner = acc.add(msg)
             if callback is not None:
-                run = _guarded(callback)
-                # callbacks never run on the I/O thread
-                inner.add_done_callback(lambda f: instance.run_on_callback_pool(lambda: run(f)))
+                # callbacks never run on the I/O thread: a batch's go to the pool as one task
+                inner.add_done_callback(PoolCallback(_guarded(callback), instance.run_on_callback_pool))
             return inner
         return self._send_async_now(
             msg, callback, queue=queue, selector=selector, arg=arg, timeout_ms=timeout_ms

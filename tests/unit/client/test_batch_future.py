@@ -6,11 +6,18 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
+from collections.abc import Callable
 
 import pytest
 
 from rocketq.client.api_results import SendResult, SendStatus
-from rocketq.client.batch_future import BatchOutcome, SendFuture, complete_batch, new_batch_group
+from rocketq.client.batch_future import (
+    BatchOutcome,
+    PoolCallback,
+    SendFuture,
+    complete_batch,
+    new_batch_group,
+)
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.testing.waits import wait_until
 
@@ -164,3 +171,39 @@ def test_base_class_completion_and_asyncio_wrap_future_still_work() -> None:
         return await wrapped
 
     assert asyncio.run(main()) is result
+
+
+class RecordingPool:
+    """Runs each submitted task at once, counting submissions."""
+
+    def __init__(self) -> None:
+        self.tasks = 0
+
+    def submit(self, task: Callable[[], object]) -> None:
+        self.tasks += 1
+        task()
+
+
+def test_pool_callbacks_of_a_batch_reach_their_pool_as_one_task_each_called_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pool = RecordingPool()
+    futures = _batch(5)
+    calls: list[int] = []
+    for i, f in enumerate(futures):
+        f.add_done_callback(PoolCallback(lambda f, i=i: calls.append(i), pool.submit))
+
+    def broken(_f: concurrent.futures.Future[SendResult]) -> None:
+        raise RuntimeError("callback bug")
+
+    futures[0].add_done_callback(PoolCallback(broken, pool.submit))
+    assert futures[4].cancel()  # its callback goes to the pool alone, at once
+    assert (pool.tasks, calls) == (1, [4])
+    with caplog.at_level(logging.ERROR, logger="concurrent.futures"):
+        complete_batch(futures, BatchOutcome(_batch_result(5), single=False), None)
+    assert pool.tasks == 2  # the four others (and the broken one) in one task
+    assert sorted(calls) == [0, 1, 2, 3, 4]
+    assert "exception calling callback" in caplog.text
+    # added once done: submitted alone
+    futures[1].add_done_callback(PoolCallback(lambda f: calls.append(10), pool.submit))
+    assert (pool.tasks, calls[-1]) == (3, 10)
