@@ -11,10 +11,13 @@ Behaviour:
   and after the broker codes of ``retryResponseCodes``. The whole send, retries included,
   must finish within ``send_msg_timeout_ms``.
 * ``send_async``: same queue choice and ``retry_times_when_send_async_failed`` retries;
-  returns a :class:`concurrent.futures.Future`. The optional ``callback(future)`` runs on
-  the client's callback pool once the future is done. Without a callback the future is
-  completed on the remoting I/O thread, so done-callbacks attached to it directly must be
-  quick and must not block (pass ``callback=`` for real work).
+  returns a :class:`concurrent.futures.Future` (with ``auto_batch``, an auto-batched
+  message's is a :class:`~rocketq.client.batch_future.SendFuture`, a subclass: same API,
+  lighter, completed a batch at a time). The optional ``callback(future)`` runs on the
+  client's callback pool once the future is done (an auto-batched batch's callbacks run
+  one after the other in one pool task). Without a callback the future is completed on the
+  remoting I/O thread, so done-callbacks attached to it directly must be quick and must not
+  block (pass ``callback=`` for real work).
 * ``send_oneway``: one attempt, nothing awaited.
 * ``queue=`` sends to that queue; ``selector=`` (+ ``arg``) picks one from the topic's
   publish list (see :mod:`rocketq.client.selectors`). Both make exactly one attempt, as
