@@ -10,7 +10,7 @@ import pytest
 
 from rocketq.client import Message, Producer, ProducerConfig, PullConsumer, SendStatus
 from rocketq.client.api_results import PullStatus
-from rocketq.errors import RocketqError
+from rocketq.errors import ClientError, IllegalArgumentError, RocketqError
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.testing.cluster import EmbeddedCluster
 from rocketq.testing.waits import wait_until
@@ -76,6 +76,29 @@ def test_auto_batch_leaves_ineligible_sends_alone(
         accumulator = producer._accumulator
         assert accumulator is not None
         assert accumulator.batches_sent == 0
+
+
+def test_a_batched_topic_still_refuses_bad_messages_at_send_async(
+    embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
+) -> None:
+    # once a topic is batched, its messages take the fast path: an empty or oversized body
+    # still raises IllegalArgumentError at once, a stopped producer still ClientError
+    topic = unique_name("T")
+    embedded_cluster.create_topic(topic, 2)
+    config = ProducerConfig(producer_group=unique_name("pg"), auto_batch=True, max_message_size=10_000)
+    producer = Producer(config=config, namesrv_addr=embedded_cluster.namesrv_addr)
+    with producer:
+        assert producer.send_async(Message(topic, b"ok")).result(timeout=10).status is SendStatus.SEND_OK
+        with pytest.raises(IllegalArgumentError, match="body length is zero"):
+            producer.send_async(Message(topic, b""))
+        too_big = b"x" * 10_001  # past max_message_size (and the compression threshold)
+        with pytest.raises(IllegalArgumentError, match="size over max"):
+            producer.send_async(Message(topic, too_big))
+        assert (
+            producer.send_async(Message(topic, b"ok again")).result(timeout=10).status is SendStatus.SEND_OK
+        )
+    with pytest.raises(ClientError, match="state not OK"):
+        producer.send_async(Message(topic, b"late"))
 
 
 def test_batches_cut_off_by_a_dead_broker_complete_every_future_once(

@@ -174,13 +174,38 @@ class ProduceAccumulator(Generic[_F]):
         return not msg.topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX))
 
     def add(self, msg: Message) -> _F:
-        """Queue ``msg`` (an :meth:`eligible` one); its future completes with its own SendResult."""
+        """Queue ``msg`` (an :meth:`eligible` one, checked by the producer); its future
+        completes with its own SendResult."""
+        fut = self._queue(msg, True)
+        assert fut is not None
+        return fut
+
+    def offer(self, msg: object, max_body: int) -> _F | None:
+        """:meth:`add` for a message of a key that :meth:`add` took before (so its topic passed
+        the producer's checks, which are the same for every message of it: the topic's name)
+        that is eligible, with a body of 1 to ``max_body - 1`` bytes; else None, and the caller
+        takes its general path (which checks, and raises for a bad message). The producer's
+        per-message fast path."""
+        if not isinstance(msg, Message):
+            return None
+        body_len = len(msg.body)
+        if body_len == 0 or body_len >= max_body:
+            return None
+        if msg.properties.get(_DELAY) and msg.delay_time_level > 0:
+            return None
+        return self._queue(msg, False)
+
+    def _queue(self, msg: Message, new_key: bool) -> _F | None:
+        """Append ``msg`` to its key's queue and send the queue if a slot is free; None when
+        its key is unknown and not ``new_key``."""
         wait = msg.properties.get(_WAIT)
         key: _Key = msg.topic if wait is None or wait == "true" else (msg.topic, wait)
         size = len(msg.body) + 64
         with self._lock:
             batcher = self._topics.get(key)
             if batcher is None:
+                if not new_key:
+                    return None
                 batcher = self._topics[key] = _TopicBatcher(self._futures.new_group())
             fut = batcher.new_future()
             batcher.msgs.append(msg)

@@ -168,6 +168,8 @@ class Producer(ServiceLifecycle):
             self.trace_dispatcher = AsyncTraceDispatcher(cfg.producer_group, "PRODUCE", custom_trace_topic)
             self.send_hooks.append(SendMessageTraceHookImpl(self.trace_dispatcher))
         self._accumulator: ProduceAccumulator[SendFuture] | None = None
+        #: bodies of this many bytes or more are not auto-batched (compressed, or refused)
+        self._batch_body_limit = min(cfg.compress_msg_body_over_howmuch, cfg.max_message_size + 1)
         if cfg.auto_batch:
             self._accumulator = ProduceAccumulator(
                 self._send_accumulated,
@@ -460,6 +462,23 @@ class Producer(ServiceLifecycle):
         single messages are batched while a batch of their topic is in flight.
         """
         metrics = self.client_config.metrics
+        acc = self._accumulator
+        if (
+            acc is not None
+            and metrics is None
+            and queue is None
+            and selector is None
+            and timeout_ms is None
+            and self._state is ServiceState.RUNNING
+        ):
+            # the per-message fast path of auto_batch: a message of a topic the accumulator
+            # took before (its topic checked then), with a plain body; else the general path
+            batched = acc.offer(msg, self._batch_body_limit)
+            if batched is not None:
+                instance = self._instance
+                if callback is not None and instance is not None:
+                    batched.add_done_callback(PoolCallback(_guarded(callback), instance.run_on_callback_pool))
+                return batched
         if metrics is None:
             return self._send_async_any(msg, callback, queue, selector, arg, timeout_ms)
         started = time.perf_counter()

@@ -183,3 +183,21 @@ def test_asyncio_futures_complete_on_the_loop() -> None:
         return [(await f).queue_offset for f in futures[:2]]
 
     assert asyncio.run(main()) == [10, 20]
+
+
+def test_offer_takes_only_eligible_messages_of_a_key_added_before() -> None:
+    send = StubSend()
+    acc = ProduceAccumulator(send, ThreadFutures(), max_in_flight=1)
+    limit = 4096
+    # an unknown key: the producer's general path (which checks the topic) must add it first
+    assert acc.offer(Message("T", b"a"), limit) is None
+    acc.add(Message("T", b"first"))
+    assert acc.offer(Message("T", b"b"), limit) is not None
+    assert acc.offer(Message("T", b""), limit) is None  # the general path refuses it
+    assert acc.offer(Message("T", b"x" * limit), limit) is None  # compressed or refused there
+    assert acc.offer(Message("T", b"d", delay_time_level=3), limit) is None
+    assert acc.offer(Message("T", b"w", wait_store_msg_ok=False), limit) is None  # another key
+    assert acc.offer(Message("U", b"u"), limit) is None
+    assert acc.offer([Message("T", b"list")], limit) is None
+    send.complete(0, 0)
+    assert [_bodies(b) for b, _ in send.batches] == [[b"first"], [b"b"]]
