@@ -55,6 +55,7 @@ from rocketq.client.send_message_hook import SendMessageHook, hooks_after, hooks
 from rocketq.client.send_prep import (
     PreparedSend,
     SendAttempts,
+    auto_batch_body_limit,
     check_explicit_queue,
     check_message,
     prepare_checked_batch,
@@ -153,6 +154,7 @@ class AsyncProducer:
                 max_messages=cfg.auto_batch_max_messages,
                 max_bytes=cfg.auto_batch_max_bytes,
                 max_in_flight=cfg.auto_batch_max_in_flight,
+                max_body=auto_batch_body_limit(cfg),
             )
         self._state = ServiceState.RUNNING
         if self.trace_dispatcher is not None:
@@ -292,14 +294,16 @@ class AsyncProducer:
         that way (no auto_batch, an explicit queue/selector/timeout, a batch, a delayed or
         retry message, or a body that would be compressed)."""
         acc = self._accumulator
+        if acc is None or queue is not None or selector is not None or timeout_ms is not None:
+            return None
+        if self._state is ServiceState.RUNNING:
+            fut = acc.offer(msg)  # a message of a topic batched before: its topic checked then
+            if fut is not None:
+                return fut
         if (
-            acc is None
-            or queue is not None
-            or selector is not None
-            or timeout_ms is not None
-            or not isinstance(msg, Message)
+            not isinstance(msg, Message)
             or not ProduceAccumulator.eligible(msg)
-            or len(msg.body) >= self.config.compress_msg_body_over_howmuch
+            or len(msg.body) >= acc.max_body
         ):
             return None
         check_message(msg, self.config)

@@ -149,6 +149,7 @@ class ProduceAccumulator(Generic[_F]):
         max_messages: int = 256,
         max_bytes: int = 1024 * 1024,
         max_in_flight: int = 2,
+        max_body: int = 4096,
     ) -> None:
         if max_messages < 1 or max_bytes < 1 or max_in_flight < 1:
             raise ValueError("max_messages, max_bytes and max_in_flight must be >= 1")
@@ -158,6 +159,8 @@ class ProduceAccumulator(Generic[_F]):
         self.max_bytes = max_bytes
         #: batches of one topic allowed in flight at once
         self.max_in_flight = max_in_flight
+        #: :meth:`offer` takes bodies shorter than this (``auto_batch_body_limit``)
+        self.max_body = max_body
         self._lock = threading.Lock()
         self._topics: dict[_Key, _TopicBatcher[_F]] = {}
         #: batches sent so far (for tests and stats)
@@ -180,7 +183,7 @@ class ProduceAccumulator(Generic[_F]):
         assert fut is not None
         return fut
 
-    def offer(self, msg: object, max_body: int) -> _F | None:
+    def offer(self, msg: object) -> _F | None:
         """:meth:`add` for a message of a key that :meth:`add` took before (so its topic passed
         the producer's checks, which are the same for every message of it: the topic's name)
         that is eligible, with a body of 1 to ``max_body - 1`` bytes; else None, and the caller
@@ -189,7 +192,7 @@ class ProduceAccumulator(Generic[_F]):
         if not isinstance(msg, Message):
             return None
         body_len = len(msg.body)
-        if body_len == 0 or body_len >= max_body:
+        if body_len == 0 or body_len >= self.max_body:
             return None
         if msg.properties.get(_DELAY) and msg.delay_time_level > 0:
             return None

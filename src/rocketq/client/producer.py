@@ -73,6 +73,7 @@ from rocketq.client.send_message_hook import SendMessageContext, SendMessageHook
 from rocketq.client.send_prep import (
     PreparedSend,
     SendAttempts,
+    auto_batch_body_limit,
     check_explicit_queue,
     check_message,
     prepare_checked_batch,
@@ -168,8 +169,6 @@ class Producer(ServiceLifecycle):
             self.trace_dispatcher = AsyncTraceDispatcher(cfg.producer_group, "PRODUCE", custom_trace_topic)
             self.send_hooks.append(SendMessageTraceHookImpl(self.trace_dispatcher))
         self._accumulator: ProduceAccumulator[SendFuture] | None = None
-        #: bodies of this many bytes or more are not auto-batched (compressed, or refused)
-        self._batch_body_limit = min(cfg.compress_msg_body_over_howmuch, cfg.max_message_size + 1)
         if cfg.auto_batch:
             self._accumulator = ProduceAccumulator(
                 self._send_accumulated,
@@ -177,6 +176,7 @@ class Producer(ServiceLifecycle):
                 max_messages=cfg.auto_batch_max_messages,
                 max_bytes=cfg.auto_batch_max_bytes,
                 max_in_flight=cfg.auto_batch_max_in_flight,
+                max_body=auto_batch_body_limit(cfg),
             )
 
     # ================================================================== lifecycle
@@ -473,7 +473,7 @@ class Producer(ServiceLifecycle):
         ):
             # the per-message fast path of auto_batch: a message of a topic the accumulator
             # took before (its topic checked then), with a plain body; else the general path
-            batched = acc.offer(msg, self._batch_body_limit)
+            batched = acc.offer(msg)
             if batched is not None:
                 instance = self._instance
                 if callback is not None and instance is not None:
@@ -510,7 +510,7 @@ class Producer(ServiceLifecycle):
             and timeout_ms is None
             and isinstance(msg, Message)
             and ProduceAccumulator.eligible(msg)
-            and len(msg.body) < self.config.compress_msg_body_over_howmuch
+            and len(msg.body) < acc.max_body
         ):
             check_message(msg, self.config)
             instance = self._running_instance()

@@ -55,6 +55,7 @@ _log_limiter = LogLimiter(log)
 __all__ = [
     "PreparedSend",
     "SendAttempts",
+    "auto_batch_body_limit",
     "check_explicit_queue",
     "check_message",
     "give_up_error",
@@ -92,6 +93,12 @@ def check_message(msg: Message, config: ProducerConfig) -> None:
         raise IllegalArgumentError("the message body length is zero")
     if len(msg.body) > config.max_message_size:
         raise IllegalArgumentError(f"the message body size over max value, MAX: {config.max_message_size}")
+
+
+def auto_batch_body_limit(config: ProducerConfig) -> int:
+    """Bodies of this many bytes or more are not auto-batched: they are compressed (batches
+    never are) or refused (over ``max_message_size``)."""
+    return min(config.compress_msg_body_over_howmuch, config.max_message_size + 1)
 
 
 def prepare_message(msg: Message, config: ProducerConfig) -> PreparedSend:

@@ -187,17 +187,18 @@ def test_asyncio_futures_complete_on_the_loop() -> None:
 
 def test_offer_takes_only_eligible_messages_of_a_key_added_before() -> None:
     send = StubSend()
-    acc = ProduceAccumulator(send, ThreadFutures(), max_in_flight=1)
-    limit = 4096
+    limit = 100
+    acc = ProduceAccumulator(send, ThreadFutures(), max_in_flight=1, max_body=limit)
     # an unknown key: the producer's general path (which checks the topic) must add it first
-    assert acc.offer(Message("T", b"a"), limit) is None
+    assert acc.offer(Message("T", b"a")) is None
     acc.add(Message("T", b"first"))
-    assert acc.offer(Message("T", b"b"), limit) is not None
-    assert acc.offer(Message("T", b""), limit) is None  # the general path refuses it
-    assert acc.offer(Message("T", b"x" * limit), limit) is None  # compressed or refused there
-    assert acc.offer(Message("T", b"d", delay_time_level=3), limit) is None
-    assert acc.offer(Message("T", b"w", wait_store_msg_ok=False), limit) is None  # another key
-    assert acc.offer(Message("U", b"u"), limit) is None
-    assert acc.offer([Message("T", b"list")], limit) is None
+    assert acc.offer(Message("T", b"b")) is not None
+    assert acc.offer(Message("T", b"")) is None  # the general path refuses it
+    assert acc.offer(Message("T", b"x" * limit)) is None  # compressed or refused there
+    assert acc.offer(Message("T", b"x" * (limit - 1))) is not None
+    assert acc.offer(Message("T", b"d", delay_time_level=3)) is None
+    assert acc.offer(Message("T", b"w", wait_store_msg_ok=False)) is None  # another key
+    assert acc.offer(Message("U", b"u")) is None
+    assert acc.offer([Message("T", b"list")]) is None
     send.complete(0, 0)
-    assert [_bodies(b) for b, _ in send.batches] == [[b"first"], [b"b"]]
+    assert [_bodies(b) for b, _ in send.batches] == [[b"first"], [b"b", b"x" * (limit - 1)]]
