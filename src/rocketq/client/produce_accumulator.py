@@ -17,8 +17,12 @@ four; ``benchmarks`` workload 3). Each message's future
 still gets its own SendResult: its own UNIQ_KEY msg id, the i-th offset msg id of the batch
 and queue offset ``first + i`` (the broker stores a batch with consecutive offsets in one
 queue). A failed batch fails every message in it (after the producer's usual retries).
-Eligible: single messages with no delay level, an ordinary topic, no explicit queue or
-selector; everything else is sent as before.
+Eligible: single messages with no delay level, an ordinary topic, a body under
+``max_body`` (not compressed), no explicit queue or selector; everything else is sent as
+before. The producer checks a message (``check_message``) before :meth:`ProduceAccumulator.add`;
+:meth:`ProduceAccumulator.offer` is its per-message fast path for a key added before: what
+the check looks at beyond the topic (the body) it checks itself, and it declines anything
+else, which then takes the producer's general path.
 
 Messages of one topic with different ``WAIT`` (``wait_store_msg_ok``) values queue apart (a
 batch carries one WAIT value, as the key of RocketMQ 5.x's ``ProduceAccumulator`` includes it).
