@@ -46,7 +46,8 @@ MANIFEST_NAME = "_compiled_manifest.json"
 
 #: The modules mypyc compiles, chosen by profile (broker send/pull path, frame and record codecs, the
 #: message codec, the store's append/read path, the client's send preparation, queue choice and
-#: receive path). Header classes (headers*.py) and the
+#: receive path, the producer's auto-batch accumulator and its per-message futures). Header classes
+#: (headers*.py) and the
 #: reflective body codecs stay interpreted: they rely on dataclass field metadata mypyc does not keep.
 HOT_MODULES: tuple[str, ...] = (
     "rocketq.protocol.frame",
@@ -72,6 +73,8 @@ HOT_MODULES: tuple[str, ...] = (
     "rocketq.client.consumer.process_queue",
     "rocketq.client.send_prep",
     "rocketq.client.latency",
+    "rocketq.client.batch_future",
+    "rocketq.client.produce_accumulator",
 )
 
 
