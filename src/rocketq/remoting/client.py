@@ -21,8 +21,10 @@ Threading model (STYLE habit 6):
 * A sync caller that lets go of the role with no follower and no async call pending *parks*
   it instead (``Connection.reader`` = ``PARKED``): the poller is left as it is, so a stream
   of sync calls costs no poller change per call. The I/O thread hands a connection parked
-  for ``_PARK_S`` (5 ms) back to the poller, and an async call on a parked connection does
-  at once; so a request the server sends meanwhile waits at most ~2 x 5 ms to be read.
+  for ``_PARK_S`` (20 ms) back to the poller, and an async call on a parked connection does
+  at once; so a request the server sends meanwhile waits at most ~2 x 20 ms to be read (the
+  I/O thread wakes every ``_PARK_S`` while sync calls go on: a longer period costs less CPU,
+  a shorter one answers such requests sooner).
 * Writes use flat combining: a caller appends its encoded frame to the connection's queue
   and, if no other thread is writing, sends *everything* queued in one ``send``; frames
   queued meanwhile by other threads ride along. A caller therefore never waits for a
@@ -114,7 +116,7 @@ _HANDLER_THREADS: Final = 4
 _HAVE_POLL: Final = hasattr(select, "poll")
 _MAX_POLL_MS: Final = 3_600_000  # poll() takes an int of milliseconds; longer waits loop
 #: How long a parked read role stays unwatched before the I/O thread watches it again.
-_PARK_S: Final = 0.005
+_PARK_S: Final = 0.02
 _NEVER: Final = float("inf")
 
 
