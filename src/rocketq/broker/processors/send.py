@@ -312,7 +312,7 @@ class SendMessageProcessor:
             # TransactionalMessageService.prepareMessage: stored as a half message
             result = broker.transactional_message_bridge.put_half_message(inner)
         else:
-            result = broker.store.put_message(inner)
+            result = broker.store.put_message(inner, defer_flush=True)
         wait_flush = wait != "false"
         return await self._handle_put_result(
             request, result, topic, queue_id, 1, len(request.body), wait_flush
@@ -407,7 +407,7 @@ class SendMessageProcessor:
                     reconsume_times=reconsume_times,
                 )
             )
-        result = broker.store.put_messages(inners, batch_body_size=len(request.body))
+        result = broker.store.put_messages(inners, batch_body_size=len(request.body), defer_flush=True)
         size = sum(len(e.body) for e in entries)
         wait_flush = batch_props.get(MessageConst.WAIT) != "false"
         return await self._handle_put_result(request, result, topic, queue_id, len(entries), size, wait_flush)
@@ -424,8 +424,15 @@ class SendMessageProcessor:
         wait_flush: bool,
     ) -> RemotingCommand:
         status = result.status
-        if status == PutMessageStatus.PUT_OK and result.flush_future is not None and wait_flush:
-            durable = await asyncio.wrap_future(result.flush_future)
+        if status == PutMessageStatus.PUT_OK and wait_flush:
+            durable = True
+            if result.flush_offset >= 0:
+                # SYNC_FLUSH: the loop's group commit syncs once for every put of this
+                # iteration, then the ack leaves (no thread hop per send)
+                group_commit = self.broker.store.loop_group_commit(asyncio.get_running_loop())
+                durable = await group_commit.wait_durable(result.flush_offset)
+            elif result.flush_future is not None:
+                durable = await asyncio.wrap_future(result.flush_future)
             if not durable:
                 status = PutMessageStatus.FLUSH_DISK_TIMEOUT
         code, remark = _PUT_STATUS_RESPONSE.get(status, (ResponseCode.SYSTEM_ERROR, status.name))
