@@ -10,12 +10,16 @@ import dataclasses
 import time
 from pathlib import Path
 
+import pytest
+
 from rocketq.broker.broker import BrokerController
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.store.config import MessageStoreConfig
 from rocketq.broker.store.flush_service import LoopGroupCommit
-from rocketq.protocol.codes import ResponseCode
-from rocketq.protocol.frame import FrameDecoder
+from rocketq.protocol.codes import ResponseCode, SerializeType
+from rocketq.protocol.frame import FrameDecoder, RemotingCommand
+from rocketq.protocol.headers import SendMessageResponseHeader
+from rocketq.protocol.message import MessageConst
 from rocketq.protocol.route import TopicConfig
 from rocketq.remoting.server import _ServerProtocol
 from tests.conftest import send_request
@@ -48,12 +52,16 @@ def _config(root: Path, flush_disk_type: str) -> BrokerConfig:
         broker_ip1="127.0.0.1",
         listen_port=0,
         message_store=MessageStoreConfig(
-            store_path_root_dir=str(root), mapped_file_size_commit_log=1 << 20, flush_disk_type=flush_disk_type
+            store_path_root_dir=str(root),
+            mapped_file_size_commit_log=1 << 20,
+            flush_disk_type=flush_disk_type,
         ),
     )
 
 
-async def _send_chunk(tmp_path: Path, flush_disk_type: str, sends: int) -> tuple[list[tuple[bytes, int]], int, int]:
+async def _send_chunk(
+    tmp_path: Path, flush_disk_type: str, sends: int, serialize_type: int = SerializeType.JSON
+) -> tuple[list[tuple[bytes, int]], int, int]:
     """``sends`` SEND_MESSAGE_V2 frames in one chunk; returns the writes, the store's max
     offset and how many loop group commits synced."""
     broker = BrokerController(_config(tmp_path, flush_disk_type))
@@ -70,6 +78,7 @@ async def _send_chunk(tmp_path: Path, flush_disk_type: str, sends: int) -> tuple
         for opaque in range(sends):
             request = send_request("SyncAck", b"durable-%d" % opaque, properties="WAIT\x01true")
             request.opaque = opaque
+            request.serialize_type = serialize_type
             chunk += request.encode()
         syncs_before = broker.store.flush_latency.snapshot().count
         protocol.data_received(chunk)
@@ -142,3 +151,28 @@ def test_loop_group_commit_reports_what_the_sync_did_not_cover() -> None:
 def test_loop_group_commit_failed_sync_is_not_durable() -> None:
     log = _FakeCommitLog(max_offset=300, fail=True)
     assert asyncio.run(_waits(log, [100])) == [False]
+
+
+def _codec_answer_map(answer: RemotingCommand) -> list[tuple[str, str]]:
+    """The answer's map as the header codec builds it from the answer's own values."""
+    ext = answer.ext_fields
+    assert ext is not None
+    header = SendMessageResponseHeader(
+        msg_id=ext["msgId"], queue_id=int(ext["queueId"]), queue_offset=int(ext["queueOffset"])
+    )
+    pre_send = {MessageConst.MSG_REGION: "DefaultRegion", MessageConst.TRACE_ON: "true"}
+    return list(header.to_ext_fields(pre_send, serialize_type=answer.serialize_type).items())
+
+
+@pytest.mark.parametrize("serialize_type", [SerializeType.JSON, SerializeType.ROCKETMQ])
+def test_send_answer_map_is_the_header_codecs_in_its_order(tmp_path: Path, serialize_type: int) -> None:
+    """The JSON answer's map is built without the header object: same keys, values and
+    order as ``SendMessageResponseHeader.to_ext_fields`` over the preSend keys."""
+    writes, _, _ = asyncio.run(_send_chunk(tmp_path, "ASYNC_FLUSH", 3, serialize_type))
+    answers = [cmd for data, _ in writes for cmd in FrameDecoder().feed(data)]
+    assert len(answers) == 3
+    for answer in answers:
+        assert answer.serialize_type == serialize_type
+        assert answer.ext_fields is not None
+        assert list(answer.ext_fields.items()) == _codec_answer_map(answer)
+    assert [int(a.ext_fields["queueOffset"]) for a in answers if a.ext_fields] == [0, 1, 2]

@@ -37,7 +37,7 @@ from rocketq.broker.store import (
 )
 from rocketq.broker.topics import is_not_allowed_send_topic, validate_topic
 from rocketq.errors import IllegalArgumentError
-from rocketq.protocol.codes import PermName, RequestCode, ResponseCode, Version
+from rocketq.protocol.codes import PermName, RequestCode, ResponseCode, SerializeType, Version
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import (
     ConsumerSendMsgBackRequestHeader,
@@ -127,6 +127,19 @@ _STORED_CODES = frozenset(
     )
 )
 
+
+#: The send answer's extFields: what ``SendMessageResponseHeader.to_ext_fields`` writes for a
+#: JSON answer over the preSend keys (MSG_REGION, TRACE_ON), in its (HashMap) order, worked
+#: out once by that codec; ``_handle_put_result`` fills the same keys in the same order.
+_ANSWER_ORDER: tuple[str, ...] = tuple(
+    SendMessageResponseHeader(msg_id="", queue_id=0, queue_offset=0).to_ext_fields(
+        {MessageConst.MSG_REGION: "", MessageConst.TRACE_ON: ""}
+    )
+)
+_ANSWER_WIRE = {field.attr: field.wire for field in SendMessageResponseHeader.wire_fields()}
+_MSG_ID = _ANSWER_WIRE["msg_id"]
+_QUEUE_ID = _ANSWER_WIRE["queue_id"]
+_QUEUE_OFFSET = _ANSWER_WIRE["queue_offset"]
 
 #: SEND_MESSAGE's V1 header or the V2 one (same attributes, one-letter wire names)
 _SendHeader = SendMessageRequestHeader | SendMessageRequestHeaderV2
@@ -440,6 +453,17 @@ class SendMessageProcessor:
         if append is None or code not in _STORED_CODES:
             return self._response(request, code, remark)
         self.broker.stats.inc_topic_put(topic, msgs, size)
+        if request.serialize_type == SerializeType.JSON:
+            # the map the header codec would build, in its order, without the header object
+            cfg = self.broker.config
+            values = {
+                _MSG_ID: append.msg_id,
+                _QUEUE_ID: str(queue_id),
+                _QUEUE_OFFSET: str(append.logics_offset),
+                MessageConst.MSG_REGION: cfg.region_id,
+                MessageConst.TRACE_ON: "true" if cfg.trace_on else "false",
+            }
+            return request.make_response(code, remark, {key: values[key] for key in _ANSWER_ORDER})
         response = self._response(request, code, remark)
         header = SendMessageResponseHeader(
             msg_id=append.msg_id, queue_id=queue_id, queue_offset=append.logics_offset
