@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from rocketq.client import Message, Producer, ProducerConfig, PullConsumer, SendStatus
 from rocketq.client.api_results import PullStatus
+from rocketq.errors import ClientError, IllegalArgumentError, RocketqError
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.testing.cluster import EmbeddedCluster
+from rocketq.testing.waits import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -73,3 +76,72 @@ def test_auto_batch_leaves_ineligible_sends_alone(
         accumulator = producer._accumulator
         assert accumulator is not None
         assert accumulator.batches_sent == 0
+
+
+def test_a_batched_topic_still_refuses_bad_messages_at_send_async(
+    embedded_cluster: EmbeddedCluster, unique_name: Callable[..., str]
+) -> None:
+    # once a topic is batched, its messages take the fast path: an empty or oversized body
+    # still raises IllegalArgumentError at once, a stopped producer still ClientError
+    topic = unique_name("T")
+    embedded_cluster.create_topic(topic, 2)
+    config = ProducerConfig(producer_group=unique_name("pg"), auto_batch=True, max_message_size=10_000)
+    producer = Producer(config=config, namesrv_addr=embedded_cluster.namesrv_addr)
+    with producer:
+        assert producer.send_async(Message(topic, b"ok")).result(timeout=10).status is SendStatus.SEND_OK
+        with pytest.raises(IllegalArgumentError, match="body length is zero"):
+            producer.send_async(Message(topic, b""))
+        too_big = b"x" * 10_001  # past max_message_size (and the compression threshold)
+        with pytest.raises(IllegalArgumentError, match="size over max"):
+            producer.send_async(Message(topic, too_big))
+        assert (
+            producer.send_async(Message(topic, b"ok again")).result(timeout=10).status is SendStatus.SEND_OK
+        )
+    with pytest.raises(ClientError, match="state not OK"):
+        producer.send_async(Message(topic, b"late"))
+
+
+def test_batches_cut_off_by_a_dead_broker_complete_every_future_once(
+    tmp_path: Path, unique_name: Callable[..., str]
+) -> None:
+    # the broker is SIGKILLed while batches are in flight and more messages queue: every
+    # future still completes (a result or an error), every callback runs exactly once
+    config = ProducerConfig(
+        producer_group=unique_name("pg"),
+        auto_batch=True,
+        auto_batch_max_messages=50,
+        send_msg_timeout_ms=5000,
+    )
+    n = 3000
+    lock = threading.Lock()
+    calls: dict[int, int] = {}
+
+    def counted(i: int) -> Callable[[object], None]:
+        def callback(_f: object) -> None:
+            with lock:
+                calls[i] = calls.get(i, 0) + 1
+
+        return callback
+
+    with EmbeddedCluster(separate_namesrv=True, store_dir=tmp_path) as cluster:
+        topic = unique_name("T")
+        cluster.create_topic(topic, 2)
+        with Producer(config=config, namesrv_addr=cluster.namesrv_addr) as producer:
+            futures = []
+            for i in range(n):
+                futures.append(producer.send_async(Message(topic, f"k-{i}".encode()), counted(i)))
+                if i == n // 3:
+                    wait_until(lambda: len(calls) > 0, 10, "the first answers")
+                    cluster.kill_broker()
+            outcomes = [f.exception(timeout=60) for f in futures]
+            wait_until(lambda: len(calls) == n, 20, "every callback")
+            accumulator = producer._accumulator
+            assert accumulator is not None
+            assert accumulator.batches_sent < n / 4  # they were batched
+    assert set(calls.values()) == {1}
+    failed = [e for e in outcomes if e is not None]
+    assert failed, "the dead broker failed nothing"
+    assert all(isinstance(e, RocketqError) for e in failed), {type(e) for e in failed}
+    stored = [f.result() for f, e in zip(futures, outcomes, strict=True) if e is None]
+    assert stored, "nothing was stored before the kill"
+    assert len({(r.message_queue.queue_id, r.queue_offset) for r in stored}) == len(stored)

@@ -21,6 +21,7 @@ from rocketq.protocol.message_id import (
     host_to_bytes,
     local_ip_bytes,
     new_unique_id,
+    new_unique_ids,
 )
 
 UTC = dt.timezone.utc
@@ -135,6 +136,20 @@ def test_generator_default_ip_and_new_unique_id() -> None:
     a, b = new_unique_id(), new_unique_id()
     assert HEX32.match(a) and HEX32.match(b) and a != b
     assert a[:20] == b[:20]  # same process-wide generator: same fixed prefix
+
+
+def test_ids_in_bulk_equal_ids_one_by_one_and_wrap_alike() -> None:
+    # next_ids(n) (an automatic batch's ids): what n next_id() calls at the same instant give
+    now = _ms(2026, 3, 9, 12)
+    one = UniqueIdGenerator(b"\x0a\x00\x00\x01", clock=FakeClock(now), tz=UTC, pid=1, loader_hash=2)
+    bulk = UniqueIdGenerator(b"\x0a\x00\x00\x01", clock=FakeClock(now), tz=UTC, pid=1, loader_hash=2)
+    expected = [one.next_id() for _ in range(0x10003)]
+    got = bulk.next_ids(0xFFFE) + bulk.next_ids(5)  # the second call crosses the short's wrap
+    assert got == expected
+    assert bulk.next_id() == one.next_id()  # the counter continues where the bulk call left it
+    assert bulk.next_ids(0) == []
+    a, b = new_unique_ids(2)
+    assert HEX32.match(a) and HEX32.match(b) and a != b and a[:20] == new_unique_id()[:20]
 
 
 def test_generator_rejects_bad_ip() -> None:

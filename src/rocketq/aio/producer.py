@@ -48,15 +48,18 @@ from rocketq.client.config import (
 )
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
 from rocketq.client.metrics import ClientMetrics, safely, topic_of
-from rocketq.client.produce_accumulator import ProduceAccumulator
+from rocketq.client.produce_accumulator import AsyncioFutures, BatchDone, ProduceAccumulator
 from rocketq.client.request_response import reply_timeout_error, request_send_error, stamp_request
 from rocketq.client.selectors import SelectorLike
 from rocketq.client.send_message_hook import SendMessageHook, hooks_after, hooks_before
 from rocketq.client.send_prep import (
     PreparedSend,
     SendAttempts,
+    auto_batch_body_limit,
     check_explicit_queue,
     check_message,
+    prepare_checked_batch,
+    prepare_message,
     prepare_send,
     select_with,
     send_header,
@@ -146,11 +149,12 @@ class AsyncProducer:
         if cfg.auto_batch:
             loop = asyncio.get_running_loop()
             self._accumulator = ProduceAccumulator(
-                lambda msgs: loop.create_task(self._send_now(msgs[0] if len(msgs) == 1 else msgs)),
-                new_future=loop.create_future,
+                lambda msgs, done: self._send_accumulated(loop, msgs, done),
+                AsyncioFutures(loop),
                 max_messages=cfg.auto_batch_max_messages,
                 max_bytes=cfg.auto_batch_max_bytes,
                 max_in_flight=cfg.auto_batch_max_in_flight,
+                max_body=auto_batch_body_limit(cfg),
             )
         self._state = ServiceState.RUNNING
         if self.trace_dispatcher is not None:
@@ -290,14 +294,16 @@ class AsyncProducer:
         that way (no auto_batch, an explicit queue/selector/timeout, a batch, a delayed or
         retry message, or a body that would be compressed)."""
         acc = self._accumulator
+        if acc is None or queue is not None or selector is not None or timeout_ms is not None:
+            return None
+        if self._state is ServiceState.RUNNING:
+            fut = acc.offer(msg)  # a message of a topic batched before: its topic checked then
+            if fut is not None:
+                return fut
         if (
-            acc is None
-            or queue is not None
-            or selector is not None
-            or timeout_ms is not None
-            or not isinstance(msg, Message)
+            not isinstance(msg, Message)
             or not ProduceAccumulator.eligible(msg)
-            or len(msg.body) >= self.config.compress_msg_body_over_howmuch
+            or len(msg.body) >= acc.max_body
         ):
             return None
         check_message(msg, self.config)
@@ -370,10 +376,33 @@ class AsyncProducer:
             instance.requests.remove(cid)
 
     async def _send_now(self, msg: Message | Sequence[Message]) -> SendResult:
-        """A send past the accumulator (its batches, and single messages)."""
+        """A send past the accumulator (a single message, no explicit queue)."""
         result = await self._send(msg, False, None, None, None, None)
         assert result is not None
         return result
+
+    def _send_accumulated(
+        self, loop: asyncio.AbstractEventLoop, msgs: list[Message], done: BatchDone
+    ) -> None:
+        """The accumulator's send of one message, or of a batch of messages it took in (each
+        checked by :meth:`send_async`, eligible, one topic, one WAIT value); ``done`` gets the
+        outcome on the loop."""
+        prep = (
+            prepare_message(msgs[0], self.config)
+            if len(msgs) == 1
+            else prepare_checked_batch(msgs, self.config)
+        )
+        task = loop.create_task(self._send(msgs, False, None, None, None, None, prep))
+
+        def finished(t: asyncio.Task[SendResult | None]) -> None:
+            if t.cancelled():
+                done(None, asyncio.CancelledError())
+            elif (exc := t.exception()) is not None:
+                done(None, exc)
+            else:
+                done(t.result(), None)
+
+        task.add_done_callback(finished)
 
     async def send_oneway(
         self,
@@ -394,11 +423,15 @@ class AsyncProducer:
         selector: SelectorLike | None,
         arg: object,
         timeout_ms: int | None,
+        prep: PreparedSend | None = None,
     ) -> SendResult | None:
+        """One send (``sendDefaultImpl``/``sendSelectImpl``) of ``msg``, prepared as ``prep``
+        when the caller has done that already."""
         self._running()
         timeout = self.config.send_msg_timeout_ms if timeout_ms is None else timeout_ms
         begin = self._clock_ms()
-        prep = prepare_send(msg, self.config)
+        if prep is None:
+            prep = prepare_send(msg, self.config)
         explicit = check_explicit_queue(prep.topic, queue, selector)
         if explicit is None and selector is not None:
             info = await self._find_publish_info(prep.topic)

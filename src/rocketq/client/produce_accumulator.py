@@ -17,179 +17,276 @@ four; ``benchmarks`` workload 3). Each message's future
 still gets its own SendResult: its own UNIQ_KEY msg id, the i-th offset msg id of the batch
 and queue offset ``first + i`` (the broker stores a batch with consecutive offsets in one
 queue). A failed batch fails every message in it (after the producer's usual retries).
-Eligible: single messages with no delay level, an ordinary topic, no explicit queue or
-selector; everything else is sent as before.
+Eligible: single messages with no delay level, an ordinary topic, a body under
+``max_body`` (not compressed), no explicit queue or selector; everything else is sent as
+before. The producer checks a message (``check_message``) before :meth:`ProduceAccumulator.add`;
+:meth:`ProduceAccumulator.offer` is its per-message fast path for a key added before: what
+the check looks at beyond the topic (the body) it checks itself, and it declines anything
+else, which then takes the producer's general path.
 
-The accumulator is generic over its futures: :class:`concurrent.futures.Future` for the
-blocking producer, :class:`asyncio.Future` (made by the running loop) for
-:class:`rocketq.aio.AsyncProducer`, so both producers batch by the same rules. A message whose
-future was cancelled meanwhile (an asyncio caller gave up) still leaves with its batch.
+Messages of one topic with different ``WAIT`` (``wait_store_msg_ok``) values queue apart (a
+batch carries one WAIT value, as the key of RocketMQ 5.x's ``ProduceAccumulator`` includes it).
+
+The accumulator is generic over its per-message futures through a :class:`BatchFutures` kind:
+:class:`ThreadFutures` (:class:`rocketq.client.batch_future.SendFuture`, one shared condition
+per queue of a topic and one completion pass per batch) for the blocking producer,
+:class:`AsyncioFutures` (futures of the running loop) for :class:`rocketq.aio.AsyncProducer`,
+so both producers batch by the same rules. A message whose future was cancelled meanwhile (a
+caller gave up) still leaves with its batch.
+
+Invariant: every future of one queue was made with that queue's group (the kind's
+``new_group``); a queue sent whole is replaced by a new queue with a new group, and a queue
+sent in part keeps its group, so the futures of any batch share one group.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
-import concurrent.futures
+import logging
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from rocketq.client.api_results import SendResult
-from rocketq.protocol.message import Message
+from rocketq.client.batch_future import BatchOutcome, SendFuture, complete_batch, new_batch_group
+from rocketq.errors import ClientError
+from rocketq.protocol.message import Message, MessageConst
 from rocketq.protocol.mixall import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 
-__all__ = ["ProduceAccumulator"]
+log = logging.getLogger(__name__)
 
-#: the future type of one accumulator: thread futures or asyncio futures
-_F = TypeVar("_F", concurrent.futures.Future[SendResult], asyncio.Future[SendResult])
+__all__ = ["AsyncioFutures", "BatchDone", "BatchFutures", "ProduceAccumulator", "ThreadFutures"]
+
+#: the per-message future type of one accumulator
+_F = TypeVar("_F")
+#: ``done(result, error)``: the producer's report that a batch was answered (exactly once)
+BatchDone = Callable[[SendResult | None, BaseException | None], None]
+#: a queue's key: the topic, or (topic, WAIT value) for a WAIT other than "true"
+_Key = str | tuple[str, str]
+_WAIT = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
+_DELAY = MessageConst.PROPERTY_DELAY_TIME_LEVEL
 
 
-@dataclass(slots=True)
-class _Pending(Generic[_F]):
-    msg: Message
-    size: int
-    future: _F
+class BatchFutures(Generic[_F]):
+    """How one kind of per-message future is made and completed (see the module docstring)."""
+
+    def new_group(self) -> Callable[[], _F]:
+        """The maker of the futures of one new queue (what they share, it binds)."""
+        raise NotImplementedError
+
+    def complete(self, futures: list[_F], outcome: BatchOutcome | None, error: BaseException | None) -> None:
+        """Message ``i``'s future gets ``outcome.nth(i)``, or every future ``error``; futures
+        already done (cancelled) are left alone."""
+        raise NotImplementedError
+
+
+class ThreadFutures(BatchFutures[SendFuture]):
+    """:class:`SendFuture`\\ s sharing one condition per queue, completed in one pass."""
+
+    def new_group(self) -> Callable[[], SendFuture]:
+        return new_batch_group()
+
+    def complete(
+        self, futures: list[SendFuture], outcome: BatchOutcome | None, error: BaseException | None
+    ) -> None:
+        complete_batch(futures, outcome, error)
+
+
+class AsyncioFutures(BatchFutures["asyncio.Future[SendResult]"]):
+    """Futures of ``loop``; completed one by one on the loop's thread."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    def new_group(self) -> Callable[[], asyncio.Future[SendResult]]:
+        return self._loop.create_future
+
+    def complete(
+        self,
+        futures: list[asyncio.Future[SendResult]],
+        outcome: BatchOutcome | None,
+        error: BaseException | None,
+    ) -> None:
+        for i, f in enumerate(futures):
+            if f.done():  # cancelled by its caller
+                continue
+            if error is not None:
+                f.set_exception(error)
+            else:
+                assert outcome is not None
+                f.set_result(outcome.nth(i))
 
 
 class _TopicBatcher(Generic[_F]):
-    __slots__ = ("in_flight", "queue", "queued_bytes")
+    """The queue of one key (messages and their futures) and its batches in flight."""
 
-    def __init__(self) -> None:
-        #: batches of this topic sent and not answered yet
+    __slots__ = ("futures", "in_flight", "msgs", "new_future", "queued_bytes")
+
+    def __init__(self, new_future: Callable[[], _F]) -> None:
+        #: batches of this key sent and not answered yet
         self.in_flight = 0
-        self.queue: collections.deque[_Pending[_F]] = collections.deque()
+        self.msgs: list[Message] = []
+        self.futures: list[_F] = []
         self.queued_bytes = 0
+        #: makes the futures of this queue (BatchFutures.new_group)
+        self.new_future = new_future
+
+
+def _size(msg: Message) -> int:
+    """What a message counts against ``max_bytes``: its body plus an entry's overhead."""
+    return len(msg.body) + 64
 
 
 class ProduceAccumulator(Generic[_F]):
     """Per-topic queues of asynchronous sends waiting for the topic's batch in flight.
 
-    ``send_batch(msgs)`` sends one message or batch and returns its future; ``new_future``
-    makes the per-message futures (default :class:`concurrent.futures.Future`).
+    ``send_batch(msgs, done)`` sends one message or batch and calls ``done(result, error)``
+    exactly once when it is answered (or raises, and then never calls it); ``futures`` makes
+    and completes the per-message futures.
     """
 
     def __init__(
         self,
-        send_batch: Callable[[list[Message]], _F],
+        send_batch: Callable[[list[Message], BatchDone], None],
+        futures: BatchFutures[_F],
         *,
-        new_future: Callable[[], _F],
         max_messages: int = 256,
         max_bytes: int = 1024 * 1024,
         max_in_flight: int = 2,
+        max_body: int = 4096,
     ) -> None:
         if max_messages < 1 or max_bytes < 1 or max_in_flight < 1:
             raise ValueError("max_messages, max_bytes and max_in_flight must be >= 1")
-        self._send_batch: Callable[[list[Message]], _F] = send_batch
-        self._new_future: Callable[[], _F] = new_future
+        self._send_batch = send_batch
+        self._futures = futures
         self.max_messages = max_messages
         self.max_bytes = max_bytes
         #: batches of one topic allowed in flight at once
         self.max_in_flight = max_in_flight
+        #: :meth:`offer` takes bodies shorter than this (``auto_batch_body_limit``)
+        self.max_body = max_body
         self._lock = threading.Lock()
-        self._topics: dict[str, _TopicBatcher[_F]] = {}
+        self._topics: dict[_Key, _TopicBatcher[_F]] = {}
         #: batches sent so far (for tests and stats)
         self.batches_sent = 0
 
     @staticmethod
     def eligible(msg: object) -> bool:
         """Only plain single messages: no delay, no retry topic (batches refuse both)."""
-        return (
-            isinstance(msg, Message)
-            and msg.delay_time_level <= 0
-            and not msg.topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX))
-        )
+        if not isinstance(msg, Message):
+            return False
+        delay = msg.properties.get(_DELAY)
+        if delay and msg.delay_time_level > 0:
+            return False
+        return not msg.topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX))
 
     def add(self, msg: Message) -> _F:
-        """Queue ``msg``; its future completes with its own SendResult."""
-        pending = _Pending(msg, len(msg.body) + 64, self._new_future())
+        """Queue ``msg`` (an :meth:`eligible` one, checked by the producer); its future
+        completes with its own SendResult."""
+        fut = self._queue(msg, True)
+        assert fut is not None
+        return fut
+
+    def offer(self, msg: object) -> _F | None:
+        """:meth:`add` for a message of a key that :meth:`add` took before (so its topic passed
+        the producer's checks, which are the same for every message of it: the topic's name)
+        that is eligible, with a body of 1 to ``max_body - 1`` bytes; else None, and the caller
+        takes its general path (which checks, and raises for a bad message). The producer's
+        per-message fast path."""
+        if not isinstance(msg, Message):
+            return None
+        body_len = len(msg.body)
+        if body_len == 0 or body_len >= self.max_body:
+            return None
+        if msg.properties.get(_DELAY) and msg.delay_time_level > 0:
+            return None
+        return self._queue(msg, False)
+
+    def _queue(self, msg: Message, new_key: bool) -> _F | None:
+        """Append ``msg`` to its key's queue and send the queue if a slot is free; None when
+        its key is unknown and not ``new_key``."""
+        wait = msg.properties.get(_WAIT)
+        key: _Key = msg.topic if wait is None or wait == "true" else (msg.topic, wait)
+        size = len(msg.body) + 64
         with self._lock:
-            batcher = self._topics.get(msg.topic)
+            batcher = self._topics.get(key)
             if batcher is None:
-                batcher = self._topics[msg.topic] = _TopicBatcher[_F]()
-            batcher.queue.append(pending)
-            batcher.queued_bytes += pending.size
+                if not new_key:
+                    return None
+                batcher = self._topics[key] = _TopicBatcher(self._futures.new_group())
+            fut = batcher.new_future()
+            batcher.msgs.append(msg)
+            batcher.futures.append(fut)
+            batcher.queued_bytes += size
             if batcher.in_flight >= self.max_in_flight:
-                return pending.future
+                return fut
             batcher.in_flight += 1
-            batch = self._take(batcher)
-        self._launch(msg.topic, batch)
-        return pending.future
+            msgs, futures = self._take(batcher)
+        self._launch(key, msgs, futures)
+        return fut
 
-    def _take(self, batcher: _TopicBatcher[_F]) -> Sequence[_Pending[_F]]:
+    def _take(self, batcher: _TopicBatcher[_F]) -> tuple[list[Message], list[_F]]:
         """Up to max_messages / max_bytes from the front of the queue (lock held)."""
-        queue = batcher.queue
-        if len(queue) <= self.max_messages and batcher.queued_bytes <= self.max_bytes:
+        msgs = batcher.msgs
+        futures = batcher.futures
+        if len(msgs) <= self.max_messages and batcher.queued_bytes <= self.max_bytes:
             # the whole queue fits (the usual case): swap it out, no per-message work under
-            # the lock that every send_async takes
-            batcher.queue = collections.deque()
+            # the lock that every send_async takes; the next queue gets a new group
+            batcher.msgs = []
+            batcher.futures = []
             batcher.queued_bytes = 0
-            return queue
-        taken: list[_Pending[_F]] = []
+            batcher.new_future = self._futures.new_group()
+            return msgs, futures
+        n = 0
         size = 0
-        while queue and len(taken) < self.max_messages:
-            if taken and size + queue[0].size > self.max_bytes:
+        while n < len(msgs) and n < self.max_messages:
+            s = _size(msgs[n])
+            if n and size + s > self.max_bytes:
                 break
-            head = queue.popleft()
-            taken.append(head)
-            size += head.size
+            size += s
+            n += 1
+        batcher.msgs = msgs[n:]
+        batcher.futures = futures[n:]
         batcher.queued_bytes -= size
-        return taken
+        return msgs[:n], futures[:n]
 
-    def _launch(self, topic: str, batch: Sequence[_Pending[_F]]) -> None:
+    def _launch(self, key: _Key, msgs: list[Message], futures: list[_F]) -> None:
         self.batches_sent += 1
+        answered = False
+
+        def done(result: SendResult | None, error: BaseException | None) -> None:
+            nonlocal answered
+            if answered:  # a send_batch answering twice must not free two slots
+                log.error("batch of %s answered twice", key)
+                return
+            answered = True
+            self._complete(key, futures, result, error)
+
         try:
-            fut = self._send_batch([p.msg for p in batch])
+            self._send_batch(msgs, done)
         except BaseException as exc:
-            self._complete(topic, batch, None, exc)
-            return
-        fut.add_done_callback(lambda f: self._complete(topic, batch, f, None))
+            if answered:
+                log.exception("batch of %s raised after it was answered", key)
+            else:
+                done(None, exc)
 
     def _complete(
-        self,
-        topic: str,
-        batch: Sequence[_Pending[_F]],
-        fut: _F | None,
-        error: BaseException | None,
+        self, key: _Key, futures: list[_F], result: SendResult | None, error: BaseException | None
     ) -> None:
-        exc = error if fut is None else fut.exception()
-        if exc is not None:
-            for p in batch:
-                if not p.future.done():
-                    p.future.set_exception(exc)
-        else:
-            assert fut is not None
-            result = fut.result()
-            if len(batch) == 1:
-                if not batch[0].future.done():
-                    batch[0].future.set_result(result)
-            else:
-                offset_ids = result.offset_msg_id.split(",")
-                msg_ids = result.msg_id.split(",")
-                status, mq, first = result.status, result.message_queue, result.queue_offset
-                tx, region, trace = result.transaction_id, result.region_id, result.trace_on
-                for i, p in enumerate(batch):
-                    if p.future.done():  # cancelled by its (asyncio) caller
-                        continue
-                    # one SendResult per message (a direct construction: dataclasses.replace
-                    # costs twice as much, and this runs per message)
-                    p.future.set_result(
-                        SendResult(
-                            status=status,
-                            msg_id=msg_ids[i] if i < len(msg_ids) else result.msg_id,
-                            offset_msg_id=offset_ids[i] if i < len(offset_ids) else result.offset_msg_id,
-                            message_queue=mq,
-                            queue_offset=first + i,
-                            transaction_id=tx,
-                            region_id=region,
-                            trace_on=trace,
-                        )
-                    )
+        try:
+            if error is None and result is None:
+                error = ClientError("a batch was answered without a result")
+            outcome = None if result is None or error is not None else BatchOutcome(result, len(futures) == 1)
+            self._futures.complete(futures, outcome, error)
+        finally:
+            self._next(key)
+
+    def _next(self, key: _Key) -> None:
+        """A batch of ``key`` was answered: send what queued meanwhile, or free its slot."""
         with self._lock:
-            batcher = self._topics[topic]
-            if not batcher.queue:
+            batcher = self._topics[key]
+            if not batcher.msgs:
                 batcher.in_flight -= 1
                 return
-            nxt = self._take(batcher)
-        self._launch(topic, nxt)
+            msgs, futures = self._take(batcher)
+        self._launch(key, msgs, futures)

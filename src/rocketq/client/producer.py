@@ -11,10 +11,13 @@ Behaviour:
   and after the broker codes of ``retryResponseCodes``. The whole send, retries included,
   must finish within ``send_msg_timeout_ms``.
 * ``send_async``: same queue choice and ``retry_times_when_send_async_failed`` retries;
-  returns a :class:`concurrent.futures.Future`. The optional ``callback(future)`` runs on
-  the client's callback pool once the future is done. Without a callback the future is
-  completed on the remoting I/O thread, so done-callbacks attached to it directly must be
-  quick and must not block (pass ``callback=`` for real work).
+  returns a :class:`concurrent.futures.Future` (with ``auto_batch``, an auto-batched
+  message's is a :class:`~rocketq.client.batch_future.SendFuture`, a subclass: same API,
+  lighter, completed a batch at a time). The optional ``callback(future)`` runs on the
+  client's callback pool once the future is done (an auto-batched batch's callbacks run
+  one after the other in one pool task). Without a callback the future is completed on the
+  remoting I/O thread, so done-callbacks attached to it directly must be quick and must not
+  block (pass ``callback=`` for real work).
 * ``send_oneway``: one attempt, nothing awaited.
 * ``queue=`` sends to that queue; ``selector=`` (+ ``arg``) picks one from the topic's
   publish list (see :mod:`rocketq.client.selectors`). Both make exactly one attempt, as
@@ -44,6 +47,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from rocketq.client.api_results import SendResult, SendStatus
+from rocketq.client.batch_future import PoolCallback, SendFuture
 from rocketq.client.config import (
     CLIENT_INNER_PRODUCER_GROUP,
     ClientConfig,
@@ -55,7 +59,7 @@ from rocketq.client.config import (
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
 from rocketq.client.metrics import safely, topic_of
-from rocketq.client.produce_accumulator import ProduceAccumulator
+from rocketq.client.produce_accumulator import BatchDone, ProduceAccumulator, ThreadFutures
 from rocketq.client.request_response import (
     RequestCallback,
     RequestFutureHolder,
@@ -69,8 +73,11 @@ from rocketq.client.send_message_hook import SendMessageContext, SendMessageHook
 from rocketq.client.send_prep import (
     PreparedSend,
     SendAttempts,
+    auto_batch_body_limit,
     check_explicit_queue,
     check_message,
+    prepare_checked_batch,
+    prepare_message,
     prepare_send,
     select_with,
     send_header,
@@ -161,14 +168,15 @@ class Producer(ServiceLifecycle):
         if enable_msg_trace:
             self.trace_dispatcher = AsyncTraceDispatcher(cfg.producer_group, "PRODUCE", custom_trace_topic)
             self.send_hooks.append(SendMessageTraceHookImpl(self.trace_dispatcher))
-        self._accumulator: ProduceAccumulator[concurrent.futures.Future[SendResult]] | None = None
+        self._accumulator: ProduceAccumulator[SendFuture] | None = None
         if cfg.auto_batch:
             self._accumulator = ProduceAccumulator(
-                lambda msgs: self._send_async_now(msgs[0] if len(msgs) == 1 else msgs),
-                new_future=concurrent.futures.Future,
+                self._send_accumulated,
+                ThreadFutures(),
                 max_messages=cfg.auto_batch_max_messages,
                 max_bytes=cfg.auto_batch_max_bytes,
                 max_in_flight=cfg.auto_batch_max_in_flight,
+                max_body=auto_batch_body_limit(cfg),
             )
 
     # ================================================================== lifecycle
@@ -454,30 +462,45 @@ class Producer(ServiceLifecycle):
         single messages are batched while a batch of their topic is in flight.
         """
         metrics = self.client_config.metrics
+        acc = self._accumulator
+        if (
+            acc is not None
+            and metrics is None
+            and queue is None
+            and selector is None
+            and timeout_ms is None
+            and self._state is ServiceState.RUNNING
+        ):
+            # the per-message fast path of auto_batch: a message of a topic the accumulator
+            # took before (its topic checked then), with a plain body; else the general path
+            batched = acc.offer(msg)
+            if batched is not None:
+                instance = self._instance
+                if callback is not None and instance is not None:
+                    batched.add_done_callback(PoolCallback(_guarded(callback), instance.run_on_callback_pool))
+                return batched
+        if metrics is None:
+            return self._send_async_any(msg, callback, queue, selector, arg, timeout_ms)
         started = time.perf_counter()
-        fut = self._send_async_any(
-            msg, callback, queue=queue, selector=selector, arg=arg, timeout_ms=timeout_ms
-        )
-        if metrics is not None:
-            topic = topic_of(msg)
+        fut = self._send_async_any(msg, callback, queue, selector, arg, timeout_ms)
+        topic = topic_of(msg)
 
-            def record(f: concurrent.futures.Future[SendResult]) -> None:
-                ok = f.exception() is None and f.result().status is SendStatus.SEND_OK
-                cost = (time.perf_counter() - started) * 1000.0
-                safely(lambda: metrics.on_send(topic, cost, ok))
+        def record(f: concurrent.futures.Future[SendResult]) -> None:
+            ok = f.exception() is None and f.result().status is SendStatus.SEND_OK
+            cost = (time.perf_counter() - started) * 1000.0
+            safely(lambda: metrics.on_send(topic, cost, ok))
 
-            fut.add_done_callback(record)
+        fut.add_done_callback(record)
         return fut
 
     def _send_async_any(
         self,
         msg: Message | Sequence[Message],
-        callback: SendCallback | None = None,
-        *,
-        queue: MessageQueue | None = None,
-        selector: SelectorLike | None = None,
-        arg: object = None,
-        timeout_ms: int | None = None,
+        callback: SendCallback | None,
+        queue: MessageQueue | None,
+        selector: SelectorLike | None,
+        arg: object,
+        timeout_ms: int | None,
     ) -> concurrent.futures.Future[SendResult]:
         acc = self._accumulator
         if (
@@ -487,19 +510,34 @@ class Producer(ServiceLifecycle):
             and timeout_ms is None
             and isinstance(msg, Message)
             and ProduceAccumulator.eligible(msg)
-            and len(msg.body) < self.config.compress_msg_body_over_howmuch
+            and len(msg.body) < acc.max_body
         ):
-            self._check_message(msg)
+            check_message(msg, self.config)
             instance = self._running_instance()
             inner = acc.add(msg)
             if callback is not None:
-                run = _guarded(callback)
-                # callbacks never run on the I/O thread
-                inner.add_done_callback(lambda f: instance.run_on_callback_pool(lambda: run(f)))
+                # callbacks never run on the I/O thread: a batch's go to the pool as one task
+                inner.add_done_callback(PoolCallback(_guarded(callback), instance.run_on_callback_pool))
             return inner
         return self._send_async_now(
             msg, callback, queue=queue, selector=selector, arg=arg, timeout_ms=timeout_ms
         )
+
+    def _send_accumulated(self, msgs: list[Message], done: BatchDone) -> None:
+        """The accumulator's send: one message, or a batch of messages it took in (each checked
+        by :meth:`send_async`, eligible, one topic, one WAIT value); ``done`` runs on the
+        thread that completes the send (the remoting I/O thread, or this one on an error)."""
+        begin = self._clock_ms()
+        try:
+            prep = (
+                prepare_message(msgs[0], self.config)
+                if len(msgs) == 1
+                else prepare_checked_batch(msgs, self.config)
+            )
+        except RocketqError as exc:
+            done(None, exc)
+            return
+        self._dispatch_async(prep, msgs, done, None, None, None, None, begin)
 
     def _send_async_now(
         self,
@@ -512,7 +550,6 @@ class Producer(ServiceLifecycle):
         timeout_ms: int | None = None,
     ) -> concurrent.futures.Future[SendResult]:
         instance = self._running_instance()
-        timeout = self.config.send_msg_timeout_ms if timeout_ms is None else timeout_ms
         begin = self._clock_ms()
         prep = self._prepare_any(msg)
         out: concurrent.futures.Future[SendResult] = concurrent.futures.Future()
@@ -532,6 +569,23 @@ class Producer(ServiceLifecycle):
             else:
                 complete()
 
+        self._dispatch_async(prep, msg, finish, queue, selector, arg, timeout_ms, begin)
+        return out
+
+    def _dispatch_async(
+        self,
+        prep: PreparedSend,
+        msg: Message | Sequence[Message],
+        finish: Callable[[SendResult | None, BaseException | None], None],
+        queue: MessageQueue | None,
+        selector: SelectorLike | None,
+        arg: object,
+        timeout_ms: int | None,
+        begin: int,
+    ) -> None:
+        """Choose the queue and start the first attempt; ``finish`` gets the outcome (an
+        IllegalArgumentError of an explicit queue or selector raises here instead)."""
+        timeout = self.config.send_msg_timeout_ms if timeout_ms is None else timeout_ms
         try:
             if queue is not None or selector is not None:
                 mq = self._choose_explicit(prep, queue, selector, arg, msg)
@@ -546,7 +600,6 @@ class Producer(ServiceLifecycle):
             raise
         except RocketqError as exc:
             finish(None, exc)
-        return out
 
     def _attempt_async(
         self,

@@ -43,7 +43,7 @@ from rocketq.protocol.message import (
     encode_batch,
     encode_properties,
 )
-from rocketq.protocol.message_id import new_unique_id
+from rocketq.protocol.message_id import new_unique_id, new_unique_ids
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX
 
@@ -55,10 +55,12 @@ _log_limiter = LogLimiter(log)
 __all__ = [
     "PreparedSend",
     "SendAttempts",
+    "auto_batch_body_limit",
     "check_explicit_queue",
     "check_message",
     "give_up_error",
     "prepare_batch",
+    "prepare_checked_batch",
     "prepare_message",
     "prepare_send",
     "retry_after_result",
@@ -91,6 +93,12 @@ def check_message(msg: Message, config: ProducerConfig) -> None:
         raise IllegalArgumentError("the message body length is zero")
     if len(msg.body) > config.max_message_size:
         raise IllegalArgumentError(f"the message body size over max value, MAX: {config.max_message_size}")
+
+
+def auto_batch_body_limit(config: ProducerConfig) -> int:
+    """Bodies of this many bytes or more are not auto-batched: they are compressed (batches
+    never are) or refused (over ``max_message_size``)."""
+    return min(config.compress_msg_body_over_howmuch, config.max_message_size + 1)
 
 
 def prepare_message(msg: Message, config: ProducerConfig) -> PreparedSend:
@@ -138,7 +146,6 @@ def prepare_batch(msgs: Sequence[Message], config: ProducerConfig) -> PreparedSe
     first = msgs[0]
     topic = first.topic
     wait = first.wait_store_msg_ok  # a property lookup: read once, not per message
-    uniq_ids = []
     for msg in msgs:
         check_message(msg, config)
         if msg.topic != topic:
@@ -149,17 +156,26 @@ def prepare_batch(msgs: Sequence[Message], config: ProducerConfig) -> PreparedSe
             raise IllegalArgumentError("Retry Group is not supported for batching")
         if msg.wait_store_msg_ok != wait:
             raise IllegalArgumentError("The waitStoreMsgOK of the messages in one batch should the same")
-        uniq = msg.properties.get(MessageConst.UNIQ_KEY)
-        if not uniq:
-            uniq = new_unique_id()
-            msg.properties[MessageConst.UNIQ_KEY] = uniq
-        uniq_ids.append(uniq)
+    return prepare_checked_batch(msgs, config)
+
+
+def prepare_checked_batch(msgs: Sequence[Message], config: ProducerConfig) -> PreparedSend:
+    """:func:`prepare_batch` of messages known to pass its checks (each checked, one topic, no
+    delay, no retry topic, one WAIT value: the auto-batch accumulator's batches), without
+    checking each message again: UNIQ_KEYs set, entries encoded, the batch's size checked."""
+    uniq_key = MessageConst.UNIQ_KEY
+    props_of = [msg.properties for msg in msgs]
+    missing = [props for props in props_of if not props.get(uniq_key)]
+    if missing:  # the usual case: every message of the batch, one id generation for all
+        for props, uniq in zip(missing, new_unique_ids(len(missing)), strict=True):
+            props[uniq_key] = uniq
+    uniq_ids = [props[uniq_key] for props in props_of]
     body = encode_batch(msgs)
     if len(body) > config.max_message_size:
         raise IllegalArgumentError(f"the message body size over max value, MAX: {config.max_message_size}")
-    batch_props = {MessageConst.WAIT: "true" if wait else "false"}
+    batch_props = {MessageConst.WAIT: "true" if msgs[0].wait_store_msg_ok else "false"}
     return PreparedSend(
-        topic=topic,
+        topic=msgs[0].topic,
         body=body,
         sys_flag=0,
         flag=0,
