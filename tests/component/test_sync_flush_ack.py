@@ -120,12 +120,12 @@ class _FakeCommitLog:
     durable_to: int | None = None
     flushed_where: int = 0
     flushes: int = 0
-    fail: bool = False
+    error: Exception | None = None
 
     def flush(self, least_pages: int = 0) -> bool:
         self.flushes += 1
-        if self.fail:
-            raise OSError(5, "Input/output error")
+        if self.error is not None:
+            raise self.error
         self.flushed_where = self.max_offset if self.durable_to is None else self.durable_to
         return True
 
@@ -148,8 +148,9 @@ def test_loop_group_commit_reports_what_the_sync_did_not_cover() -> None:
     assert asyncio.run(_waits(log, [100, 200, 300])) == [True, True, False]
 
 
-def test_loop_group_commit_failed_sync_is_not_durable() -> None:
-    log = _FakeCommitLog(max_offset=300, fail=True)
+@pytest.mark.parametrize("error", [OSError(5, "Input/output error"), ValueError("mmap closed")])
+def test_loop_group_commit_failed_sync_is_not_durable(error: Exception) -> None:
+    log = _FakeCommitLog(max_offset=300, error=error)
     assert asyncio.run(_waits(log, [100])) == [False]
 
 

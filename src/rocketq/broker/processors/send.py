@@ -13,7 +13,9 @@ Mirrors ``org.apache.rocketmq.broker.processor.SendMessageProcessor`` and
 * Stored property strings are rebuilt in Java HashMap order with ``CLUSTER`` added and
   ``WAIT`` removed (single messages), so records are byte-identical to Java's.
 * Under SYNC_FLUSH the response is written only once the bytes are durable (or with
-  FLUSH_DISK_TIMEOUT); a message sent with ``WAIT=false`` does not wait.
+  FLUSH_DISK_TIMEOUT); a message sent with ``WAIT=false`` does not wait. The puts of one loop
+  iteration share one sync made on the loop (``MessageStore.loop_group_commit``): no flush
+  thread hop per send.
 * A message with ``TRAN_MSG=true`` is stored as a half message in
   ``RMQ_SYS_TRANS_HALF_TOPIC`` (:mod:`rocketq.broker.transaction`), or refused with
   NO_PERMISSION under ``rejectTransactionMessage``; the answer names the half's offsets.

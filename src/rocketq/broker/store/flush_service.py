@@ -187,6 +187,8 @@ class LoopGroupCommit:
             self._commit_log.flush(0)
         except OSError as exc:
             log.error("SYNC_FLUSH: syncing the commit log failed: %s", exc)
+        except Exception:  # a store closed meanwhile, a bug: the waiters still get their answer
+            log.exception("SYNC_FLUSH: syncing the commit log failed")
         if self._flush_latency is not None:
             self._flush_latency.observe((time.perf_counter() - started) * 1000.0)
         flushed = self._commit_log.flushed_where

@@ -9,7 +9,8 @@ Threading model: ``put_message``/``put_messages`` may be called from any thread;
 (``CommitLog.put_lock``) covers offset assignment, the copy into the mapping and the
 dispatch (consume-queue unit + index entries), so a pull sees a message as soon as its put
 returns. Reads (``get_message`` and friends) take no lock and run concurrently with puts.
-Background threads: the commit-log flush (periodic, or group commit for SYNC_FLUSH),
+Background threads: the commit-log flush (periodic, or group commit for SYNC_FLUSH; a put made
+on the broker's loop with ``defer_flush`` is synced by ``loop_group_commit`` instead),
 ``FlushConsumeQueueService`` (consume queues, index, checkpoint) and ``CleanService``
 (retention); all are joined by ``shutdown()``. Arrival listeners run on the putting
 thread after the lock is released.
