@@ -25,6 +25,7 @@ import collections
 import dataclasses
 import itertools
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -61,9 +62,10 @@ def _produce(producer: Producer, topic: str, n: int) -> None:
         sent += size
 
 
-def _thread_cpu() -> dict[str, tuple[str, float, float]]:
-    """Thread id -> (Python name without its number, user s, system s) of this process (Linux)."""
-    out: dict[str, tuple[str, float, float]] = {}
+def _thread_cpu() -> dict[str, tuple[str, float, float, int]]:
+    """Thread id -> (Python name without numbers or instance name, user s, system s, voluntary
+    context switches) of this process (Linux)."""
+    out: dict[str, tuple[str, float, float, int]] = {}
     names = {str(t.native_id): t.name for t in threading.enumerate()}
     tck = os.sysconf("SC_CLK_TCK")
     try:
@@ -74,24 +76,36 @@ def _thread_cpu() -> dict[str, tuple[str, float, float]]:
         try:
             with open(f"/proc/self/task/{tid}/stat") as fh:
                 stat = fh.read()
+            with open(f"/proc/self/task/{tid}/status") as fh:
+                status = fh.read()
         except OSError:
             continue
-        name = names.get(tid, stat[stat.index("(") + 1 : stat.rindex(")")]).rstrip("0123456789_-")
+        name = names.get(tid, stat[stat.index("(") + 1 : stat.rindex(")")])
+        name = re.sub(r"\[.*\]", "[instance]", name).rstrip("0123456789_-")
         fields = stat[stat.rindex(")") + 2 :].split()
-        out[tid] = (name, int(fields[11]) / tck, int(fields[12]) / tck)
+        switches = re.search(r"^voluntary_ctxt_switches:\s*(\d+)", status, re.M)
+        out[tid] = (name, int(fields[11]) / tck, int(fields[12]) / tck, int(switches[1]) if switches else 0)
     return out
 
 
-def _print_threads(before: dict[str, tuple[str, float, float]], n: int) -> None:
-    """The drain's client CPU split by thread name, µs per message (user + system)."""
+def _print_threads(before: dict[str, tuple[str, float, float, int]], n: int) -> None:
+    """The drain's client CPU split by thread name, µs per message (user + system), and the
+    voluntary context switches (the thread slept and was woken) per pull of 32."""
     user: collections.Counter[str] = collections.Counter()
     system: collections.Counter[str] = collections.Counter()
-    for tid, (name, u, s) in _thread_cpu().items():
-        _, u0, s0 = before.get(tid, (name, 0.0, 0.0))
+    woken: collections.Counter[str] = collections.Counter()
+    for tid, (name, u, s, w) in _thread_cpu().items():
+        _, u0, s0, w0 = before.get(tid, (name, 0.0, 0.0, 0))
         user[name] += u - u0
         system[name] += s - s0
+        woken[name] += w - w0
+    pulls = max(n / 32, 1)
     for name, u in (user + system).most_common(8):
-        print(f"    {name:<28} {u * 1e6 / n:5.2f} us/msg (system {system[name] * 1e6 / n:.2f})")
+        print(
+            f"    {name:<36} {u * 1e6 / n:5.2f} us/msg (system {system[name] * 1e6 / n:.2f}),"
+            f" {woken[name] / pulls:4.1f} switches/pull"
+        )
+    print(f"    all threads: {sum(woken.values()) / pulls:.1f} voluntary switches per pull of 32")
 
 
 class _Profiler:

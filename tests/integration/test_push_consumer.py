@@ -271,6 +271,162 @@ def test_flow_control_holds_the_cache_under_its_threshold(
         consumer.shutdown()
 
 
+def test_busy_consume_threads_do_not_stop_the_pulls(
+    embedded_cluster: EmbeddedCluster, producer: Producer, unique_name: Callable[..., str]
+) -> None:
+    """A pull's answer is handled on a free consume thread, which runs the first batch itself;
+    with every consume thread busy it is handled on the pull thread instead (Java's callback
+    executor is not the consume pool), so a stuck listener does not stop the cache filling up
+    to its flow-control threshold. Nothing is lost or consumed twice, and the offset commits."""
+    topic, group = unique_name("T"), unique_name("G")
+    embedded_cluster.create_topic(topic, 1)
+    bodies = _send(producer, topic, 64)
+    release = threading.Event()
+    seen: Counter[str] = Counter()
+    threads: set[str] = set()
+    lock = threading.Lock()
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        release.wait(30)
+        with lock:
+            seen.update(m.body.decode() for m in msgs)
+            threads.add(threading.current_thread().name)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = _consumer(
+        embedded_cluster,
+        group,
+        topic,
+        listener,
+        pull_batch_size=8,
+        pull_threshold_for_queue=24,
+        consume_message_batch_max_size=8,
+        consume_thread_min=1,
+        consume_thread_max=1,
+    )
+    consumer.start()
+    try:
+
+        def cached() -> int:
+            return sum(pq.msg_count for mq, pq in consumer.process_queues() if mq.topic == topic)
+
+        # the one consume thread is stuck in its first batch; later answers are still cached
+        wait_until(lambda: cached() > 8, 20, "pulls to go on while the listener is stuck")
+        assert cached() <= 24 + 8  # and flow control still holds the cache
+        assert not seen
+        release.set()
+        wait_until(lambda: sum(seen.values()) >= 64, 30, "every message")
+        wait_until(lambda: cached() == 0, 10, "the cache to drain")
+        assert set(seen) == set(bodies)
+        assert max(seen.values()) == 1
+        assert threads == {f"ConsumeMessageThread_{group}_0"}
+        mq = MessageQueue(topic, embedded_cluster.broker_names[0], 0)
+        wait_until(
+            lambda: consumer.running_info().mq_table[mq].commit_offset == 64,
+            10,
+            "the offset past every message",
+        )
+    finally:
+        release.set()
+        consumer.shutdown()
+
+
+def test_a_slow_listener_does_not_hold_back_the_next_pull(
+    embedded_cluster: EmbeddedCluster, producer: Producer, unique_name: Callable[..., str]
+) -> None:
+    """A consume thread that ran a caught-up queue's batch itself never made the queue's next
+    pull wait for the listener (Java pulls on while its consume threads work): a message sent
+    while the first one's listener is still running is consumed meanwhile, on another thread."""
+    topic, group = unique_name("T"), unique_name("G")
+    embedded_cluster.create_topic(topic, 1)
+    slow_started = threading.Event()
+    release = threading.Event()
+    got: list[tuple[str, str]] = []
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        for m in msgs:
+            if m.body == b"slow":
+                slow_started.set()
+                release.wait(30)
+            got.append((m.body.decode(), threading.current_thread().name))
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = _consumer(embedded_cluster, group, topic, listener)
+    consumer.start()
+    try:
+        wait_until(lambda: len(consumer.assigned_queues(topic)) == 1, 20, "the queue assigned")
+        producer.send(Message(topic, b"slow"))
+        assert slow_started.wait(20)
+        producer.send(Message(topic, b"fast"))
+        wait_until(lambda: any(body == "fast" for body, _ in got), 10, "the second message meanwhile")
+        assert not release.is_set() and all(body != "slow" for body, _ in got)
+        release.set()
+        wait_until(lambda: len(got) == 2, 10, "the slow one")
+        assert got[0][1] != got[1][1]
+    finally:
+        release.set()
+        consumer.shutdown()
+
+
+def test_a_group_of_four_consumes_every_message_once(
+    embedded_cluster: EmbeddedCluster, producer: Producer, unique_name: Callable[..., str]
+) -> None:
+    """Four push consumers of one group (each its own client instance, as the drain benchmark
+    runs them), each listener call on the consume thread that received the pull answer or
+    on the pool: every message is consumed exactly once and every queue's committed offset
+    ends past its last message."""
+    topic, group = unique_name("T"), unique_name("G")
+    embedded_cluster.create_topic(topic, 8)
+    broker = embedded_cluster.broker_names[0]
+    seen: Counter[tuple[int, int]] = Counter()
+    lock = threading.Lock()
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        with lock:
+            seen.update((m.queue_id, m.queue_offset) for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumers = []
+    for i in range(4):
+        c = _consumer(
+            embedded_cluster, group, topic, listener, consume_message_batch_max_size=4, pull_batch_size=16
+        )
+        c.client_config = dataclasses.replace(c.client_config, instance_name=f"{group}_{i}")
+        consumers.append(c)
+    for c in consumers:
+        c.start()
+    try:
+        want = _expected_split(consumers, topic, broker, 8)
+        wait_until(
+            lambda: all(
+                {mq.queue_id for mq in c.assigned_queues(topic)} == want[c.client_id] for c in consumers
+            ),
+            20,
+            "a 2/2/2/2 split",
+        )
+        n = 800
+        for _ in range(n // 16):
+            producer.send([Message(topic, b"x" * 100) for _ in range(16)])
+        wait_until(lambda: sum(seen.values()) >= n, 30, "every message")
+        per_queue = Counter(q for q, _ in seen)
+        assert sum(per_queue.values()) == n
+        assert max(seen.values()) == 1
+        assert all(set(seen) >= {(q, o) for o in range(per_queue[q])} for q in per_queue)
+
+        def committed() -> dict[int, int]:
+            out = {}
+            for c in consumers:
+                for mq, info in c.running_info().mq_table.items():
+                    if mq.topic == topic:
+                        out[mq.queue_id] = info.commit_offset
+            return out
+
+        wait_until(lambda: committed() == dict(per_queue), 10, "every queue's offset past its last message")
+    finally:
+        for c in consumers:
+            c.shutdown()
+
+
 def _expected_split(consumers: list[PushConsumer], topic: str, broker: str, n: int) -> dict[str, set[int]]:
     mqs = [MessageQueue(topic, broker, i) for i in range(n)]
     cids = [c.client_id for c in consumers]

@@ -78,3 +78,22 @@ def test_shutdown_drops_queued_calls_and_refuses_new_ones() -> None:
     shutdown_consume_pool(pool, 5000)  # joins the worker after its running call
     assert later == []
     assert not pool.workers()[0].is_alive()
+
+
+def test_submit_if_free_takes_a_call_only_while_a_worker_can_run_it_now() -> None:
+    """The push consumer hands a pull answer to a consume thread only when one is free;
+    otherwise (every worker busy, the pool at its bound) the caller keeps the call."""
+    pool = ConsumePool(1, "P")
+    running = threading.Event()
+    release = threading.Event()
+    ran: list[str] = []
+    assert pool.submit_if_free(lambda: (running.set(), release.wait(5)))  # room for a worker
+    assert running.wait(5)
+    assert not pool.submit_if_free(ran.append, "busy")  # the only worker is busy
+    release.set()
+    wait_until(lambda: pool.idle_workers == 1, 5.0, interval_s=0.001)
+    assert pool.submit_if_free(ran.append, "idle")  # the idle worker takes it
+    wait_until(lambda: ran == ["idle"], 5.0, interval_s=0.001)
+    shutdown_consume_pool(pool, 5000)
+    assert not pool.submit_if_free(ran.append, "after shutdown")
+    assert ran == ["idle"]

@@ -313,6 +313,46 @@ def test_orderly_without_lock_tries_to_lock_first() -> None:
     assert seen == [0, 1]
 
 
+def test_the_first_batch_runs_on_the_calling_thread_stamped_for_the_consume_timeout() -> None:
+    """``submit_keeping_first`` + ``consume_here`` (the push consumer's consume thread that
+    handled the pull answer): the first batch runs on the caller, the others on the pool;
+    the caller's batch carries CONSUME_START_TIME while its listener runs (so cleanExpiredMsg
+    sees it), and the offsets end past every message."""
+    host = FakeHost()
+    now = [1_000_000_000]
+    threads: dict[int, int] = {}
+    seen_expired: list[list[int]] = []
+    lock = threading.Lock()
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        with lock:
+            threads[msgs[0].queue_offset] = threading.get_ident()
+        if msgs[0].queue_offset == 0:
+            later = now[0] + 61_000
+            seen_expired.append([m.queue_offset for m in host.pq.expired_messages(60_000, later)])
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    service = ConsumeMessageConcurrentlyService(
+        host, listener, consume_message_batch_max_size=3, consume_timeout_ms=60_000, clock_ms=lambda: now[0]
+    )
+    msgs = _msgs(7)
+    host.pq.put_messages(msgs)
+    mine = service.submit_keeping_first(msgs, host.pq, MQ)
+    assert [m.queue_offset for m in mine] == [0, 1, 2]
+    service.consume_here(mine, host.pq, MQ)
+    _wait(lambda: host.pq.msg_count == 0)
+    assert threads[0] == threading.get_ident()
+    assert threading.get_ident() not in (threads[3], threads[6])
+    assert seen_expired and seen_expired[0][:3] == [0, 1, 2]
+    assert max(o for o, _ in host.offsets) == 7
+    service.shutdown()
+    # after shutdown a kept batch is dropped like a queued one
+    late = _msgs(1, 7)
+    host.pq.put_messages(late)
+    service.consume_here(late, host.pq, MQ)
+    assert 7 not in threads
+
+
 def test_consume_timeout_sends_back_and_removes_the_oldest_stuck_messages() -> None:
     host = FakeHost()
     now = [1_000_000_000]

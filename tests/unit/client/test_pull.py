@@ -75,7 +75,7 @@ def test_pull_requests_match_golden(seq: int, instance: MQClientInstance) -> Non
     sd = build_subscription_data(mq.topic, ext["subscription"], sub_version=0)
     wrapper = PullAPIWrapper(instance, "GoldenPullGroup")
     wrapper._find_broker = lambda _mq: FindBrokerResult("127.0.0.1:10911", False)  # type: ignore[method-assign]
-    addr, header = wrapper._request(
+    addr, header = wrapper.build_request(
         mq,
         sd.sub_string,
         sd.expression_type,
@@ -97,7 +97,7 @@ def test_pull_from_slave_never_commits(instance: MQClientInstance) -> None:
     flag = build_pull_sys_flag(commit_offset=True, suspend=True, subscription=False)
     assert flag == 3
     wrapper._find_broker = lambda _mq: FindBrokerResult("h:1", True)  # type: ignore[method-assign]
-    _, header = wrapper._request(MQ0, "*", "TAG", 0, 0, 32, flag, 5, 15_000)
+    _, header = wrapper.build_request(MQ0, "*", "TAG", 0, 0, 32, flag, 5, 15_000)
     assert header.sys_flag == 2
     assert build_pull_sys_flag(commit_offset=False, suspend=True, subscription=True, lite_pull=True) == 0x16
 

@@ -238,6 +238,21 @@ class ConsumePool:
                 self._workers.append(thread)
             thread.start()
 
+    def submit_if_free(self, fn: Callable[..., object], /, *args: object) -> bool:
+        """Queue ``fn(*args)`` only if a worker can take it now (more idle workers than queued
+        calls, or room for one more worker); False otherwise, or after :meth:`shutdown`.
+
+        The counts are read without the lock: a hint, so ``fn`` may still wait behind a call
+        queued at the same moment, but it always runs (nothing queued is lost before shutdown).
+        """
+        if self._shutdown or (self._idle <= self._calls.qsize() and len(self._workers) >= self._max_workers):
+            return False
+        try:
+            self.submit(fn, *args)
+        except RuntimeError:  # shut down in between
+            return False
+        return True
+
     def _work(self) -> None:
         calls, lock = self._calls, self._lock
         while True:

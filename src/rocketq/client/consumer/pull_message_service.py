@@ -9,7 +9,12 @@ one thread drives any number of queues without blocking on the network.
 Delayed re-queueing (flow control 50 ms, suspended consumer 1 s, errors 1-3 s, orderly
 lock retries) uses the one scheduler (:class:`rocketq.common.scheduler.ScheduledExecutor`,
 one thread); tasks scheduled with :meth:`PullMessageService.execute_task_later` run on the
-same thread, so everything the pull path does is serialized without extra locks.
+same thread. The push consumer of a concurrent listener may also run a request's next pull
+on the consume thread that handled its previous answer (``PushConsumer._on_pull_done``):
+requests of *different* queues can then be pulled on different threads at once, which is
+safe because a pull touches only its own request and ProcessQueue plus thread-safe shared
+state (offset store, route tables, the remoting client); one request is still pulled by
+one thread at a time, since it is in one place only.
 """
 
 from __future__ import annotations

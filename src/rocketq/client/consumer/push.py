@@ -11,6 +11,21 @@ Mirrors ``org.apache.rocketmq.client.consumer.DefaultMQPushConsumer`` and
     consume service (thread pool)  -> listener, send-back of failures, ProcessQueue.remove_messages
     offset store                   -> the smallest unconsumed offset, persisted every 5 s
 
+Where the pull callback runs (Java: ``NettyRemotingClient``'s callback executor, a pool
+that is neither the I/O thread nor the consume pool). With a concurrent listener and a
+consume thread free at that moment, it runs on that consume thread, which then does what
+the two hand-offs after it would do, without them: it runs ``pullMessage`` for the next
+pull itself (flow control first, as on the pull thread) instead of queueing the request on
+the PullMessageService, queues the batches after the first on the consume pool, and runs
+the first batch's ConsumeRequest itself, after the next pull has left. When the answer
+shows the queue caught up (the next pull would only be held by the broker) the next pull
+goes through the pull thread instead, so the batch runs at once (its latency) and the
+pull never waits for the listener, as in Java. When every consume thread is busy
+(or the listener is orderly) the callback runs on the PullMessageService thread as before,
+so a stuck listener never stops the pulls that fill the cache up to its flow-control limits.
+Either way it is one ConsumeRequest's work with the same meaning (hooks, consume timeout
+stamp, result processing, the min-offset commit); only the thread differs.
+
 Invariants:
 
 * Flow control before every pull: more than ``pull_threshold_for_queue`` cached messages,
@@ -18,8 +33,9 @@ Invariants:
   span over ``consume_concurrently_max_span`` re-queues the request after 50 ms; a
   suspended consumer re-queues after 1 s; an error after ``pull_time_delay_mills_when_exception``
   (20 ms for broker FLOW_CONTROL).
-* Pull results are processed on the PullMessageService thread, never on the I/O thread;
-  a PullRequest is in exactly one place at a time.
+* Pull results are processed on a consume thread or the PullMessageService thread, never
+  on the I/O thread; a PullRequest is in exactly one place at a time (whichever thread
+  handles its answer hands it to the next pull, directly or through the pull thread).
 * The committed offset is never past an unconsumed message (ProcessQueue rule), so a crash
   re-delivers and never loses.
 * A subscribed topic with no route yet is looked up again on a short backoff (1 s doubling
@@ -649,7 +665,7 @@ class PushConsumer(ServiceLifecycle):
         )
         begin = time.monotonic()
         try:
-            fut = wrapper.pull_kernel_impl_async(
+            addr, header = wrapper.build_request(
                 pr.message_queue,
                 sub_expression,
                 sd.expression_type,
@@ -659,8 +675,9 @@ class PushConsumer(ServiceLifecycle):
                 sys_flag,
                 max(commit_offset, 0),
                 BROKER_SUSPEND_MAX_TIME_MILLIS,
-                CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND,
             )
+            # the raw answer: decoded by whichever thread handles it, not on the I/O thread
+            fut = wrapper.api.pull_message_async_raw(addr, header, CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND)
         except Exception as exc:
             _log_limiter.warning(
                 ("pullMessage", pr.message_queue.broker_name),
@@ -671,9 +688,16 @@ class PushConsumer(ServiceLifecycle):
             service.execute_pull_request_later(pr, exception_delay)
             return
 
-        def done(f: concurrent.futures.Future[PullResult]) -> None:
-            # hop off the I/O thread: results are processed on the pull thread
-            service.execute_task_later(lambda: self._on_pull_done(pr, sd, f, begin), 0)
+        consume = self._consume_service
+
+        def done(f: concurrent.futures.Future[RemotingCommand]) -> None:
+            # hop off the I/O thread: onto a free consume thread (concurrent listener), which
+            # then issues the next pull and runs the first batch itself; else the pull thread
+            if not (
+                isinstance(consume, ConsumeMessageConcurrentlyService)
+                and consume.execute_if_free(self._on_pull_done, pr, sd, f, addr, begin, True)
+            ):
+                service.execute_task_later(lambda: self._on_pull_done(pr, sd, f, addr, begin, False), 0)
 
         fut.add_done_callback(done)
 
@@ -699,16 +723,19 @@ class PushConsumer(ServiceLifecycle):
         self,
         pr: PullRequest,
         sd: SubscriptionData,
-        fut: concurrent.futures.Future[PullResult],
+        fut: concurrent.futures.Future[RemotingCommand],
+        addr: str,
         begin: float,
+        on_consume_thread: bool,
     ) -> None:
-        """``PullCallback``."""
+        """``PullCallback``: on the pull thread, or (``on_consume_thread``) on a consume thread
+        of a concurrent listener, which also issues the next pull and runs the first batch."""
         service, wrapper, consume = self._pull_service, self._wrapper, self._consume_service
         if service is None or wrapper is None or consume is None or self._state is not ServiceState.RUNNING:
             return
         mq = pr.message_queue
         try:
-            result = wrapper.process_pull_result(mq, fut.result(), sd)
+            result = wrapper.process_pull_answer(mq, addr, fut.result(), sd)
         except Exception as exc:
             if not mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 _log_limiter.warning(("pull", mq.broker_name), "pull of %s failed: %s", mq, exc)
@@ -717,13 +744,35 @@ class PushConsumer(ServiceLifecycle):
                 delay = PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL
             service.execute_pull_request_later(pr, delay)
             return
+        mine: list[MessageExt] | None = None
         try:
-            self._on_pull_result(pr, result, begin, service, consume)
+            mine, pull_here = self._on_pull_result(pr, result, begin, service, consume, on_consume_thread)
+            if pull_here and mine and result.next_begin_offset >= result.max_offset:
+                # caught up: the next pull will only be held by the broker, so the pull
+                # thread sends it while this thread runs the batch at once (its latency)
+                service.execute_pull_request_immediately(pr)
+            elif pull_here:
+                # a backlog: executePullRequestImmediately without waking the pull thread;
+                # this thread sends the next pull first (the request is still in one place
+                # only), so the broker reads the next batch while the listener runs
+                self._pull_message(pr)
         except Exception:
             # MQClientAPIImpl hands an exception of PullCallback.onSuccess to onException, which
             # pulls again later: a bug here must not leave the queue without a pull request
             log.exception("handling the pull result of %s failed, pulling again later", mq)
             service.execute_pull_request_later(pr, self.client_config.pull_time_delay_mills_when_exception_ms)
+        if mine:
+            # cached already: it is consumed whatever happened to the pull
+            self._consume_here(consume, mine, pr)
+
+    @staticmethod
+    def _consume_here(
+        consume: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService,
+        batch: list[MessageExt],
+        pr: PullRequest,
+    ) -> None:
+        if isinstance(consume, ConsumeMessageConcurrentlyService):
+            consume.consume_here(batch, pr.process_queue, pr.message_queue)
 
     def _on_pull_result(
         self,
@@ -732,8 +781,14 @@ class PushConsumer(ServiceLifecycle):
         begin: float,
         service: PullMessageService,
         consume: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService,
-    ) -> None:
-        """``PullCallback.onSuccess``: queue the messages, schedule the next pull."""
+        on_consume_thread: bool = False,
+    ) -> tuple[list[MessageExt] | None, bool]:
+        """``PullCallback.onSuccess``: queue the messages, schedule the next pull.
+
+        Returns (the batch the caller consumes itself, whether the caller pulls again at
+        once). Both only ``on_consume_thread`` (a concurrent listener's consume thread runs
+        this): the first batch is not queued but returned, and the next pull is issued by
+        the caller rather than through the pull thread's queue."""
         mq, pq = pr.message_queue, pr.process_queue
         group = self.config.consumer_group
         status = result.pull_status
@@ -742,23 +797,26 @@ class PushConsumer(ServiceLifecycle):
             msgs = result.msg_found_list
             if not msgs:
                 pr.next_offset = result.next_begin_offset
-                service.execute_pull_request_immediately(pr)
-                return
+                return None, self._pull_again(pr, service, on_consume_thread)
             self.stats.inc_pull_tps(group, mq.topic, len(msgs))
             dispatch = pq.put_messages(msgs)
-            consume.submit_consume_request(msgs, pq, mq, dispatch)
+            mine = None
+            if on_consume_thread and isinstance(consume, ConsumeMessageConcurrentlyService):
+                mine = consume.submit_keeping_first(msgs, pq, mq)
+            else:
+                consume.submit_consume_request(msgs, pq, mq, dispatch)
             # Java moves nextOffset before caching the batch, so a failure in between skips it;
             # here the batch is pulled again (the cache ignores offsets it holds already)
             pr.next_offset = result.next_begin_offset
             if self.config.pull_interval_ms > 0:
                 service.execute_pull_request_later(pr, self.config.pull_interval_ms)
-            else:
-                service.execute_pull_request_immediately(pr)
+                return mine, False
+            return mine, self._pull_again(pr, service, on_consume_thread)
         elif status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
             pr.next_offset = result.next_begin_offset
             if pq.msg_count == 0:  # correctTagsOffset
                 self.update_offset(mq, pr.next_offset, increase_only=True)
-            service.execute_pull_request_immediately(pr)
+            return None, self._pull_again(pr, service, on_consume_thread)
         else:  # OFFSET_ILLEGAL
             log.warning("the pull request offset illegal, %s next offset %d", mq, result.next_begin_offset)
             pr.next_offset = result.next_begin_offset
@@ -774,6 +832,15 @@ class PushConsumer(ServiceLifecycle):
                 log.warning("fixed the offset of %s to %d and dropped its queue", mq, pr.next_offset)
 
             service.execute_task_later(rebuild, _OFFSET_MOVED_REBUILD_DELAY_MS)
+        return None, False
+
+    @staticmethod
+    def _pull_again(pr: PullRequest, service: PullMessageService, here: bool) -> bool:
+        """``executePullRequestImmediately``, or True: the caller (``here``, a consume thread)
+        runs ``pullMessage`` itself instead of waking the pull thread for it."""
+        if not here:
+            service.execute_pull_request_immediately(pr)
+        return here
 
     # ================================================================== broker requests
     def process_broker_request(self, request: RemotingCommand, addr: str) -> RemotingCommand | None:

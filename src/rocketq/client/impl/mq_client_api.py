@@ -412,8 +412,16 @@ class MQClientAPI:
         self, addr: str, header: PullMessageRequestHeader, timeout_ms: int
     ) -> concurrent.futures.Future[PullResult]:
         """PULL_MESSAGE (11); the future completes on the remoting I/O thread."""
-        fut = self.remoting.invoke_async(addr, self.build_pull_request(header), timeout_ms)
+        fut = self.pull_message_async_raw(addr, header, timeout_ms)
         return self._map_future(fut, lambda r: self.process_pull_response(r, addr))
+
+    def pull_message_async_raw(
+        self, addr: str, header: PullMessageRequestHeader, timeout_ms: int
+    ) -> concurrent.futures.Future[RemotingCommand]:
+        """PULL_MESSAGE (11) whose future carries the broker's answer as it came (completed
+        on the I/O thread): the caller runs :meth:`process_pull_response` on its own thread,
+        without a second future."""
+        return self.remoting.invoke_async(addr, self.build_pull_request(header), timeout_ms)
 
     # ================================================================== consumer offsets
     def query_consumer_offset(

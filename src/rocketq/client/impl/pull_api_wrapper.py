@@ -28,6 +28,7 @@ from rocketq.client.api_results import FindBrokerResult, PullResult, PullStatus
 from rocketq.client.impl.mq_client_api import MQClientAPI
 from rocketq.errors import ClientError
 from rocketq.protocol.codes import PullSysFlag, Version
+from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.protocol.heartbeat import ExpressionType, SubscriptionData
 from rocketq.protocol.message import MessageConst, MessageExt, decode_records
@@ -166,13 +167,20 @@ class PullAPIWrapper:
         self._lock = threading.Lock()
         self._pull_from_which_node: dict[MessageQueue, int] = {}
 
+    @property
+    def api(self) -> MQClientAPI:
+        """The client instance's API (what :meth:`build_request`'s request is sent with)."""
+        return self._instance.api
+
     def update_pull_from_which_node(self, mq: MessageQueue, broker_id: int) -> None:
-        with self._lock:
-            self._pull_from_which_node[mq] = broker_id
+        table = self._pull_from_which_node
+        if table.get(mq) != broker_id:  # every pull answer: write only a change
+            with self._lock:
+                table[mq] = broker_id
 
     def recalculate_pull_from_which_node(self, mq: MessageQueue) -> int:
-        with self._lock:
-            return self._pull_from_which_node.get(mq, MASTER_ID)
+        # one dict read is atomic: no lock on the per-pull path
+        return self._pull_from_which_node.get(mq, MASTER_ID)
 
     def _find_broker(self, mq: MessageQueue) -> FindBrokerResult:
         bid = self.recalculate_pull_from_which_node(mq)
@@ -184,7 +192,7 @@ class PullAPIWrapper:
             raise ClientError(f"The broker[{mq.broker_name}] not exist")
         return found
 
-    def _request(
+    def build_request(
         self,
         mq: MessageQueue,
         sub_expression: str | None,
@@ -196,7 +204,9 @@ class PullAPIWrapper:
         commit_offset: int,
         broker_suspend_max_time_ms: int,
     ) -> tuple[str, PullMessageRequestHeader]:
-        """``pullKernelImpl`` up to the send: the broker to ask and the request header."""
+        """``pullKernelImpl`` up to the send: the broker to ask and the request header (the
+        push consumer sends it with ``MQClientAPI.pull_message_async_raw`` and makes the
+        result with :meth:`process_pull_answer` on its own thread)."""
         found = self._find_broker(mq)
         if not ExpressionType.is_tag_type(expression_type) and found.broker_version < Version.V4_1_0_SNAPSHOT:
             raise ClientError(
@@ -237,7 +247,7 @@ class PullAPIWrapper:
 
         A synchronous invoke: it raises ClientError on the remoting I/O thread rather than
         wait there for an answer that thread would have to read."""
-        addr, header = self._request(
+        addr, header = self.build_request(
             mq,
             sub_expression,
             expression_type,
@@ -264,7 +274,7 @@ class PullAPIWrapper:
         timeout_ms: int,
     ) -> concurrent.futures.Future[PullResult]:
         """One PULL_MESSAGE whose future completes on the I/O thread (records undecoded)."""
-        addr, header = self._request(
+        addr, header = self.build_request(
             mq,
             sub_expression,
             expression_type,
@@ -331,3 +341,11 @@ class PullAPIWrapper:
         """``processPullResult``: remember the suggested broker, decode, re-filter, annotate."""
         self.update_pull_from_which_node(mq, result.suggest_which_broker_id)
         return decode_pull_result(mq, result, subscription)
+
+    def process_pull_answer(
+        self, mq: MessageQueue, addr: str, response: RemotingCommand, subscription: SubscriptionData
+    ) -> PullResult:
+        """``processPullResponse`` + ``processPullResult`` of the raw answer to a pull sent
+        with ``MQClientAPI.pull_message_async_raw`` (BrokerError for a code that is no pull
+        status)."""
+        return self.process_pull_result(mq, MQClientAPI.process_pull_response(response, addr), subscription)
