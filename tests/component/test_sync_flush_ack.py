@@ -1,6 +1,6 @@
-"""SYNC_FLUSH acks on the broker's loop (``flush_service.LoopGroupCommit``): a send is
-answered only once the commit log is durable past it, and the sends of one loop iteration
-share one sync. Real frames through the server's protocol object, a real store, no socket
+"""SYNC_FLUSH acks: a send is answered only once the commit log is durable past it, by Java's
+``GroupCommitService`` thread (the default) or, with ``sync_flush_on_loop``, by one sync on the
+broker's loop shared by the sends of one loop iteration (``flush_service.LoopGroupCommit``). Real frames through the server's protocol object, a real store, no socket
 I/O (the broker listens on an OS-assigned loopback port but nothing connects)."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class _RecordingTransport(asyncio.Transport):
         pass
 
 
-def _config(root: Path, flush_disk_type: str) -> BrokerConfig:
+def _config(root: Path, flush_disk_type: str, on_loop: bool) -> BrokerConfig:
     return BrokerConfig(
         broker_ip1="127.0.0.1",
         listen_port=0,
@@ -55,16 +55,22 @@ def _config(root: Path, flush_disk_type: str) -> BrokerConfig:
             store_path_root_dir=str(root),
             mapped_file_size_commit_log=1 << 20,
             flush_disk_type=flush_disk_type,
+            sync_flush_on_loop=on_loop,
         ),
     )
 
 
 async def _send_chunk(
-    tmp_path: Path, flush_disk_type: str, sends: int, serialize_type: int = SerializeType.JSON
+    tmp_path: Path,
+    flush_disk_type: str,
+    sends: int,
+    serialize_type: int = SerializeType.JSON,
+    *,
+    on_loop: bool = True,
 ) -> tuple[list[tuple[bytes, int]], int, int]:
     """``sends`` SEND_MESSAGE_V2 frames in one chunk; returns the writes, the store's max
-    offset and how many loop group commits synced."""
-    broker = BrokerController(_config(tmp_path, flush_disk_type))
+    offset and how many group commits synced (either service observes ``flush_latency``)."""
+    broker = BrokerController(_config(tmp_path, flush_disk_type, on_loop))
     await broker.start()
     protocol: _ServerProtocol | None = None
     try:
@@ -102,6 +108,15 @@ def test_sync_flush_ack_leaves_only_after_the_sync_and_one_sync_serves_the_chunk
     # every ack was written when the commit log was already durable past all three records
     assert all(flushed >= max_offset for _, flushed in writes)
     assert syncs == 1  # three sends of one loop iteration, one sync
+
+
+def test_sync_flush_ack_waits_for_the_group_commit_thread_by_default(tmp_path: Path) -> None:
+    writes, max_offset, syncs = asyncio.run(_send_chunk(tmp_path, "SYNC_FLUSH", 3, on_loop=False))
+    answers = [cmd for data, _ in writes for cmd in FrameDecoder().feed(data)]
+    assert [a.code for a in answers] == [ResponseCode.SUCCESS] * 3
+    # Java's GroupCommitService: the acks still leave only once the log is durable past them
+    assert all(flushed >= max_offset for _, flushed in writes)
+    assert syncs >= 1
 
 
 def test_async_flush_ack_does_not_wait_for_a_sync(tmp_path: Path) -> None:

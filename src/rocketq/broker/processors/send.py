@@ -13,9 +13,9 @@ Mirrors ``org.apache.rocketmq.broker.processor.SendMessageProcessor`` and
 * Stored property strings are rebuilt in Java HashMap order with ``CLUSTER`` added and
   ``WAIT`` removed (single messages), so records are byte-identical to Java's.
 * Under SYNC_FLUSH the response is written only once the bytes are durable (or with
-  FLUSH_DISK_TIMEOUT); a message sent with ``WAIT=false`` does not wait. The puts of one loop
-  iteration share one sync made on the loop (``MessageStore.loop_group_commit``): no flush
-  thread hop per send.
+  FLUSH_DISK_TIMEOUT); a message sent with ``WAIT=false`` does not wait. The wait is on the
+  ``GroupCommitService`` thread (Java's), or with ``sync_flush_on_loop`` on one sync made on the
+  loop for all the puts of one loop iteration (``MessageStore.loop_group_commit``).
 * A message with ``TRAN_MSG=true`` is stored as a half message in
   ``RMQ_SYS_TRANS_HALF_TOPIC`` (:mod:`rocketq.broker.transaction`), or refused with
   NO_PERMISSION under ``rejectTransactionMessage``; the answer names the half's offsets.
@@ -327,7 +327,7 @@ class SendMessageProcessor:
             # TransactionalMessageService.prepareMessage: stored as a half message
             result = broker.transactional_message_bridge.put_half_message(inner)
         else:
-            result = broker.store.put_message(inner, defer_flush=True)
+            result = broker.store.put_message(inner, defer_flush=broker.store.config.sync_flush_on_loop)
         wait_flush = wait != "false"
         return await self._handle_put_result(
             request, result, topic, queue_id, 1, len(request.body), wait_flush
@@ -422,7 +422,9 @@ class SendMessageProcessor:
                     reconsume_times=reconsume_times,
                 )
             )
-        result = broker.store.put_messages(inners, batch_body_size=len(request.body), defer_flush=True)
+        result = broker.store.put_messages(
+            inners, batch_body_size=len(request.body), defer_flush=broker.store.config.sync_flush_on_loop
+        )
         size = sum(len(e.body) for e in entries)
         wait_flush = batch_props.get(MessageConst.WAIT) != "false"
         return await self._handle_put_result(request, result, topic, queue_id, len(entries), size, wait_flush)
