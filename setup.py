@@ -94,6 +94,10 @@ class BuildExtWithManifest(build_ext):
     """build_ext that records the compiled sources' hashes, so a later edit is detected as stale."""
 
     def run(self) -> None:
+        if self.inplace:
+            for stray in _build.stray_extensions(SRC):
+                stray.unlink()
+                _say(f"removed {stray.relative_to(HERE)}: its module left the hot set")
         super().run()
         if not self.extensions:
             return

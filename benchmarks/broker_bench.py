@@ -20,7 +20,7 @@ bytes to the answer handed to the transport; ``--batch 32`` feeds SEND_BATCH_MES
 instead and reports per message. It measures the broker's Python work alone.
 
     python benchmarks/broker_bench.py [--seconds 3] [--drain 200000]
-    python benchmarks/broker_bench.py --cpu [--seconds 3] [--rounds 3]
+    python benchmarks/broker_bench.py --cpu [--seconds 3] [--rounds 3] [--sync-flush] [--store-parent /dev/shm]
     python benchmarks/broker_bench.py --in-process [--sends 20000] [--batch 1]
 """
 
@@ -151,10 +151,39 @@ def raw_sends(broker_addr: str, topic: str, seconds: float) -> int:
     return sent
 
 
-def cpu_per_send(seconds: float, rounds: int) -> None:
-    """``--cpu``: broker CPU per send, workload 1 against raw frames, alternating."""
+def cpu_per_send(
+    seconds: float, rounds: int, *, sync_flush: bool = False, store_parent: str | None = None
+) -> None:
+    """``--cpu``: broker CPU per send, workload 1 against raw frames, alternating.
+
+    ``sync_flush``: the broker runs ``flushDiskType=SYNC_FLUSH`` (every send acknowledged after
+    a sync, workload 6); ``store_parent``: the store goes to a new directory there (a tmpfs
+    such as /dev/shm takes the disk's own sync time out and leaves the broker's cost)."""
     samples: dict[str, list[tuple[float, float]]] = {"Producer.send": [], "raw frames": []}
-    with EmbeddedCluster(mapped_file_size_commit_log=256 * 1024 * 1024) as cluster:
+    conf = {"flushDiskType": "SYNC_FLUSH"} if sync_flush else {}
+    store = tempfile.mkdtemp(prefix="rocketq-bench-", dir=store_parent) if store_parent else None
+    try:
+        _cpu_rounds(samples, seconds, rounds, conf, store)
+    finally:
+        if store is not None:
+            shutil.rmtree(store, ignore_errors=True)
+    print(f"{'one in flight':<24} {'msgs/s':>10} {'broker CPU us/send':>20}   (medians of {rounds})")
+    for name, values in samples.items():
+        rate = statistics.median(v[0] for v in values)
+        cpu = statistics.median(v[1] for v in values)
+        print(f"{name:<24} {rate:>10,.0f} {cpu:>20.1f}")
+
+
+def _cpu_rounds(
+    samples: dict[str, list[tuple[float, float]]],
+    seconds: float,
+    rounds: int,
+    conf: dict[str, str],
+    store: str | None,
+) -> None:
+    with EmbeddedCluster(
+        broker_conf=conf, store_dir=store, mapped_file_size_commit_log=256 * 1024 * 1024
+    ) as cluster:
         pid = cluster.broker_pid(0)
         cluster.create_topic("BenchBrokerCpu", 4)
         with Producer("bench-broker-cpu", namesrv_addr=cluster.namesrv_addr) as producer:
@@ -175,11 +204,6 @@ def cpu_per_send(seconds: float, rounds: int) -> None:
                             n += 1
                     elapsed = time.perf_counter() - start
                     values.append((n / elapsed, (_cpu_s(pid) - before) / n * 1e6))
-    print(f"{'one in flight':<24} {'msgs/s':>10} {'broker CPU us/send':>20}   (medians of {rounds})")
-    for name, values in samples.items():
-        rate = statistics.median(v[0] for v in values)
-        cpu = statistics.median(v[1] for v in values)
-        print(f"{name:<24} {rate:>10,.0f} {cpu:>20.1f}")
 
 
 class _CountingTransport(asyncio.Transport):
@@ -243,11 +267,11 @@ async def _in_process(sends: int, batch: int) -> float:
         store = MessageStoreConfig(store_path_root_dir=root, mapped_file_size_commit_log=1 << 30)
         broker = BrokerController(BrokerConfig(broker_ip1="127.0.0.1", listen_port=0, message_store=store))
         await broker.start()
+        protocol = _ServerProtocol(broker.server)
         try:
             broker.topic_config_manager.update_topic_config(
                 TopicConfig(topic_name="BenchInProcess", read_queue_nums=4, write_queue_nums=4)
             )
-            protocol = _ServerProtocol(broker.server)
             transport = _CountingTransport()
             protocol.connection_made(transport)
             warm = max(sends // 10, 1)
@@ -262,6 +286,7 @@ async def _in_process(sends: int, batch: int) -> float:
                 raise RuntimeError(f"{transport.writes} answers for {sends + warm} sends")
             return elapsed / (sends * batch) * 1e6
         finally:
+            protocol.connection_lost(None)  # the server's stop waits for its connections
             await broker.shutdown()
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -273,6 +298,8 @@ def main() -> None:
     parser.add_argument("--drain", type=int, default=200_000)
     parser.add_argument("--cpu", action="store_true", help="broker CPU per send, one in flight")
     parser.add_argument("--rounds", type=int, default=3, help="--cpu: alternating rounds")
+    parser.add_argument("--sync-flush", action="store_true", help="--cpu: flushDiskType=SYNC_FLUSH")
+    parser.add_argument("--store-parent", help="--cpu: put the store under this directory (e.g. /dev/shm)")
     parser.add_argument("--in-process", action="store_true", help="the send path without sockets")
     parser.add_argument("--sends", type=int, default=20_000, help="--in-process: frames fed")
     parser.add_argument("--batch", type=int, default=1, help="--in-process: messages per frame")
@@ -283,7 +310,7 @@ def main() -> None:
         print(f"in-process {what}: {per_msg:.1f} us CPU per message")
         return
     if args.cpu:
-        cpu_per_send(args.seconds, args.rounds)
+        cpu_per_send(args.seconds, args.rounds, sync_flush=args.sync_flush, store_parent=args.store_parent)
         return
     cluster = EmbeddedCluster(mapped_file_size_commit_log=256 * 1024 * 1024)
     with cluster:

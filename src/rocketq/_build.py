@@ -102,6 +102,22 @@ def _extension_path(stem: Path) -> Path | None:
     return None
 
 
+def stray_extensions(root: Path, modules: Sequence[str] = HOT_MODULES) -> list[Path]:
+    """Extension files under *root*'s ``rocketq`` package whose module is not in *modules*: left behind by
+    an earlier build when a module leaves the hot set. The default finders prefer an extension to the
+    ``.py`` next to it, so such a file would shadow its source in every build; the in-place build
+    deletes them."""
+    hot = {source_path(module, root).with_suffix("") for module in modules}
+    # the longest suffix first: "frame.cpython-311-x86_64-linux-gnu.so" also ends with ".so"
+    suffixes = sorted(importlib.machinery.EXTENSION_SUFFIXES, key=len, reverse=True)
+    strays: list[Path] = []
+    for candidate in (root / "rocketq").rglob("*"):
+        suffix = next((s for s in suffixes if candidate.name.endswith(s)), None)
+        if suffix is not None and candidate.with_name(candidate.name[: -len(suffix)]) not in hot:
+            strays.append(candidate)
+    return sorted(strays)
+
+
 def source_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

@@ -210,3 +210,18 @@ def test_servers_report_their_event_loop_and_build(tmp_path: Path, no_uvloop: st
     uvloop_installed = importlib.util.find_spec("uvloop") is not None
     assert line["event_loop"] == ("uvloop" if uvloop_installed and no_uvloop is None else "asyncio")
     assert line["compiled"] is _build.state().compiled
+
+
+def test_stray_extensions_are_those_of_modules_outside_the_hot_set(tmp_path: Path) -> None:
+    root = _fake_tree(tmp_path)
+    assert _build.stray_extensions(root) == []  # every hot module's extension belongs
+    # a module that left the hot set keeps its extension from an earlier build: it would shadow the .py
+    gone = root / "rocketq" / "client" / "consumer" / ("stats" + _EXT[0])
+    gone.parent.mkdir(parents=True, exist_ok=True)
+    gone.write_bytes(b"")
+    assert _build.stray_extensions(root) == [gone]
+    # the shared library sits next to the package, not in it: never a stray
+    assert (root / (_build.SHARED_LIB + _EXT[0])).is_file()
+    assert _build.stray_extensions(root, modules=()) == sorted(
+        p for p in (root / "rocketq").rglob(f"*{_EXT[0]}")
+    )

@@ -476,3 +476,50 @@ def test_binary_header_bad_lengths_are_refused(entry: bytes) -> None:
     assert _reference_binary_header(header) == (MalformedFrameError,)
     with pytest.raises(MalformedFrameError):
         decode_frame(_binary_frame(header))
+
+
+def _reference_json_header(cmd: RemotingCommand) -> bytes:
+    """The JSON header as the general encoder writes it (fastjson's SortField key order,
+    ``ensure_ascii=False``): the reference of the encoder's hand-joined fast path."""
+    enc = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    parts = [f'{{"code":{cmd.code},']
+    if cmd.ext_fields is not None:
+        parts.append(f'"extFields":{enc(cmd.ext_fields)},')
+    parts.append(f'"flag":{cmd.flag},"language":"{LanguageCode(cmd.language).name}","opaque":{cmd.opaque},')
+    if cmd.remark is not None:
+        parts.append(f'"remark":{enc(cmd.remark)},')
+    parts.append(f'"serializeTypeCurrentRPC":"JSON","version":{cmd.version}}}')
+    return "".join(parts).encode()
+
+
+# every control character, quotes, backslashes, non-ASCII and astral characters
+_json_text = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",)) | st.sampled_from('\x00\x01\x02\x1f"\\/\u2028\x7f'),
+    max_size=24,
+)
+
+
+@settings(max_examples=300)
+@given(
+    remark=st.none() | _json_text,
+    ext=st.none() | st.dictionaries(_json_text, _json_text, max_size=8),
+    code=st.integers(-(2**31), 2**31 - 1),
+    opaque=st.integers(-(2**31), 2**31 - 1),
+    language=st.sampled_from(list(LanguageCode)),
+)
+def test_json_header_encoder_agrees_with_the_general_encoder(
+    remark: str | None, ext: dict[str, str] | None, code: int, opaque: int, language: LanguageCode
+) -> None:
+    cmd = RemotingCommand(
+        code=code, flag=1, opaque=opaque, language=int(language), remark=remark, ext_fields=ext
+    )
+    assert cmd.encode_header() == _reference_json_header(cmd)
+    assert decode_frame(cmd.encode()).ext_fields == ext
+
+
+def test_json_header_with_non_string_ext_values_uses_the_general_encoder() -> None:
+    """A map that breaks its type (an int slipped in) is still written as JSON would."""
+    ext: dict[str, object] = {"queueId": 3, "topic": "T"}
+    cmd = RemotingCommand(code=10, ext_fields=ext)  # type: ignore[arg-type]
+    assert cmd.encode_header() == _reference_json_header(cmd)
+    assert b'"extFields":{"queueId":3,"topic":"T"}' in cmd.encode_header()

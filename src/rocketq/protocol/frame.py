@@ -32,9 +32,13 @@ Invariants:
 from __future__ import annotations
 
 import json
+import json.scanner
 import math
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
+from json.encoder import encode_basestring as _json_quote
+from typing import cast
 
 from rocketq.errors import FrameTooLargeError, MalformedFrameError
 from rocketq.protocol.codes import CURRENT_VERSION, LanguageCode, SerializeType
@@ -70,6 +74,19 @@ _LANG_NAME = {int(lang): lang.name for lang in LanguageCode}
 # fastjson escapes every control character below 0x20 (short forms for \b \t \n \f \r)
 # and leaves non-ASCII characters alone; ``json.dumps(ensure_ascii=False)`` does the same.
 _json_str = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _json_flat_map(ext: dict[str, str]) -> str:
+    """``_json_str(ext)`` for a flat map of strings, without the general encoder's per-call
+    setup: every key and value through the same C string encoder, joined as the encoder
+    joins them (``{"k":"v",...}``). Anything but strings goes to :data:`_json_str`."""
+    parts = []
+    # typed as objects: a compiled build would otherwise refuse a non-string with TypeError
+    for key, value in cast("dict[object, object]", ext).items():
+        if type(key) is not str or type(value) is not str:
+            return _json_str(ext)
+        parts.append(f"{_json_quote(key)}:{_json_quote(value)}")
+    return "{" + ",".join(parts) + "}"
 
 
 @dataclass(slots=True)
@@ -149,14 +166,15 @@ class RemotingCommand:
 
     def _encode_json_header(self) -> bytes:
         lang = _LANG_NAME.get(self.language, "OTHER")
-        parts = [f'{{"code":{self.code},']
-        if self.ext_fields is not None:
-            parts.append(f'"extFields":{_json_str(self.ext_fields)},')
-        parts.append(f'"flag":{self.flag},"language":"{lang}","opaque":{self.opaque},')
-        if self.remark is not None:
-            parts.append(f'"remark":{_json_str(self.remark)},')
-        parts.append(f'"serializeTypeCurrentRPC":"JSON","version":{self.version}}}')
-        return "".join(parts).encode()
+        ext = self.ext_fields
+        ext_part = "" if ext is None else f'"extFields":{_json_flat_map(ext)},'
+        remark = self.remark
+        remark_part = "" if remark is None else f'"remark":{_json_quote(remark)},'
+        return (
+            f'{{"code":{self.code},{ext_part}"flag":{self.flag},"language":"{lang}",'
+            f'"opaque":{self.opaque},{remark_part}"serializeTypeCurrentRPC":"JSON",'
+            f'"version":{self.version}}}'
+        ).encode()
 
     def _encode_binary_header(self) -> bytes:
         # RocketMQSerializable.rocketMQProtocolEncode: fixed part, remark, then the map as
@@ -213,7 +231,25 @@ def _reject_constant(name: str) -> object:
 
 
 # One decoder for every header (json.loads with options would build one per call).
-_loads_header = json.JSONDecoder(parse_constant=_reject_constant).decode
+_header_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+_loads_header = _header_decoder.decode
+# Its C scanner called directly: what ``decode`` does for a header that starts with its
+# object and ends with it, without the two Python frames and whitespace matches around it.
+_scan_header: Callable[[str, int], tuple[object, int]] = json.scanner.make_scanner(_header_decoder)  # type: ignore[arg-type]
+
+
+def _parse_json_header(text: str) -> object:
+    """``_loads_header(text)``; a header as every peer writes it (``{...}`` and nothing
+    around it) takes the scanner directly, anything else the decoder's general path, which
+    also raises its errors."""
+    if text[:1] == "{":
+        try:
+            obj, end = _scan_header(text, 0)
+        except StopIteration:  # no JSON value at all: the general path says so
+            return _loads_header(text)
+        if end == len(text):
+            return obj
+    return _loads_header(text)
 
 
 def _int32_field(obj: dict[str, object], name: str, default: int) -> int:
@@ -255,7 +291,7 @@ def _flat_string(value: object, where: str) -> str:
 
 def _decode_json_header(data: bytes | memoryview) -> RemotingCommand:
     try:
-        obj = _loads_header(bytes(data).decode("utf-8"))
+        obj = _parse_json_header(bytes(data).decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise MalformedFrameError(f"header is not valid UTF-8: {exc}") from exc
     except RecursionError:

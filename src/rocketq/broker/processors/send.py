@@ -13,7 +13,9 @@ Mirrors ``org.apache.rocketmq.broker.processor.SendMessageProcessor`` and
 * Stored property strings are rebuilt in Java HashMap order with ``CLUSTER`` added and
   ``WAIT`` removed (single messages), so records are byte-identical to Java's.
 * Under SYNC_FLUSH the response is written only once the bytes are durable (or with
-  FLUSH_DISK_TIMEOUT); a message sent with ``WAIT=false`` does not wait.
+  FLUSH_DISK_TIMEOUT); a message sent with ``WAIT=false`` does not wait. The wait is on the
+  ``GroupCommitService`` thread (Java's), or with ``sync_flush_on_loop`` on one sync made on the
+  loop for all the puts of one loop iteration (``MessageStore.loop_group_commit``).
 * A message with ``TRAN_MSG=true`` is stored as a half message in
   ``RMQ_SYS_TRANS_HALF_TOPIC`` (:mod:`rocketq.broker.transaction`), or refused with
   NO_PERMISSION under ``rejectTransactionMessage``; the answer names the half's offsets.
@@ -37,7 +39,7 @@ from rocketq.broker.store import (
 )
 from rocketq.broker.topics import is_not_allowed_send_topic, validate_topic
 from rocketq.errors import IllegalArgumentError
-from rocketq.protocol.codes import PermName, RequestCode, ResponseCode, Version
+from rocketq.protocol.codes import PermName, RequestCode, ResponseCode, SerializeType, Version
 from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import (
     ConsumerSendMsgBackRequestHeader,
@@ -127,6 +129,19 @@ _STORED_CODES = frozenset(
     )
 )
 
+
+#: The send answer's extFields: what ``SendMessageResponseHeader.to_ext_fields`` writes for a
+#: JSON answer over the preSend keys (MSG_REGION, TRACE_ON), in its (HashMap) order, worked
+#: out once by that codec; ``_handle_put_result`` fills the same keys in the same order.
+_ANSWER_ORDER: tuple[str, ...] = tuple(
+    SendMessageResponseHeader(msg_id="", queue_id=0, queue_offset=0).to_ext_fields(
+        {MessageConst.MSG_REGION: "", MessageConst.TRACE_ON: ""}
+    )
+)
+_ANSWER_WIRE = {field.attr: field.wire for field in SendMessageResponseHeader.wire_fields()}
+_MSG_ID = _ANSWER_WIRE["msg_id"]
+_QUEUE_ID = _ANSWER_WIRE["queue_id"]
+_QUEUE_OFFSET = _ANSWER_WIRE["queue_offset"]
 
 #: SEND_MESSAGE's V1 header or the V2 one (same attributes, one-letter wire names)
 _SendHeader = SendMessageRequestHeader | SendMessageRequestHeaderV2
@@ -312,7 +327,7 @@ class SendMessageProcessor:
             # TransactionalMessageService.prepareMessage: stored as a half message
             result = broker.transactional_message_bridge.put_half_message(inner)
         else:
-            result = broker.store.put_message(inner)
+            result = broker.store.put_message(inner, defer_flush=broker.store.config.sync_flush_on_loop)
         wait_flush = wait != "false"
         return await self._handle_put_result(
             request, result, topic, queue_id, 1, len(request.body), wait_flush
@@ -407,7 +422,9 @@ class SendMessageProcessor:
                     reconsume_times=reconsume_times,
                 )
             )
-        result = broker.store.put_messages(inners, batch_body_size=len(request.body))
+        result = broker.store.put_messages(
+            inners, batch_body_size=len(request.body), defer_flush=broker.store.config.sync_flush_on_loop
+        )
         size = sum(len(e.body) for e in entries)
         wait_flush = batch_props.get(MessageConst.WAIT) != "false"
         return await self._handle_put_result(request, result, topic, queue_id, len(entries), size, wait_flush)
@@ -424,8 +441,15 @@ class SendMessageProcessor:
         wait_flush: bool,
     ) -> RemotingCommand:
         status = result.status
-        if status == PutMessageStatus.PUT_OK and result.flush_future is not None and wait_flush:
-            durable = await asyncio.wrap_future(result.flush_future)
+        if status == PutMessageStatus.PUT_OK and wait_flush:
+            durable = True
+            if result.flush_offset >= 0:
+                # SYNC_FLUSH: the loop's group commit syncs once for every put of this
+                # iteration, then the ack leaves (no thread hop per send)
+                group_commit = self.broker.store.loop_group_commit(asyncio.get_running_loop())
+                durable = await group_commit.wait_durable(result.flush_offset)
+            elif result.flush_future is not None:
+                durable = await asyncio.wrap_future(result.flush_future)
             if not durable:
                 status = PutMessageStatus.FLUSH_DISK_TIMEOUT
         code, remark = _PUT_STATUS_RESPONSE.get(status, (ResponseCode.SYSTEM_ERROR, status.name))
@@ -433,6 +457,17 @@ class SendMessageProcessor:
         if append is None or code not in _STORED_CODES:
             return self._response(request, code, remark)
         self.broker.stats.inc_topic_put(topic, msgs, size)
+        if request.serialize_type == SerializeType.JSON:
+            # the map the header codec would build, in its order, without the header object
+            cfg = self.broker.config
+            values = {
+                _MSG_ID: append.msg_id,
+                _QUEUE_ID: str(queue_id),
+                _QUEUE_OFFSET: str(append.logics_offset),
+                MessageConst.MSG_REGION: cfg.region_id,
+                MessageConst.TRACE_ON: "true" if cfg.trace_on else "false",
+            }
+            return request.make_response(code, remark, {key: values[key] for key in _ANSWER_ORDER})
         response = self._response(request, code, remark)
         header = SendMessageResponseHeader(
             msg_id=append.msg_id, queue_id=queue_id, queue_offset=append.logics_offset

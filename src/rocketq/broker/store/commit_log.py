@@ -164,6 +164,9 @@ class CommitLog:
         self._clock_ms = clock_ms
         #: One lock for the whole append path (``putMessageLock``).
         self.put_lock = threading.Lock()
+        #: Serialises :meth:`flush` (the flush thread and SYNC_FLUSH acks on the server's loop
+        #: both flush): a slower flush must not move the flushed position back.
+        self._flush_lock = threading.Lock()
         #: (topic, queueId) -> next consume-queue offset (``topicQueueTable``).
         self.topic_queue_table: dict[tuple[str, int], int] = {}
         self._msg_id_prefix: dict[HostAddr, str] = {}
@@ -442,15 +445,17 @@ class CommitLog:
 
     def flush(self, least_pages: int = 0) -> bool:
         """Flush the written bytes (``CommitLog.flush``); updates ``flushed_store_timestamp``
-        once everything written before the call is durable. True if something was flushed."""
-        last = self.queue.last_file()
-        ts = last.store_timestamp if last is not None else 0
-        target = self.queue.max_offset()
-        before = self.queue.flushed_where
-        self.queue.flush(least_pages)
-        if self.queue.flushed_where >= target:
-            self.flushed_store_timestamp = max(self.flushed_store_timestamp, ts)
-        return self.queue.flushed_where != before
+        once everything written before the call is durable. True if something was flushed.
+        Thread-safe: concurrent calls are serialised."""
+        with self._flush_lock:
+            last = self.queue.last_file()
+            ts = last.store_timestamp if last is not None else 0
+            target = self.queue.max_offset()
+            before = self.queue.flushed_where
+            self.queue.flush(least_pages)
+            if self.queue.flushed_where >= target:
+                self.flushed_store_timestamp = max(self.flushed_store_timestamp, ts)
+            return self.queue.flushed_where != before
 
     def close_for_writing(self) -> None:
         """Refuse further appends and wait for the one in progress (shutdown)."""

@@ -13,10 +13,19 @@ Mirrors ``CommitLog.FlushRealTimeService`` and ``CommitLog.GroupCommitService`` 
   stored). The timeout is checked by the flush thread between syncs, so a sync that hangs
   in the kernel delays the ``False`` too: callers that must not wait longer use
   ``future.result(timeout)``.
+* :class:`LoopGroupCommit` serves the SYNC_FLUSH sends a broker answers on its event loop
+  without a thread hop: every put of one loop iteration waits on one loop future, and one
+  callback at the end of the iteration syncs once (on the loop thread, as Redis does under
+  ``appendfsync always``) and resolves them all. The ack is written only after the sync
+  returned, so an acknowledged message is on disk. The sync blocks the loop for its
+  duration; a loop that is busy meanwhile only queues more requests, which share the next
+  sync. Puts from other threads keep :class:`GroupCommitService`.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import threading
 import time
 from concurrent.futures import Future
@@ -26,7 +35,9 @@ from rocketq.broker.store.config import MessageStoreConfig
 from rocketq.common.histogram import Histogram
 from rocketq.common.service_thread import ServiceThread
 
-__all__ = ["FlushRealTimeService", "GroupCommitService"]
+__all__ = ["FlushRealTimeService", "GroupCommitService", "LoopGroupCommit"]
+
+log = logging.getLogger(__name__)
 
 # FlushRealTimeService.RETRY_TIMES_OVER: flush attempts on shutdown.
 _RETRY_TIMES_OVER = 10
@@ -130,3 +141,57 @@ class GroupCommitService(ServiceThread):
             pending, self._requests = self._requests, []
         for _next, _deadline, fut in pending:
             fut.set_result(False)
+
+
+class LoopGroupCommit:
+    """SYNC_FLUSH group commit on one event loop: one sync per loop iteration with waiters.
+
+    :meth:`wait_durable` is called on the loop thread by a put that must be durable before
+    it is acknowledged; the future it returns resolves ``True`` once a sync that started
+    after the put covered it, ``False`` if that sync failed (the broker answers
+    FLUSH_DISK_TIMEOUT; the bytes stay stored and the flush thread retries).
+    """
+
+    __slots__ = ("_commit_log", "_flush_latency", "_loop", "_scheduled", "_waiting")
+
+    def __init__(
+        self,
+        commit_log: CommitLog,
+        loop: asyncio.AbstractEventLoop,
+        flush_latency: Histogram | None = None,
+    ) -> None:
+        self._commit_log = commit_log
+        self._loop = loop
+        self._flush_latency = flush_latency
+        self._waiting: list[tuple[int, asyncio.Future[bool]]] = []
+        self._scheduled = False
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def wait_durable(self, next_offset: int) -> asyncio.Future[bool]:
+        """A loop future resolved once the commit log is durable up to ``next_offset``."""
+        fut: asyncio.Future[bool] = self._loop.create_future()
+        self._waiting.append((next_offset, fut))
+        if not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self._commit)
+        return fut
+
+    def _commit(self) -> None:
+        self._scheduled = False
+        waiting, self._waiting = self._waiting, []
+        started = time.perf_counter()
+        try:
+            self._commit_log.flush(0)
+        except OSError as exc:
+            log.error("SYNC_FLUSH: syncing the commit log failed: %s", exc)
+        except Exception:  # a store closed meanwhile, a bug: the waiters still get their answer
+            log.exception("SYNC_FLUSH: syncing the commit log failed")
+        if self._flush_latency is not None:
+            self._flush_latency.observe((time.perf_counter() - started) * 1000.0)
+        flushed = self._commit_log.flushed_where
+        for next_offset, fut in waiting:
+            if not fut.done():
+                fut.set_result(flushed >= next_offset)

@@ -9,7 +9,8 @@ Threading model: ``put_message``/``put_messages`` may be called from any thread;
 (``CommitLog.put_lock``) covers offset assignment, the copy into the mapping and the
 dispatch (consume-queue unit + index entries), so a pull sees a message as soon as its put
 returns. Reads (``get_message`` and friends) take no lock and run concurrently with puts.
-Background threads: the commit-log flush (periodic, or group commit for SYNC_FLUSH),
+Background threads: the commit-log flush (periodic, or group commit for SYNC_FLUSH; a put made
+on the broker's loop with ``defer_flush`` is synced by ``loop_group_commit`` instead),
 ``FlushConsumeQueueService`` (consume queues, index, checkpoint) and ``CleanService``
 (retention); all are joined by ``shutdown()``. Arrival listeners run on the putting
 thread after the lock is released.
@@ -31,6 +32,7 @@ topic-queue offset table is rebuilt from the consume queues.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -49,7 +51,7 @@ from rocketq.broker.store.clean_service import (
 from rocketq.broker.store.commit_log import CommitLog, DispatchRequest, delay_ms_for
 from rocketq.broker.store.config import CQ_STORE_UNIT_SIZE, SYNC_FLUSH, MessageStoreConfig
 from rocketq.broker.store.consume_queue import ConsumeQueue
-from rocketq.broker.store.flush_service import FlushRealTimeService, GroupCommitService
+from rocketq.broker.store.flush_service import FlushRealTimeService, GroupCommitService, LoopGroupCommit
 from rocketq.broker.store.index import IndexService, index_key_hashes
 from rocketq.broker.store.mapped_file import MappedFile, now_ms
 from rocketq.broker.store.message_ext_broker_inner import MessageExtBrokerInner
@@ -140,6 +142,7 @@ class MessageStore:
             self.commit_log, self._all_consume_queues, self.index_service
         )
         self._group_commit: GroupCommitService | None = None
+        self._loop_group_commit: LoopGroupCommit | None = None
         #: SYNC_FLUSH group-commit flush latency, ms (rocketmq_storage_flush_latency)
         self.flush_latency = Histogram()
         self._services: list[ServiceThread] = []
@@ -221,6 +224,7 @@ class MessageStore:
             service.shutdown()
         self._services = []
         self._group_commit = None
+        self._loop_group_commit = None
         if not self._loaded:
             return
         self.commit_log.flush(0)
@@ -406,8 +410,21 @@ class MessageStore:
         msg.topic = RMQ_SYS_SCHEDULE_TOPIC
         msg.queue_id = level - 1
 
-    def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
+    def loop_group_commit(self, loop: asyncio.AbstractEventLoop) -> LoopGroupCommit:
+        """The group commit that makes ``defer_flush`` puts made on ``loop`` durable (the
+        broker's server loop; a put from another loop rebinds it, and the old one still
+        serves its waiters)."""
+        lgc = self._loop_group_commit
+        if lgc is None or lgc.loop is not loop:
+            lgc = self._loop_group_commit = LoopGroupCommit(self.commit_log, loop, self.flush_latency)
+        return lgc
+
+    def put_message(self, msg: MessageExtBrokerInner, *, defer_flush: bool = False) -> PutMessageResult:
         """Store one message (``DefaultMessageStore.putMessage``). Thread-safe.
+
+        ``defer_flush``: under SYNC_FLUSH a put that waits for the disk gets
+        ``flush_offset`` instead of ``flush_future`` and its caller makes it durable
+        (:meth:`loop_group_commit`) before acknowledging it.
 
         Delayed messages are rewritten into SCHEDULE_TOPIC_XXXX (``msg`` is modified, as in
         Java). Statuses: PUT_OK; SERVICE_NOT_AVAILABLE (not started, shut down, or disk
@@ -427,10 +444,14 @@ class MessageStore:
             self._count_failure()
             return PutMessageResult(prepared)
         record, request = prepared
-        return self._append([record], [request], msg.store_host, msg.wait_store_msg_ok)
+        return self._append([record], [request], msg.store_host, msg.wait_store_msg_ok, defer_flush)
 
     def put_messages(
-        self, batch: Sequence[MessageExtBrokerInner], *, batch_body_size: int | None = None
+        self,
+        batch: Sequence[MessageExtBrokerInner],
+        *,
+        batch_body_size: int | None = None,
+        defer_flush: bool = False,
     ) -> PutMessageResult:
         """Store a batch (``DefaultMessageStore.putMessages``): one topic-queue, consecutive
         queue offsets, all records in one segment, one lock acquisition.
@@ -440,7 +461,7 @@ class MessageStore:
         batch larger than a segment. ``batch_body_size`` is the length of the encoded
         SEND_BATCH_MESSAGE body the batch came from, which is what Java's ``checkMessages``
         holds against ``max_message_size`` (entry headers and properties included); without
-        it the sum of the bodies is.
+        it the sum of the bodies is. ``defer_flush`` as for :meth:`put_message`.
         """
         status = self._check_store_status()
         if status is not None:
@@ -476,7 +497,7 @@ class MessageStore:
         if total + 8 > self.config.mapped_file_size_commit_log:
             self._count_failure()
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        return self._append(records, requests, first.store_host, first.wait_store_msg_ok)
+        return self._append(records, requests, first.store_host, first.wait_store_msg_ok, defer_flush)
 
     def _count_failure(self) -> None:
         with self._stats_lock:
@@ -488,6 +509,7 @@ class MessageStore:
         requests: list[DispatchRequest],
         store_host: HostAddr,
         wait: bool,
+        defer_flush: bool,
     ) -> PutMessageResult:
         result = self.commit_log.append(records, requests, store_host, self._dispatch, self._dispatch_batch)
         if isinstance(result, PutMessageStatus):
@@ -498,13 +520,16 @@ class MessageStore:
             stats.put_message_times_total += len(records)
             stats.put_message_size_total += result.wrote_bytes
         future = None
+        flush_offset = -1
         group_commit = self._group_commit
         if group_commit is not None:
             # CommitLog.submitFlushRequest: wait only if the producer asked (WAIT=true)
-            if wait:
-                future = group_commit.submit(result.wrote_offset + result.wrote_bytes)
-            else:
+            if not wait:
                 group_commit.wakeup()
+            elif defer_flush:
+                flush_offset = result.wrote_offset + result.wrote_bytes
+            else:
+                future = group_commit.submit(result.wrote_offset + result.wrote_bytes)
         listeners = self._listeners
         if listeners:
             for request in requests:
@@ -518,7 +543,7 @@ class MessageStore:
                             request.store_timestamp,
                             request.properties,
                         )
-        return PutMessageResult(PutMessageStatus.PUT_OK, result, future)
+        return PutMessageResult(PutMessageStatus.PUT_OK, result, future, flush_offset)
 
     def _dispatch_batch(self, requests: Sequence[DispatchRequest]) -> None:
         """:meth:`_dispatch` for the records of one ``put_messages`` batch: the consume-queue

@@ -90,11 +90,16 @@ class PutMessageResult:
     ``WAIT`` property is not ``false``): it resolves ``True`` once the bytes are durable
     and ``False`` after ``sync_flush_timeout_ms`` (then the broker answers
     FLUSH_DISK_TIMEOUT; the message *is* stored). None otherwise.
+
+    ``flush_offset`` is set instead of the future for such a put made with
+    ``defer_flush=True``: the commit-log offset that must be durable before the ack, which
+    the caller waits for itself (``MessageStore.loop_group_commit``); -1 otherwise.
     """
 
     status: PutMessageStatus
     append: AppendResult | None = None
     flush_future: Future[bool] | None = None
+    flush_offset: int = -1
 
     @property
     def ok(self) -> bool:
