@@ -550,6 +550,10 @@ def test_messages_pickle_and_copy_with_their_properties() -> None:
     for back in (pickle.loads(pickle.dumps(msg)), copy.copy(msg), copy.deepcopy(msg)):
         assert type(back) is Message
         assert (back.topic, back.body, back.flag, back.properties) == ("T", b"body", 7, msg.properties)
+    older = Message("T")
+    # the state older versions pickled: (None, slots)
+    older.__setstate__((None, {"topic": "U", "body": b"b", "flag": 1, "_raw_props": "", "_props": {}}))
+    assert (older.topic, older.body, older.flag, older.properties) == ("U", b"b", 1, {})
     lazy = decode_record(VECTOR_111)  # properties not parsed yet
     back_ext = pickle.loads(pickle.dumps(lazy))
     assert type(back_ext) is MessageExt

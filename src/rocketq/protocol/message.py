@@ -503,8 +503,10 @@ class Message:
             "_props": self._props,
         }
 
-    def __setstate__(self, state: Mapping[str, object]) -> None:
-        for name, value in state.items():
+    def __setstate__(self, state: Mapping[str, object] | tuple[None, Mapping[str, object]]) -> None:
+        # (None, slots) is what an interpreted class pickled before pickling was explicit
+        items = state[1] if isinstance(state, tuple) else state
+        for name, value in items.items():
             setattr(self, name, value)
 
     def _repr_fields(self) -> list[str]:
