@@ -45,16 +45,19 @@ SHARED_LIB = f"{GROUP_NAME}__mypyc"
 MANIFEST_NAME = "_compiled_manifest.json"
 
 #: The modules mypyc compiles, chosen by profile (broker send/pull path, frame and record codecs, the
-#: store's append/read path, the client's receive path, the producer's auto-batch accumulator and
-#: its per-message futures). Header classes (headers*.py) and the
+#: message codec, the store's append/read path, the client's send preparation, queue choice and
+#: receive path, the producer's auto-batch accumulator and its per-message futures). Header classes
+#: (headers*.py) and the
 #: reflective body codecs stay interpreted: they rely on dataclass field metadata mypyc does not keep.
 HOT_MODULES: tuple[str, ...] = (
     "rocketq.protocol.frame",
     "rocketq.protocol.message_id",
     "rocketq.protocol.java_properties",
+    "rocketq.protocol.message",
     "rocketq.remoting.helper",
     "rocketq.remoting.server",
     "rocketq.remoting.client",
+    "rocketq.remoting.connection",
     "rocketq.namesrv.namesrv",
     "rocketq.broker.processors.send",
     "rocketq.broker.processors.pull",
@@ -68,6 +71,8 @@ HOT_MODULES: tuple[str, ...] = (
     "rocketq.broker.store.message_ext_broker_inner",
     "rocketq.broker.store.index",
     "rocketq.client.consumer.process_queue",
+    "rocketq.client.send_prep",
+    "rocketq.client.latency",
     "rocketq.client.batch_future",
     "rocketq.client.produce_accumulator",
 )

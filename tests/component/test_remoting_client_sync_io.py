@@ -29,6 +29,7 @@ from rocketq.remoting import client as remoting_client
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.poller import Poller
 from rocketq.remoting.server import Channel, RemotingServer, ServerThread
+from rocketq.testing.waits import wait_until
 from tests.component.test_remoting_client import RawPeer, _req, read_frames, wait_eof
 
 pytestmark = pytest.mark.timeout(60)
@@ -266,6 +267,82 @@ def test_a_server_request_arriving_while_a_sync_caller_reads_is_answered() -> No
     finally:
         c.close()
     assert [name.rsplit("_", 1)[0] for name in handled_on] == ["asked-handler"]
+
+
+def test_a_stream_of_sync_calls_leaves_the_poller_alone(client: RemotingClient) -> None:
+    """The read role is parked between sync calls: the calling thread changes the poller only
+    to register the connection and for its first claim (two per call before), plus one claim
+    after each time the I/O thread took an idle parked role back (a slow machine)."""
+    changes: list[tuple[str, int, int]] = []
+    poller = client._poller
+    real_set = poller.set
+
+    def counting_set(fd: int, old: int, new: int, data: object) -> None:
+        changes.append((threading.current_thread().name, old, new))
+        real_set(fd, old, new, data)  # type: ignore[arg-type]
+
+    poller.set = counting_set  # type: ignore[method-assign]
+
+    def script(sock: socket.socket, dec: FrameDecoder) -> None:
+        for _ in range(50):
+            (req,) = read_frames(sock, dec, 1)
+            sock.sendall(_answer(req))
+        wait_eof(sock)
+
+    peer = RawPeer(script)
+    for n in range(50):
+        assert client.invoke_sync(peer.addr, _req(n), 5000).body == f"re:body-{n}".encode()
+    by_caller = [c for c in changes if c[0] == threading.current_thread().name]
+    by_io = [c for c in changes if c[0] == "syncio-io"]
+    assert len(by_caller) <= 2 + len(by_io), changes
+    assert len(by_caller) + len(by_io) == len(changes), changes
+    wait_until(lambda: client._conns[peer.addr].reader is None, 5, "the parked role handed back")
+    client.close_connection(peer.addr)
+    peer.join()
+
+
+def test_a_server_request_after_a_sync_call_is_read_by_the_io_thread() -> None:
+    """Nobody calls after the sync call: its parked read role goes back to the poller within
+    a few ms, so the server's request is read and answered."""
+
+    def handler(request: RemotingCommand, addr: str) -> RemotingCommand | None:
+        return RemotingCommand(code=0, body=b"running-info")
+
+    asked_at: list[float] = []
+
+    def script(sock: socket.socket, dec: FrameDecoder) -> None:
+        (sync_req,) = read_frames(sock, dec, 1)
+        sock.sendall(_answer(sync_req))
+        time.sleep(0.001)  # the caller has the answer and leaves the role (not an assertion)
+        asked_at.append(time.monotonic())
+        sock.sendall(RemotingCommand(code=RequestCode.GET_CONSUMER_RUNNING_INFO, opaque=77).encode())
+        (answer,) = read_frames(sock, dec, 1)
+        asked_at.append(time.monotonic())
+        assert (answer.opaque, answer.body) == (77, b"running-info")
+        wait_eof(sock)
+
+    peer = RawPeer(script)
+    c = RemotingClient(name="parked", request_handler=handler)
+    c.start()
+    try:
+        assert c.invoke_sync(peer.addr, _req(1), 5000).body == b"re:body-1"
+        wait_until(lambda: len(asked_at) == 2, 5, "the server request answered")
+        assert asked_at[1] - asked_at[0] < 1.0
+        c.close_connection(peer.addr)
+        peer.join()
+    finally:
+        c.close()
+
+
+def test_a_peer_closing_after_a_sync_call_is_noticed(client: RemotingClient) -> None:
+    def script(sock: socket.socket, dec: FrameDecoder) -> None:
+        (req,) = read_frames(sock, dec, 1)
+        sock.sendall(_answer(req))
+
+    peer = RawPeer(script)
+    assert client.invoke_sync(peer.addr, _req(1), 5000).body == b"re:body-1"
+    peer.join()  # the peer closed its end
+    wait_until(lambda: not client.is_connected(peer.addr), 5, "the lost connection noticed")
 
 
 # ---------------------------------------------------------------------- timeouts and failures

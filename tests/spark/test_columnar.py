@@ -17,7 +17,6 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from rocketq.errors import MalformedFrameError
 from rocketq.protocol.message import (
     MAGIC_CODE_V1,
-    MessageExt,
     decode_properties,
     decode_records,
     encode_record,
@@ -69,7 +68,7 @@ def expected_rows(buf: bytes) -> list[dict[str, object]]:
                 "broker": "broker-a",
                 "queue_id": 3,
                 "queue_offset": m.queue_offset,
-                "msg_id": MessageExt.msg_id.fget(m),  # type: ignore[attr-defined]
+                "msg_id": m.msg_id,
                 "keys": props.get("KEYS"),
                 "tags": props.get("TAGS"),
                 "body": m.body,

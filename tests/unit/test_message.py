@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import ipaddress
 import pickle
 import struct
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 
 from rocketq.errors import IllegalArgumentError, MalformedFrameError, ProtocolError
 from rocketq.protocol.codes import MessageSysFlag
+from rocketq.protocol.java import hashmap_order
 from rocketq.protocol.message import (
     BLANK_MAGIC_CODE,
     MAGIC_CODE_V1,
@@ -388,6 +390,25 @@ def test_decode_properties_java_quirks(raw: str, expected: dict[str, str]) -> No
     assert decode_properties(raw) == expected
 
 
+@given(
+    st.dictionaries(
+        st.text(alphabet="ab\x01\x02", max_size=3), st.text(alphabet="ab\x01\x02", max_size=3), max_size=4
+    )
+)
+def test_encode_properties_refuses_exactly_the_maps_with_a_separator_inside(props: dict[str, str]) -> None:
+    bad = any("\x01" in x or "\x02" in x for item in props.items() for x in item)
+    for java_order in (False, True):
+        if bad:
+            with pytest.raises(IllegalArgumentError):
+                encode_properties(props, java_order=java_order)
+        else:
+            text = encode_properties(props, java_order=java_order)
+            assert text == "\x02".join(
+                f"{k}\x01{v}"
+                for k, v in (props if not java_order else {k: props[k] for k in hashmap_order(props)}).items()
+            )
+
+
 def test_encode_properties() -> None:
     assert encode_properties({}) == ""
     assert encode_properties({"a": "1", "b": "2"}) == "a\x011\x02b\x012"
@@ -501,6 +522,46 @@ def test_message_const_names() -> None:
     assert MessageConst.KEY_SEPARATOR == " "
     assert "color" not in MessageConst.RESERVED
     assert MessageConst.STRING_HASH_SET is MessageConst.RESERVED
+
+
+def test_every_property_key_is_also_named_by_its_wire_key() -> None:
+    """The aliases are separate constants (a compiled class takes no chained assignment): each
+    ``PROPERTY_*`` whose wire key is a plain identifier has that key as an alias, same value."""
+    names = [n for n in dir(MessageConst) if n.startswith("PROPERTY_")]
+    assert len(names) > 40
+    for name in names:
+        key = getattr(MessageConst, name)
+        if key.isidentifier() and not key.startswith("_"):
+            assert getattr(MessageConst, key) == key, name
+
+
+def test_keys_setter_takes_a_str_any_iterable_or_none() -> None:
+    msg = Message("T")
+    msg.keys = {"only"}
+    assert msg.keys == ["only"]
+    msg.keys = (k for k in ("a", "b"))
+    assert msg.properties["KEYS"] == "a b" and msg.keys == ["a", "b"]
+    msg.keys = None
+    assert "KEYS" not in msg.properties and msg.keys == []
+
+
+def test_messages_pickle_and_copy_with_their_properties() -> None:
+    msg = Message("T", b"body", tags="A", keys=["k1", "k2"], flag=7)
+    for back in (pickle.loads(pickle.dumps(msg)), copy.copy(msg), copy.deepcopy(msg)):
+        assert type(back) is Message
+        assert (back.topic, back.body, back.flag, back.properties) == ("T", b"body", 7, msg.properties)
+    older = Message("T")
+    # the state older versions pickled: (None, slots)
+    older.__setstate__((None, {"topic": "U", "body": b"b", "flag": 1, "_raw_props": "", "_props": {}}))
+    assert (older.topic, older.body, older.flag, older.properties) == ("U", b"b", 1, {})
+    lazy = decode_record(VECTOR_111)  # properties not parsed yet
+    back_ext = pickle.loads(pickle.dumps(lazy))
+    assert type(back_ext) is MessageExt
+    assert (back_ext.properties, back_ext.queue_offset, back_ext.born_host) == (
+        lazy.properties,
+        lazy.queue_offset,
+        lazy.born_host,
+    )
 
 
 def test_repr_is_short() -> None:

@@ -48,6 +48,8 @@ from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX
 
 log = logging.getLogger(__name__)
+_COMPRESSED_ZLIB = int(MessageSysFlag.COMPRESSED_FLAG | MessageSysFlag.COMPRESSION_ZLIB_TYPE)
+_TRANSACTION_PREPARED = int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
 #: A failed send logs "retry another broker" once per broker per 10 s (three attempts to one
 #: broker would log three lines per send), with the count of the lines left out.
 _log_limiter = LogLimiter(log)
@@ -109,19 +111,22 @@ def prepare_message(msg: Message, config: ProducerConfig) -> PreparedSend:
     if not uniq:
         uniq = new_unique_id()
         props[MessageConst.UNIQ_KEY] = uniq
-    wire = dict(props)
     body = msg.body
     sys_flag = 0
     if len(body) >= config.compress_msg_body_over_howmuch:
         # DefaultMQProducerImpl.tryToCompressMessage: COMPRESSED_FLAG plus the type bits (ZLIB)
         body = compress_body(body, config.compress_level)
-        sys_flag |= MessageSysFlag.COMPRESSED_FLAG | MessageSysFlag.COMPRESSION_ZLIB_TYPE
-    if wire.get(MessageConst.TRAN_MSG, "").lower() == "true":
-        sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
+        sys_flag |= _COMPRESSED_ZLIB
+    tran = props.get(MessageConst.TRAN_MSG)
+    if tran is not None and tran.lower() == "true":
+        sys_flag |= _TRANSACTION_PREPARED
     reconsume: int | None = 0
     max_reconsume: int | None = None
+    wire = props
     if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-        # sendKernelImpl moves these two properties into header fields j and l
+        # sendKernelImpl moves these two properties into header fields j and l (of the
+        # request, not of the message: a copy)
+        wire = dict(props)
         rt = wire.pop(MessageConst.RECONSUME_TIME, None)
         mrt = wire.pop(MessageConst.MAX_RECONSUME_TIMES, None)
         reconsume = int(rt) if rt and rt.lstrip("-").isdigit() else 0
@@ -129,7 +134,7 @@ def prepare_message(msg: Message, config: ProducerConfig) -> PreparedSend:
     return PreparedSend(
         topic=msg.topic,
         body=body,
-        sys_flag=int(sys_flag),
+        sys_flag=sys_flag,
         flag=msg.flag,
         properties=encode_properties(wire, java_order=True),
         uniq_id=uniq,

@@ -34,6 +34,7 @@ import struct
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from rocketq.errors import IllegalArgumentError, MalformedFrameError, ProtocolError
 from rocketq.protocol.codes import COMPRESSION_TYPE_MASK, MessageSysFlag
@@ -120,6 +121,21 @@ _INT = struct.Struct(">i")
 _BATCH_HEAD = struct.Struct(">iiiii")  # TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODYLENGTH
 
 
+#: ``MessageConst.STRING_HASH_SET`` of 4.9.x (module level: a compiled class constant may not
+#: refer to another one).
+_RESERVED: Final[frozenset[str]] = frozenset(
+    {
+        "TRACE_ON", "MSG_REGION", "KEYS", "TAGS", "WAIT", "DELAY", "RETRY_TOPIC", "REAL_TOPIC",
+        "REAL_QID", "TRAN_MSG", "PGROUP", "MIN_OFFSET", "MAX_OFFSET", "BUYER_ID", "ORIGIN_MESSAGE_ID",
+        "TRANSFER_FLAG", "CORRECTION_FLAG", "MQ2_FLAG", "RECONSUME_TIME", "UNIQ_KEY",
+        "MAX_RECONSUME_TIMES", "CONSUME_START_TIME", "TRAN_PREPARED_QUEUE_OFFSET",
+        "TRANSACTION_CHECK_TIMES", "CHECK_IMMUNITY_TIME_IN_SECONDS", "INSTANCE_ID", "CORRELATION_ID",
+        "REPLY_TO_CLIENT", "TTL", "ARRIVE_TIME", "PUSH_REPLY_TIME", "CLUSTER", "MSG_TYPE",
+        "INNER_MULTI_QUEUE_OFFSET",
+    }
+)  # fmt: skip
+
+
 class MessageConst:
     """``org.apache.rocketmq.common.message.MessageConst``: property keys.
 
@@ -130,71 +146,100 @@ class MessageConst:
     ``STRING_HASH_SET`` of 4.9.x: names ``Message.putUserProperty`` refuses.
     """
 
-    PROPERTY_KEYS = KEYS = "KEYS"
-    PROPERTY_TAGS = TAGS = "TAGS"
-    PROPERTY_WAIT_STORE_MSG_OK = WAIT = "WAIT"
-    PROPERTY_DELAY_TIME_LEVEL = DELAY = "DELAY"
-    PROPERTY_RETRY_TOPIC = RETRY_TOPIC = "RETRY_TOPIC"
-    PROPERTY_REAL_TOPIC = REAL_TOPIC = "REAL_TOPIC"
-    PROPERTY_REAL_QUEUE_ID = REAL_QID = "REAL_QID"
-    PROPERTY_TRANSACTION_PREPARED = TRAN_MSG = "TRAN_MSG"
-    PROPERTY_PRODUCER_GROUP = PGROUP = "PGROUP"
-    PROPERTY_MIN_OFFSET = MIN_OFFSET = "MIN_OFFSET"
-    PROPERTY_MAX_OFFSET = MAX_OFFSET = "MAX_OFFSET"
-    PROPERTY_BUYER_ID = BUYER_ID = "BUYER_ID"
-    PROPERTY_ORIGIN_MESSAGE_ID = ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
-    PROPERTY_TRANSFER_FLAG = TRANSFER_FLAG = "TRANSFER_FLAG"
-    PROPERTY_CORRECTION_FLAG = CORRECTION_FLAG = "CORRECTION_FLAG"
-    PROPERTY_MQ2_FLAG = MQ2_FLAG = "MQ2_FLAG"
-    PROPERTY_RECONSUME_TIME = RECONSUME_TIME = "RECONSUME_TIME"
-    PROPERTY_MSG_REGION = MSG_REGION = "MSG_REGION"
-    PROPERTY_TRACE_SWITCH = TRACE_ON = "TRACE_ON"
-    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX = UNIQ_KEY = "UNIQ_KEY"
-    PROPERTY_MAX_RECONSUME_TIMES = MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
-    PROPERTY_CONSUME_START_TIMESTAMP = CONSUME_START_TIME = "CONSUME_START_TIME"
-    PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET = TRAN_PREPARED_QUEUE_OFFSET = "TRAN_PREPARED_QUEUE_OFFSET"
-    PROPERTY_TRANSACTION_CHECK_TIMES = TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
-    PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS = CHECK_IMMUNITY_TIME_IN_SECONDS = (
-        "CHECK_IMMUNITY_TIME_IN_SECONDS"
-    )
-    PROPERTY_INSTANCE_ID = INSTANCE_ID = "INSTANCE_ID"
-    PROPERTY_CORRELATION_ID = CORRELATION_ID = "CORRELATION_ID"
-    PROPERTY_MESSAGE_REPLY_TO_CLIENT = REPLY_TO_CLIENT = "REPLY_TO_CLIENT"
-    PROPERTY_MESSAGE_TTL = TTL = "TTL"
-    PROPERTY_REPLY_MESSAGE_ARRIVE_TIME = ARRIVE_TIME = "ARRIVE_TIME"
-    PROPERTY_PUSH_REPLY_TIME = PUSH_REPLY_TIME = "PUSH_REPLY_TIME"
-    PROPERTY_CLUSTER = CLUSTER = "CLUSTER"
-    PROPERTY_MESSAGE_TYPE = MSG_TYPE = "MSG_TYPE"
-    PROPERTY_INNER_MULTI_DISPATCH = INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"
-    PROPERTY_INNER_MULTI_QUEUE_OFFSET = INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"
+    PROPERTY_KEYS: Final = "KEYS"
+    KEYS: Final = "KEYS"
+    PROPERTY_TAGS: Final = "TAGS"
+    TAGS: Final = "TAGS"
+    PROPERTY_WAIT_STORE_MSG_OK: Final = "WAIT"
+    WAIT: Final = "WAIT"
+    PROPERTY_DELAY_TIME_LEVEL: Final = "DELAY"
+    DELAY: Final = "DELAY"
+    PROPERTY_RETRY_TOPIC: Final = "RETRY_TOPIC"
+    RETRY_TOPIC: Final = "RETRY_TOPIC"
+    PROPERTY_REAL_TOPIC: Final = "REAL_TOPIC"
+    REAL_TOPIC: Final = "REAL_TOPIC"
+    PROPERTY_REAL_QUEUE_ID: Final = "REAL_QID"
+    REAL_QID: Final = "REAL_QID"
+    PROPERTY_TRANSACTION_PREPARED: Final = "TRAN_MSG"
+    TRAN_MSG: Final = "TRAN_MSG"
+    PROPERTY_PRODUCER_GROUP: Final = "PGROUP"
+    PGROUP: Final = "PGROUP"
+    PROPERTY_MIN_OFFSET: Final = "MIN_OFFSET"
+    MIN_OFFSET: Final = "MIN_OFFSET"
+    PROPERTY_MAX_OFFSET: Final = "MAX_OFFSET"
+    MAX_OFFSET: Final = "MAX_OFFSET"
+    PROPERTY_BUYER_ID: Final = "BUYER_ID"
+    BUYER_ID: Final = "BUYER_ID"
+    PROPERTY_ORIGIN_MESSAGE_ID: Final = "ORIGIN_MESSAGE_ID"
+    ORIGIN_MESSAGE_ID: Final = "ORIGIN_MESSAGE_ID"
+    PROPERTY_TRANSFER_FLAG: Final = "TRANSFER_FLAG"
+    TRANSFER_FLAG: Final = "TRANSFER_FLAG"
+    PROPERTY_CORRECTION_FLAG: Final = "CORRECTION_FLAG"
+    CORRECTION_FLAG: Final = "CORRECTION_FLAG"
+    PROPERTY_MQ2_FLAG: Final = "MQ2_FLAG"
+    MQ2_FLAG: Final = "MQ2_FLAG"
+    PROPERTY_RECONSUME_TIME: Final = "RECONSUME_TIME"
+    RECONSUME_TIME: Final = "RECONSUME_TIME"
+    PROPERTY_MSG_REGION: Final = "MSG_REGION"
+    MSG_REGION: Final = "MSG_REGION"
+    PROPERTY_TRACE_SWITCH: Final = "TRACE_ON"
+    TRACE_ON: Final = "TRACE_ON"
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX: Final = "UNIQ_KEY"
+    UNIQ_KEY: Final = "UNIQ_KEY"
+    PROPERTY_MAX_RECONSUME_TIMES: Final = "MAX_RECONSUME_TIMES"
+    MAX_RECONSUME_TIMES: Final = "MAX_RECONSUME_TIMES"
+    PROPERTY_CONSUME_START_TIMESTAMP: Final = "CONSUME_START_TIME"
+    CONSUME_START_TIME: Final = "CONSUME_START_TIME"
+    PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET: Final = "TRAN_PREPARED_QUEUE_OFFSET"
+    TRAN_PREPARED_QUEUE_OFFSET: Final = "TRAN_PREPARED_QUEUE_OFFSET"
+    PROPERTY_TRANSACTION_CHECK_TIMES: Final = "TRANSACTION_CHECK_TIMES"
+    TRANSACTION_CHECK_TIMES: Final = "TRANSACTION_CHECK_TIMES"
+    PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS: Final = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+    CHECK_IMMUNITY_TIME_IN_SECONDS: Final = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+    PROPERTY_INSTANCE_ID: Final = "INSTANCE_ID"
+    INSTANCE_ID: Final = "INSTANCE_ID"
+    PROPERTY_CORRELATION_ID: Final = "CORRELATION_ID"
+    CORRELATION_ID: Final = "CORRELATION_ID"
+    PROPERTY_MESSAGE_REPLY_TO_CLIENT: Final = "REPLY_TO_CLIENT"
+    REPLY_TO_CLIENT: Final = "REPLY_TO_CLIENT"
+    PROPERTY_MESSAGE_TTL: Final = "TTL"
+    TTL: Final = "TTL"
+    PROPERTY_REPLY_MESSAGE_ARRIVE_TIME: Final = "ARRIVE_TIME"
+    ARRIVE_TIME: Final = "ARRIVE_TIME"
+    PROPERTY_PUSH_REPLY_TIME: Final = "PUSH_REPLY_TIME"
+    PUSH_REPLY_TIME: Final = "PUSH_REPLY_TIME"
+    PROPERTY_CLUSTER: Final = "CLUSTER"
+    CLUSTER: Final = "CLUSTER"
+    PROPERTY_MESSAGE_TYPE: Final = "MSG_TYPE"
+    MSG_TYPE: Final = "MSG_TYPE"
+    PROPERTY_INNER_MULTI_DISPATCH: Final = "INNER_MULTI_DISPATCH"
+    INNER_MULTI_DISPATCH: Final = "INNER_MULTI_DISPATCH"
+    PROPERTY_INNER_MULTI_QUEUE_OFFSET: Final = "INNER_MULTI_QUEUE_OFFSET"
+    INNER_MULTI_QUEUE_OFFSET: Final = "INNER_MULTI_QUEUE_OFFSET"
     # 5.x additions (not reserved for a 4.9.x producer; listed for brokers and tools)
-    PROPERTY_TRANSACTION_ID = "__transactionId__"
-    PROPERTY_SHARDING_KEY = "__SHARDINGKEY"
-    PROPERTY_TIMER_DELAY_SEC = TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
-    PROPERTY_TIMER_DELIVER_MS = TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
-    PROPERTY_TIMER_DELAY_MS = TIMER_DELAY_MS = "TIMER_DELAY_MS"
-    PROPERTY_BORN_HOST = "__BORNHOST"
-    PROPERTY_BORN_TIMESTAMP = BORN_TIMESTAMP = "BORN_TIMESTAMP"
-    PROPERTY_DLQ_ORIGIN_TOPIC = DLQ_ORIGIN_TOPIC = "DLQ_ORIGIN_TOPIC"
-    PROPERTY_DLQ_ORIGIN_MESSAGE_ID = DLQ_ORIGIN_MESSAGE_ID = "DLQ_ORIGIN_MESSAGE_ID"
+    PROPERTY_TRANSACTION_ID: Final = "__transactionId__"
+    PROPERTY_SHARDING_KEY: Final = "__SHARDINGKEY"
+    PROPERTY_TIMER_DELAY_SEC: Final = "TIMER_DELAY_SEC"
+    TIMER_DELAY_SEC: Final = "TIMER_DELAY_SEC"
+    PROPERTY_TIMER_DELIVER_MS: Final = "TIMER_DELIVER_MS"
+    TIMER_DELIVER_MS: Final = "TIMER_DELIVER_MS"
+    PROPERTY_TIMER_DELAY_MS: Final = "TIMER_DELAY_MS"
+    TIMER_DELAY_MS: Final = "TIMER_DELAY_MS"
+    PROPERTY_BORN_HOST: Final = "__BORNHOST"
+    PROPERTY_BORN_TIMESTAMP: Final = "BORN_TIMESTAMP"
+    BORN_TIMESTAMP: Final = "BORN_TIMESTAMP"
+    PROPERTY_DLQ_ORIGIN_TOPIC: Final = "DLQ_ORIGIN_TOPIC"
+    DLQ_ORIGIN_TOPIC: Final = "DLQ_ORIGIN_TOPIC"
+    PROPERTY_DLQ_ORIGIN_MESSAGE_ID: Final = "DLQ_ORIGIN_MESSAGE_ID"
+    DLQ_ORIGIN_MESSAGE_ID: Final = "DLQ_ORIGIN_MESSAGE_ID"
 
     #: ``MessageConst.KEY_SEPARATOR``: between several keys in ``KEYS``.
-    KEY_SEPARATOR = " "
+    KEY_SEPARATOR: Final = " "
 
     #: ``MessageConst.STRING_HASH_SET`` (4.9.x): refused by ``put_user_property``.
-    RESERVED: frozenset[str] = frozenset(
-        {
-            "TRACE_ON", "MSG_REGION", "KEYS", "TAGS", "WAIT", "DELAY", "RETRY_TOPIC", "REAL_TOPIC",
-            "REAL_QID", "TRAN_MSG", "PGROUP", "MIN_OFFSET", "MAX_OFFSET", "BUYER_ID", "ORIGIN_MESSAGE_ID",
-            "TRANSFER_FLAG", "CORRECTION_FLAG", "MQ2_FLAG", "RECONSUME_TIME", "UNIQ_KEY",
-            "MAX_RECONSUME_TIMES", "CONSUME_START_TIME", "TRAN_PREPARED_QUEUE_OFFSET",
-            "TRANSACTION_CHECK_TIMES", "CHECK_IMMUNITY_TIME_IN_SECONDS", "INSTANCE_ID", "CORRELATION_ID",
-            "REPLY_TO_CLIENT", "TTL", "ARRIVE_TIME", "PUSH_REPLY_TIME", "CLUSTER", "MSG_TYPE",
-            "INNER_MULTI_QUEUE_OFFSET",
-        }
-    )  # fmt: skip
+    RESERVED: Final = _RESERVED
     #: The Java name of :attr:`RESERVED`.
-    STRING_HASH_SET = RESERVED
+    STRING_HASH_SET: Final = _RESERVED
 
 
 def store_timestamp_pos(sys_flag: int) -> int:
@@ -308,7 +353,7 @@ class Message:
     def __init__(
         self,
         topic: str,
-        body: bytes = b"",
+        body: bytes | bytearray | memoryview = b"",
         *,
         tags: str | None = None,
         keys: str | Iterable[str] | None = None,
@@ -404,8 +449,10 @@ class Message:
             self.properties.pop(MessageConst.PROPERTY_TAGS, None)
 
     @property
-    def keys(self) -> list[str]:
-        """Property ``KEYS`` split on the space ``KEY_SEPARATOR`` (empty parts dropped)."""
+    def keys(self) -> Sequence[str]:
+        """Property ``KEYS`` split on the space ``KEY_SEPARATOR`` (empty parts dropped): a new
+        list. (Typed as a Sequence: a compiled class types the setter by the getter, and the
+        setter takes a str, any iterable of str, or None.)"""
         raw = self.properties.get(MessageConst.PROPERTY_KEYS)
         return raw.split() if raw else []
 
@@ -440,6 +487,27 @@ class Message:
     @wait_store_msg_ok.setter
     def wait_store_msg_ok(self, value: bool) -> None:
         self.properties[MessageConst.PROPERTY_WAIT_STORE_MSG_OK] = "true" if value else "false"
+
+    # ------------------------------------------------------------------ pickling
+    # Explicit, by attribute name: a mypyc-compiled class has no ``__slots__`` to walk and its
+    # ``__new__`` runs ``__init__``, so the default slots protocol cannot rebuild it.
+    def __reduce__(self) -> tuple[object, tuple[str], dict[str, object]]:
+        return type(self), (self.topic,), self.__getstate__()
+
+    def __getstate__(self) -> dict[str, object]:
+        return {
+            "topic": self.topic,
+            "body": self.body,
+            "flag": self.flag,
+            "_raw_props": self._raw_props,
+            "_props": self._props,
+        }
+
+    def __setstate__(self, state: Mapping[str, object] | tuple[None, Mapping[str, object]]) -> None:
+        # (None, slots) is what an interpreted class pickled before pickling was explicit
+        items = state[1] if isinstance(state, tuple) else state
+        for name, value in items.items():
+            setattr(self, name, value)
 
     def _repr_fields(self) -> list[str]:
         fields = [f"topic={self.topic!r}"]
@@ -512,7 +580,7 @@ class MessageExt(Message):
 
     def __init__(
         self,
-        topic: str,
+        topic: str = "",
         body: bytes = b"",
         *,
         flag: int = 0,
@@ -660,16 +728,29 @@ class MessageExt(Message):
             self._decode_cold()
         self._prepared_transaction_offset = value
 
-    def __getstate__(self) -> tuple[None, dict[str, object]]:
+    def __getstate__(self) -> dict[str, object]:
         # pickled decoded, without the record bytes (a pull body shared by its messages)
         self._decode_cold()
-        state: dict[str, object] = {}
-        for klass in type(self).__mro__:
-            for name in getattr(klass, "__slots__", ()):
-                if name != "_rec" and hasattr(self, name):
-                    state[name] = getattr(self, name)
-        state["_rec"] = None
-        return None, state
+        state = super().__getstate__()
+        state.update(
+            stored_properties=self.stored_properties,
+            queue_id=self.queue_id,
+            store_size=self.store_size,
+            queue_offset=self.queue_offset,
+            sys_flag=self.sys_flag,
+            reconsume_times=self.reconsume_times,
+            broker_name=self.broker_name,
+            _born_timestamp=self._born_timestamp,
+            _born_host=self._born_host,
+            _store_timestamp=self._store_timestamp,
+            _store_host=self._store_host,
+            _commit_log_offset=self._commit_log_offset,
+            _body_crc=self._body_crc,
+            _prepared_transaction_offset=self._prepared_transaction_offset,
+            _rec=None,
+            _rec_pos=0,
+        )
+        return state
 
     @property
     def offset_msg_id(self) -> str:
@@ -826,7 +907,6 @@ _HOT_LAYOUTS = {
     0x30: _hot_layout(20, 20),
 }
 _HOT_V4 = _HOT_LAYOUTS[0]
-_new = object.__new__
 
 
 def _decode_at(
@@ -881,7 +961,10 @@ def _decode_at(
     plen = (b[ppos] << 8) | b[ppos + 1]
     if ppos + 2 + plen != rec_end:
         raise MalformedFrameError(f"record at {pos}: properties length {plen} inconsistent with size {size}")
-    m: MessageExt = _new(MessageExt)
+    # Every attribute is stored below. Interpreted, MessageExt.__new__ skips __init__; compiled,
+    # it runs __init__ without arguments (hence the defaulted topic); object.__new__, which
+    # skips it in both, is refused by a mypyc-compiled class.
+    m = MessageExt.__new__(MessageExt)
     if read_body:
         body = b[pos + layout.size : tpos]
         if decompress and sysflag & _COMPRESSED:

@@ -18,6 +18,13 @@ Threading model (STYLE habit 6):
   is free: a caller that takes the role drops the read interest (under the connection's
   lock) and gives it back when it hands the role back, so the I/O thread never reads a
   socket a caller reads.
+* A sync caller that lets go of the role with no follower and no async call pending *parks*
+  it instead (``Connection.reader`` = ``PARKED``): the poller is left as it is, so a stream
+  of sync calls costs no poller change per call. The I/O thread hands a connection parked
+  for ``_PARK_S`` (20 ms) back to the poller, and an async call on a parked connection does
+  at once; so a request the server sends meanwhile waits at most ~2 x 20 ms to be read (the
+  I/O thread wakes every ``_PARK_S`` while sync calls go on: a longer period costs less CPU,
+  a shorter one answers such requests sooner).
 * Writes use flat combining: a caller appends its encoded frame to the connection's queue
   and, if no other thread is writing, sends *everything* queued in one ``send``; frames
   queued meanwhile by other threads ride along. A caller therefore never waits for a
@@ -91,7 +98,7 @@ from rocketq.protocol.frame import (
     MAX_FRAME_LENGTH,
     RemotingCommand,
 )
-from rocketq.remoting.connection import BLOCKED, IO_READER, Answered, Connection, SyncWaiter, Waiter
+from rocketq.remoting.connection import BLOCKED, IO_READER, PARKED, Answered, Connection, SyncWaiter, Waiter
 from rocketq.remoting.helper import RequestIdCounter, answer_frame, machinery_response, parse_addr
 from rocketq.remoting.poller import EVENT_READ, EVENT_WRITE, Poller, new_poller
 
@@ -108,6 +115,9 @@ RpcHook = Callable[[RemotingCommand], None]
 _HANDLER_THREADS: Final = 4
 _HAVE_POLL: Final = hasattr(select, "poll")
 _MAX_POLL_MS: Final = 3_600_000  # poll() takes an int of milliseconds; longer waits loop
+#: How long a parked read role stays unwatched before the I/O thread watches it again.
+_PARK_S: Final = 0.02
+_NEVER: Final = float("inf")
 
 
 class RemotingClient:
@@ -164,6 +174,10 @@ class RemotingClient:
         self._timer_seq = itertools.count()
         self._io_sleep_until = float("inf")
         self._io_finished = False
+        # Connections whose read role is parked or held by a sync caller since it was parked;
+        # the I/O thread looks at them every _PARK_S while any is left (both under _timer_lock).
+        self._parked: set[Connection] = set()
+        self._park_check_at = _NEVER
 
         self._io_thread: threading.Thread | None = None
         self._io_ident: int | None = None
@@ -282,6 +296,14 @@ class RemotingClient:
         fut: concurrent.futures.Future[RemotingCommand] = concurrent.futures.Future()
         deadline = time.monotonic() + timeout_ms / 1000.0
         opaque = self._send_request(conn, request, fut)
+        reader = conn.reader
+        if reader is not None and reader is not IO_READER:
+            # A sync caller reads, or parked the role: it must be watched for this answer
+            # (a caller leaving the role sees this call pending and does not park it).
+            with conn.lock:
+                if conn.reader is PARKED:
+                    conn.reader = None
+                    self._apply_interest(conn)
         with self._timer_lock:
             heapq.heappush(self._timers, (deadline, next(self._timer_seq), conn, opaque))
             wake = deadline < self._io_sleep_until
@@ -419,9 +441,13 @@ class RemotingClient:
         with conn.lock:
             if conn.closed:
                 return False  # the request is refused with ConnectError next
-            if conn.reader is None:
+            reader = conn.reader
+            if reader is None:
                 conn.reader = waiter
                 self._apply_interest(conn)  # the poller stops watching this socket for reading
+                return True
+            if reader is PARKED:
+                conn.reader = waiter  # the poller does not watch it already
                 return True
             conn.followers.append(waiter)
             return False
@@ -479,7 +505,8 @@ class RemotingClient:
 
     def _pass_read_role(self, conn: Connection) -> None:
         """Hand the read role on (caller holds ``conn.lock`` and the role): to the first
-        follower not done yet, else back to the I/O thread's poller."""
+        follower not done yet; else a sync caller parks it when no async call is pending;
+        else back to the I/O thread's poller."""
         if conn.closed:
             if conn.reader is not None and conn.reader is not IO_READER:
                 conn.sock.close()  # the close left it to the reading caller (shutdown only)
@@ -493,10 +520,57 @@ class RemotingClient:
                 self._apply_interest(conn)
                 nxt.signal()
                 return
+        if conn.reader is not IO_READER and not conn.pending:
+            # A sync caller lets go and no async call waits: park the role for the next one.
+            conn.reader = PARKED
+            conn.parked_at = time.monotonic()
+            self._park(conn)
+            return
         conn.reader = None
         self._apply_interest(conn)
         if not self._poller_shared and threading.get_ident() != self._io_ident:
             self._wakeup()
+
+    def _park(self, conn: Connection) -> None:
+        """Make sure the I/O thread looks at ``conn`` within ``_PARK_S`` (the caller holds
+        ``conn.lock`` and has just parked its read role)."""
+        with self._timer_lock:
+            self._parked.add(conn)
+            if self._park_check_at != _NEVER:
+                return  # the I/O thread looks at the parked connections every _PARK_S already
+            self._park_check_at = check_at = conn.parked_at + _PARK_S
+            wake = check_at < self._io_sleep_until
+            if wake:
+                self._io_sleep_until = check_at
+        if wake:
+            self._wakeup()
+
+    def _unpark_if_idle(self, conn: Connection, now: float) -> None:
+        """Hand ``conn``'s role back to the poller if parked for ``_PARK_S``, and stop looking
+        at it unless it stays parked or read by a sync caller (who parks it again)."""
+        with conn.lock:
+            reader = conn.reader
+            if reader is PARKED:
+                if now - conn.parked_at < _PARK_S:
+                    return
+                conn.reader = None
+                self._apply_interest(conn)
+            elif isinstance(reader, SyncWaiter) and not conn.closed:
+                return
+            # (under conn.lock: a caller parking it again adds it back after this)
+            with self._timer_lock:
+                self._parked.discard(conn)
+
+    def _check_parked(self) -> None:
+        """I/O thread: give back to the poller every connection parked for ``_PARK_S``;
+        keep looking every ``_PARK_S`` while any connection is parked or read by a caller."""
+        now = time.monotonic()
+        with self._timer_lock:
+            parked = list(self._parked)
+        for conn in parked:
+            self._unpark_if_idle(conn, now)
+        with self._timer_lock:
+            self._park_check_at = now + _PARK_S if self._parked else _NEVER
 
     def _apply_interest(self, conn: Connection) -> None:
         """Make the poller watch what ``conn`` needs now (caller holds ``conn.lock``): read
@@ -587,6 +661,11 @@ class RemotingClient:
                     self._expire_timers()
                 except Exception:
                     log.exception("%s: expiring timers failed", self.name)
+            if self._park_check_at <= time.monotonic():
+                try:
+                    self._check_parked()
+                except Exception:
+                    log.exception("%s: checking parked connections failed", self.name)
 
     def _drain_wakeup(self) -> None:
         try:
@@ -695,7 +774,8 @@ class RemotingClient:
             conn.out_buf = None
             self._apply_interest(conn)  # unregisters
             reader = conn.reader
-            if reader is None or reader is IO_READER:
+            if reader is None or reader is IO_READER or reader is PARKED:
+                conn.reader = None if reader is PARKED else reader
                 conn.sock.close()
             else:
                 # A sync caller is reading (or about to): wake it with EOF and let it close
@@ -736,11 +816,11 @@ class RemotingClient:
     # ================================================================== timers
     def _timer_timeout(self) -> float | None:
         with self._timer_lock:
-            if not self._timers:
-                self._io_sleep_until = float("inf")
-                return None
-            deadline = self._timers[0][0]
+            deadline = self._timers[0][0] if self._timers else _NEVER
+            deadline = min(deadline, self._park_check_at)
             self._io_sleep_until = deadline
+        if deadline == _NEVER:
+            return None
         return max(0.0, deadline - time.monotonic())
 
     def _expire_timers(self) -> None:

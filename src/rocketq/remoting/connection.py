@@ -11,10 +11,14 @@ Invariants (the client keeps them; these classes only hold the state):
 * ``Connection.pending`` maps an opaque to the call waiting for it; whoever pops an entry
   completes that call, exactly once.
 * ``Connection.reader`` is the holder of the read role: ``None`` (free: the I/O thread's
-  poller watches the socket), :data:`IO_READER` (the I/O thread is reading) or the
-  :class:`SyncWaiter` of the sync caller reading; it changes only under ``Connection.lock``,
-  and only its holder moves it away from itself. ``followers`` are the sync callers waiting
-  for it. Only the holder touches ``decoder``, ``rbuf`` and ``poller``.
+  poller watches the socket), :data:`IO_READER` (the I/O thread is reading), the
+  :class:`SyncWaiter` of the sync caller reading, or :data:`PARKED` (free, but the poller
+  does not watch the socket yet: the last sync caller left it so, and the next one takes it
+  without touching the poller; the I/O thread gives it back to the poller after a short
+  idle time, and an async call made on it does at once). It changes only under
+  ``Connection.lock``, and only its holder moves it away from itself (the I/O thread or an
+  async caller moves it away from PARKED). ``followers`` are the sync callers waiting for
+  it. Only the holder touches ``decoder``, ``rbuf`` and ``poller``.
 * ``Connection.write_lock`` is held by whoever sends on, closes, or (TLS) reads the socket;
   ``lock`` may be taken inside it, never the other way round.
 """
@@ -32,7 +36,18 @@ from typing import Final
 from rocketq.errors import ProtocolError
 from rocketq.protocol.frame import FrameDecoder, RemotingCommand
 
-__all__ = ["BLOCKED", "IO_READER", "Answered", "Blocked", "Connection", "IoReader", "SyncWaiter", "Waiter"]
+__all__ = [
+    "BLOCKED",
+    "IO_READER",
+    "PARKED",
+    "Answered",
+    "Blocked",
+    "Connection",
+    "IoReader",
+    "Parked",
+    "SyncWaiter",
+    "Waiter",
+]
 
 _RECV_SIZE: Final = 256 * 1024
 
@@ -114,6 +129,14 @@ class IoReader:
 IO_READER: Final = IoReader()
 
 
+class Parked:
+    """``Connection.reader`` while nobody reads the connection and the poller does not
+    watch it either: left so by a sync caller, for the next one (no poller change per call)."""
+
+
+PARKED: Final = Parked()
+
+
 class Connection:
     """One socket to one address; its opaque table, its outbound queue, its read role."""
 
@@ -127,6 +150,7 @@ class Connection:
         "lock",
         "out_buf",
         "out_queue",
+        "parked_at",
         "pending",
         "poller",
         "rbuf",
@@ -154,8 +178,10 @@ class Connection:
         # Taken inside write_lock, never the other way round.
         self.lock = threading.Lock()
         # The read role: None = free (the poller watches the socket), IO_READER = the I/O
-        # thread is reading, a SyncWaiter = that sync caller reads.
-        self.reader: SyncWaiter | IoReader | None = None
+        # thread is reading, a SyncWaiter = that sync caller reads, PARKED = free, unwatched.
+        self.reader: SyncWaiter | IoReader | Parked | None = None
+        # When the read role was last parked (time.monotonic()).
+        self.parked_at = 0.0
         # Sync callers waiting for the role (done ones are skipped when it is handed on).
         self.followers: collections.deque[SyncWaiter] = collections.deque()
         # The poller events registered for the socket (0: not registered).
