@@ -11,17 +11,23 @@ of this process, every thread), the broker process's CPU (``/proc/<pid>/stat`` u
   answers carry headers too; the messages are produced before the window, always in JSON).
 
     python benchmarks/serialize_ab.py [--runs 5] [--seconds 3] [--drain 100000]
+    python benchmarks/serialize_ab.py --in-process [--runs 4]
+
+``--in-process``: broker_bench.py's in-process send path (no sockets) fed the same
+SEND_MESSAGE_V2 frames in either header type; broker µs CPU per send.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import itertools
 import os
 import statistics
 import threading
 import time
+from collections.abc import Callable
 
 from rocketq.client import (
     ClientConfig,
@@ -34,6 +40,7 @@ from rocketq.client import (
     PushConsumerConfig,
 )
 from rocketq.protocol.codes import SerializeType
+from rocketq.protocol.frame import decode_frame
 from rocketq.protocol.message import MessageExt
 from rocketq.testing.cluster import EmbeddedCluster
 
@@ -51,9 +58,8 @@ def _proc_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICK
 
 
-def _window(pid: int, seconds: float, step: object) -> tuple[float, float, float]:
+def _window(pid: int, seconds: float, step: Callable[[], int]) -> tuple[float, float, float]:
     """Call ``step()`` (returns messages done) for ``seconds``; (msgs/s, client µs, broker µs)."""
-    assert callable(step)
     deadline = time.perf_counter() + 0.3
     while time.perf_counter() < deadline:  # warm-up
         step()
@@ -149,13 +155,40 @@ def drain(cluster: EmbeddedCluster, kind: str, n: int) -> tuple[float, float, fl
     return got / (t1 - t0), (c1 - c0) / got * 1e6, (b1 - b0) / got * 1e6
 
 
+def in_process(runs: int) -> None:
+    import broker_bench  # a sibling script: only this mode needs it
+
+    json_frames = broker_bench._send_frames
+
+    def binary_frames(topic: str, count: int, batch: int) -> list[bytes]:
+        out = []
+        for frame in json_frames(topic, count, batch):
+            command = decode_frame(frame)
+            command.serialize_type = SerializeType.ROCKETMQ
+            out.append(command.encode())
+        return out
+
+    results: dict[str, list[float]] = {"JSON": [], "ROCKETMQ": []}
+    for run in range(runs):
+        for kind in ("JSON", "ROCKETMQ") if run % 2 == 0 else ("ROCKETMQ", "JSON"):
+            broker_bench._send_frames = json_frames if kind == "JSON" else binary_frames
+            results[kind].append(asyncio.run(broker_bench._in_process(20_000, 1)))
+            print(f"run {run} {kind:8} broker {results[kind][-1]:6.2f} µs/send", flush=True)
+    for kind, values in results.items():
+        print(f"{kind:9} median {statistics.median(values):6.2f} µs/send")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="alternating A/B runs")
     parser.add_argument("--seconds", type=float, default=3.0, help="window of w1 and w2")
     parser.add_argument("--drain", type=int, default=100_000, help="messages per drain (0: none)")
     parser.add_argument("--only", choices=("w1", "w2", "drain"), action="append")
+    parser.add_argument("--in-process", action="store_true", help="the broker's send path without sockets")
     args = parser.parse_args()
+    if args.in_process:
+        in_process(args.runs)
+        return
     only = args.only or ["w1", "w2", "drain"]
     results: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
     with EmbeddedCluster() as cluster:
