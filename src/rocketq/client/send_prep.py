@@ -21,9 +21,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import cast
 
-from rocketq.client.api_results import SendResult, SendStatus
+from rocketq.client.api_results import SendResult, SendStatus, send_status_of
 from rocketq.client.config import ProducerConfig, validate_topic
+from rocketq.client.impl.mq_client_api import MQClientAPI
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
+from rocketq.client.request_response import is_reply_message
 from rocketq.client.selectors import SelectorLike, as_selector
 from rocketq.common.log_limiter import LogLimiter
 from rocketq.errors import (
@@ -34,8 +36,13 @@ from rocketq.errors import (
     RequestTimeoutError,
     RocketqError,
 )
-from rocketq.protocol.codes import MessageSysFlag
-from rocketq.protocol.headers import SendMessageRequestHeader
+from rocketq.protocol.codes import MessageSysFlag, RequestCode, SerializeType
+from rocketq.protocol.frame import RemotingCommand
+from rocketq.protocol.headers import (
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+)
 from rocketq.protocol.message import (
     Message,
     MessageConst,
@@ -68,6 +75,9 @@ __all__ = [
     "retry_after_result",
     "select_with",
     "send_header",
+    "send_request_of",
+    "send_result_of",
+    "send_v2_fields",
 ]
 
 
@@ -221,6 +231,156 @@ def send_header(prep: PreparedSend, mq: MessageQueue, config: ProducerConfig) ->
     )
 
 
+#: SendMessageRequestHeaderV2's wire names by attribute (``a``..``n``)
+_V2_WIRE = {field.attr: field.wire for field in SendMessageRequestHeaderV2.wire_fields()}
+_W_GROUP = _V2_WIRE["producer_group"]
+_W_TOPIC = _V2_WIRE["topic"]
+_W_DEFAULT_TOPIC = _V2_WIRE["default_topic"]
+_W_DEFAULT_QUEUES = _V2_WIRE["default_topic_queue_nums"]
+_W_QUEUE_ID = _V2_WIRE["queue_id"]
+_W_SYS_FLAG = _V2_WIRE["sys_flag"]
+_W_BORN = _V2_WIRE["born_timestamp"]
+_W_FLAG = _V2_WIRE["flag"]
+_W_PROPERTIES = _V2_WIRE["properties"]
+_W_RECONSUME = _V2_WIRE["reconsume_times"]
+_W_UNIT_MODE = _V2_WIRE["unit_mode"]
+_W_MAX_RECONSUME = _V2_WIRE["max_reconsume_times"]
+_W_BATCH = _V2_WIRE["batch"]
+_W_BNAME = _V2_WIRE["bname"]
+_ROCKETMQ = int(SerializeType.ROCKETMQ)
+#: SendMessageResponseHeader's wire names
+_R_WIRE = {field.attr: field.wire for field in SendMessageResponseHeader.wire_fields()}
+_R_MSG_ID = _R_WIRE["msg_id"]
+_R_QUEUE_ID = _R_WIRE["queue_id"]
+_R_QUEUE_OFFSET = _R_WIRE["queue_offset"]
+_R_TRANSACTION_ID = _R_WIRE["transaction_id"]
+_SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
+_SEND_BATCH = int(RequestCode.SEND_BATCH_MESSAGE)
+_SEND_REPLY_V2 = int(RequestCode.SEND_REPLY_MESSAGE_V2)
+
+
+def _v2_order(serialize_type: int, reconsume: bool, max_reconsume: bool) -> tuple[str, ...]:
+    """The V2 map's key order as the header codec writes it for a send with (or without) the
+    two optional fields: worked out once by that codec, as the broker's ``_ANSWER_ORDER``."""
+    sample = SendMessageRequestHeader(
+        producer_group="",
+        topic="",
+        default_topic="",
+        default_topic_queue_nums=0,
+        queue_id=0,
+        sys_flag=0,
+        born_timestamp=0,
+        flag=0,
+        properties="",
+        reconsume_times=0 if reconsume else None,
+        unit_mode=False,
+        batch=False,
+        max_reconsume_times=0 if max_reconsume else None,
+        bname="",
+    )
+    return tuple(SendMessageRequestHeaderV2.ext_fields_from_v1(sample, serialize_type=serialize_type))
+
+
+#: (ROCKETMQ serialization?, reconsume_times set?, max_reconsume_times set?) -> key order
+_V2_ORDERS: dict[tuple[bool, bool, bool], tuple[str, ...]] = {
+    (st == _ROCKETMQ, r, m): _v2_order(st, r, m)
+    for st in (int(SerializeType.JSON), _ROCKETMQ)
+    for r in (False, True)
+    for m in (False, True)
+}
+
+
+def send_v2_fields(
+    prep: PreparedSend, mq: MessageQueue, config: ProducerConfig, serialize_type: int, born_ms: int
+) -> dict[str, str]:
+    """``SendMessageRequestHeaderV2.ext_fields_from_v1(send_header(prep, mq, config))`` with
+    ``born_timestamp=born_ms``, written straight from the prepared send: no header object,
+    no generic codec; the keys in that codec's order (tested equal)."""
+    values = {
+        _W_GROUP: config.producer_group,
+        _W_TOPIC: prep.topic,
+        _W_DEFAULT_TOPIC: config.create_topic_key,
+        _W_DEFAULT_QUEUES: str(config.default_topic_queue_nums),
+        _W_QUEUE_ID: str(mq.queue_id),
+        _W_SYS_FLAG: str(prep.sys_flag),
+        _W_BORN: str(born_ms),
+        _W_FLAG: str(prep.flag),
+        _W_PROPERTIES: prep.properties,
+        _W_UNIT_MODE: "false",
+        _W_BATCH: "true" if prep.batch else "false",
+        _W_BNAME: mq.broker_name,
+    }
+    reconsume = prep.reconsume_times
+    if reconsume is not None:
+        values[_W_RECONSUME] = str(reconsume)
+    max_reconsume = prep.max_reconsume_times
+    if max_reconsume is not None:
+        values[_W_MAX_RECONSUME] = str(max_reconsume)
+    order = _V2_ORDERS[(serialize_type == _ROCKETMQ, reconsume is not None, max_reconsume is not None)]
+    return {key: values[key] for key in order}
+
+
+def send_request_of(
+    prep: PreparedSend, mq: MessageQueue, config: ProducerConfig, language: int, serialize_type: int
+) -> RemotingCommand:
+    """The request of one send attempt to ``mq``: what ``MQClientAPI.build_send_request`` makes
+    of :func:`send_header`, without the header (SEND_MESSAGE_V2, SEND_BATCH_MESSAGE, or
+    SEND_REPLY_MESSAGE_V2 for a reply message, as ``MQClientAPIImpl.sendMessage``)."""
+    code = _SEND_V2
+    if prep.batch:
+        code = _SEND_BATCH
+    elif MessageConst.MSG_TYPE in prep.properties and is_reply_message(prep.properties):
+        code = _SEND_REPLY_V2
+    return RemotingCommand(
+        code=code,
+        language=language,
+        ext_fields=send_v2_fields(prep, mq, config, serialize_type, time.time_ns() // 1_000_000),
+        body=prep.body,
+        serialize_type=serialize_type,
+    )
+
+
+def _plain_digits(text: str | None, most: int) -> bool:
+    return text is not None and 0 < len(text) <= most and text.isascii() and text.isdigit()
+
+
+def send_result_of(response: RemotingCommand, mq: MessageQueue, uniq_msg_id: str, addr: str) -> SendResult:
+    """``MQClientAPI.process_send_response(mq.broker_name, mq.topic, mq.queue_id, ...)`` for
+    the usual answer (its three required fields present, the numbers plain decimal digits),
+    read straight from the map; ``mq`` itself is the result's queue when the broker used it.
+    Anything else (an error code, a missing field, a sign, a long number) goes to that
+    method, which decodes with the header codec and raises its errors."""
+    status = send_status_of(response.code)
+    ext = response.ext_fields
+    if status is None or ext is None:
+        return MQClientAPI.process_send_response(
+            mq.broker_name, mq.topic, mq.queue_id, uniq_msg_id, response, addr
+        )
+    msg_id = ext.get(_R_MSG_ID)
+    qid = ext.get(_R_QUEUE_ID)
+    offset = ext.get(_R_QUEUE_OFFSET)
+    if (
+        msg_id is None
+        or qid is None
+        or offset is None
+        or not (_plain_digits(qid, 9) and _plain_digits(offset, 18))
+    ):
+        return MQClientAPI.process_send_response(
+            mq.broker_name, mq.topic, mq.queue_id, uniq_msg_id, response, addr
+        )
+    queue_id = int(qid)
+    return SendResult(
+        status,
+        uniq_msg_id,
+        msg_id,
+        mq if queue_id == mq.queue_id else MessageQueue(mq.topic, mq.broker_name, queue_id),
+        int(offset),
+        ext.get(_R_TRANSACTION_ID),
+        ext.get(MessageConst.MSG_REGION),
+        ext.get(MessageConst.TRACE_ON, "true") != "false",
+    )
+
+
 def check_explicit_queue(
     topic: str, queue: MessageQueue | None, selector: SelectorLike | None
 ) -> MessageQueue | None:
@@ -322,6 +482,8 @@ class SendAttempts:
         self._last_broker: str | None = None
         self._last_exc: RocketqError | None = None
         self.brokers_sent: list[str] = []
+        #: the clock when :meth:`next_queue` chose the latest queue: that attempt's start
+        self.started_ms = begin_ms
 
     def next_queue(self) -> MessageQueue | None:
         """The queue of the next attempt; None when no attempt (or no time) is left."""
@@ -330,7 +492,8 @@ class SendAttempts:
         self._left -= 1
         mq = self._fault.select_one_message_queue(self._info, self._last_broker)
         self.brokers_sent.append(mq.broker_name)
-        if self._clock() - self._begin >= self._timeout:
+        self.started_ms = now = self._clock()
+        if now - self._begin >= self._timeout:
             self._last_exc = RequestTimeoutError(f"sendDefaultImpl call timeout after {self._timeout}ms")
             self._left = 0
             return None
@@ -351,7 +514,8 @@ class SendAttempts:
 
     def succeeded(self, mq: MessageQueue, start_ms: int, result: SendResult | None) -> bool:
         """An answer: True when it is final, False when it is retried on another broker."""
-        self._fault.update_fault_item(mq.broker_name, self._clock() - start_ms, False)
+        if self._fault.enabled:  # (the latency feeds nothing else: no clock read without it)
+            self._fault.update_fault_item(mq.broker_name, self._clock() - start_ms, False)
         if retry_after_result(result, self._config):
             self._last_broker = mq.broker_name
             return False
