@@ -15,13 +15,12 @@ is ``SendResult.msg_id`` (a batch joins its messages' keys with commas); bodies 
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import cast
 
-from rocketq.client.api_results import SendResult, SendStatus, send_status_of
+from rocketq.client.api_results import SEND_STATUS_BY_CODE, SendResult, SendStatus
 from rocketq.client.config import ProducerConfig, validate_topic
 from rocketq.client.impl.mq_client_api import MQClientAPI
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
@@ -81,19 +80,53 @@ __all__ = [
 ]
 
 
-@dataclasses.dataclass(slots=True)
 class PreparedSend:
-    """One send's wire data: everything but the queue."""
+    """One send's wire data: everything but the queue.
 
-    topic: str
-    body: bytes
-    sys_flag: int
-    flag: int
-    properties: str
-    uniq_id: str
-    batch: bool
-    reconsume_times: int | None
-    max_reconsume_times: int | None
+    A plain class, not a dataclass: compiled, its ``__init__`` is native, where a dataclass
+    keeps the interpreted ``__init__`` the dataclass decorator generates (one Python call
+    per send)."""
+
+    __slots__ = (
+        "batch",
+        "body",
+        "flag",
+        "max_reconsume_times",
+        "properties",
+        "reconsume_times",
+        "sys_flag",
+        "topic",
+        "uniq_id",
+    )
+
+    def __init__(
+        self,
+        topic: str,
+        body: bytes,
+        sys_flag: int,
+        flag: int,
+        properties: str,
+        uniq_id: str,
+        batch: bool,
+        reconsume_times: int | None,
+        max_reconsume_times: int | None,
+    ) -> None:
+        self.topic = topic
+        self.body = body
+        self.sys_flag = sys_flag
+        self.flag = flag
+        self.properties = properties
+        self.uniq_id = uniq_id
+        self.batch = batch
+        self.reconsume_times = reconsume_times
+        self.max_reconsume_times = max_reconsume_times
+
+    def __repr__(self) -> str:
+        return (
+            f"PreparedSend(topic={self.topic!r}, body=<{len(self.body)} bytes>, sys_flag={self.sys_flag}, "
+            f"flag={self.flag}, properties={self.properties!r}, uniq_id={self.uniq_id!r}, batch={self.batch}, "
+            f"reconsume_times={self.reconsume_times}, max_reconsume_times={self.max_reconsume_times})"
+        )
 
 
 def check_message(msg: Message, config: ProducerConfig) -> None:
@@ -350,7 +383,7 @@ def send_result_of(response: RemotingCommand, mq: MessageQueue, uniq_msg_id: str
     read straight from the map; ``mq`` itself is the result's queue when the broker used it.
     Anything else (an error code, a missing field, a sign, a long number) goes to that
     method, which decodes with the header codec and raises its errors."""
-    status = send_status_of(response.code)
+    status = SEND_STATUS_BY_CODE.get(response.code)
     ext = response.ext_fields
     if status is None or ext is None:
         return MQClientAPI.process_send_response(
