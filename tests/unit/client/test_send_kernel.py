@@ -16,8 +16,10 @@ import pytest
 from rocketq.client.api_results import SendResult
 from rocketq.client.config import ProducerConfig
 from rocketq.client.impl.mq_client_api import MQClientAPI
+from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
 from rocketq.client.send_prep import (
     PreparedSend,
+    SendAttempts,
     prepare_batch,
     prepare_message,
     send_header,
@@ -152,3 +154,32 @@ def test_result_errors_are_those_of_process_send_response() -> None:
     with pytest.raises(BrokerError) as info:
         send_result_of(_answer({"msgId": "AB", "queueId": "3", "queueOffset": "1"}, code=1), MQ, "U", "addr")
     assert info.value.code == 1
+
+
+class _Clock:
+    """A manual clock that counts its reads."""
+
+    def __init__(self, now: int) -> None:
+        self.now, self.reads = now, 0
+
+    def __call__(self) -> int:
+        self.reads += 1
+        return self.now
+
+
+@pytest.mark.parametrize("fault_enabled", [False, True])
+def test_attempt_clock_reads(fault_enabled: bool) -> None:
+    """An attempt starts at next_queue's clock read; a success reads the clock again only
+    when the latency fault strategy is on (its latency feeds nothing else)."""
+    clock = _Clock(1_000)
+    fault = MQFaultStrategy(enabled=fault_enabled, clock_ms=clock)
+    attempts = SendAttempts(fault, TopicPublishInfo([MQ]), CONFIG, "T", 900, 3_000, clock, retries=2)
+    assert attempts.next_queue() == MQ
+    assert (attempts.started_ms, clock.reads) == (1_000, 1)
+    assert attempts.remaining_ms(attempts.started_ms) == 2_900
+    clock.now = 1_070
+    assert attempts.succeeded(MQ, attempts.started_ms, None) is True
+    assert clock.reads == (3 if fault_enabled else 1)  # the latency, then the isolation stamp
+    # 70 ms isolates for 0 ms, but the item is recorded: the broker is then a known one
+    assert fault.fault_tolerance.is_available("broker-a") is True
+    assert fault.fault_tolerance.pick_one_at_least() == ("broker-a" if fault_enabled else None)
