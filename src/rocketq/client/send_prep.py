@@ -295,23 +295,11 @@ _SEND_REPLY_V2 = int(RequestCode.SEND_REPLY_MESSAGE_V2)
 def _v2_order(serialize_type: int, reconsume: bool, max_reconsume: bool) -> tuple[str, ...]:
     """The V2 map's key order as the header codec writes it for a send with (or without) the
     two optional fields: worked out once by that codec, as the broker's ``_ANSWER_ORDER``."""
-    sample = SendMessageRequestHeader(
-        producer_group="",
-        topic="",
-        default_topic="",
-        default_topic_queue_nums=0,
-        queue_id=0,
-        sys_flag=0,
-        born_timestamp=0,
-        flag=0,
-        properties="",
-        reconsume_times=0 if reconsume else None,
-        unit_mode=False,
-        batch=False,
-        max_reconsume_times=0 if max_reconsume else None,
-        bname="",
+    sample = PreparedSend(
+        "", b"", 0, 0, "", "", False, 0 if reconsume else None, 0 if max_reconsume else None
     )
-    return tuple(SendMessageRequestHeaderV2.ext_fields_from_v1(sample, serialize_type=serialize_type))
+    header = send_header(sample, MessageQueue("", "", 0), ProducerConfig())
+    return tuple(SendMessageRequestHeaderV2.ext_fields_from_v1(header, serialize_type=serialize_type))
 
 
 #: (ROCKETMQ serialization?, reconsume_times set?, max_reconsume_times set?) -> key order
