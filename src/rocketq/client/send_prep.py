@@ -7,6 +7,12 @@ the retry decisions and final error of ``sendDefaultImpl``. :class:`rocketq.clie
 and :class:`rocketq.aio.producer.AsyncProducer` both call these, so the two can never differ on
 what goes on the wire or on when a send is retried.
 
+The blocking producer's sync and oneway attempts write their request straight from the
+prepared send (:func:`send_request_of`: no header object, no generic codec) and read the
+answer straight into a ``SendResult`` (:func:`send_result_of`); tests hold both equal to the
+header path (``MQClientAPI.build_send_request(send_header(...))`` and
+``MQClientAPI.process_send_response``), to which anything unusual in an answer falls back.
+
 Invariants: every prepared message has a UNIQ_KEY (``MessageClientIDSetter.setUniqID``), which
 is ``SendResult.msg_id`` (a batch joins its messages' keys with commas); bodies of
 ``compress_msg_body_over_howmuch`` bytes or more are zlib-compressed (batches never are);
