@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import functools
 import logging
 import threading
 import time
@@ -80,7 +81,6 @@ from rocketq.client.send_prep import (
     prepare_message,
     prepare_send,
     select_with,
-    send_header,
     send_request_of,
     send_result_of,
 )
@@ -632,11 +632,11 @@ class Producer(ServiceLifecycle):
         hook_ctx: SendMessageContext | None = None
         try:
             addr = self._broker_addr(mq)
-            header = send_header(prep, mq, self.config)
+            api = self._running_instance().api
+            request = send_request_of(prep, mq, self.config, api.language, api.serialize_type)
             hook_ctx = self._hooks_before(prep, mq, addr)
-            fut = self._running_instance().api.send_message_async(
-                addr, mq.broker_name, header, prep.body, prep.uniq_id, remaining, batch=prep.batch
-            )
+            read = functools.partial(send_result_of, mq=mq, uniq_msg_id=prep.uniq_id, addr=addr)
+            fut = api.send_request_async(addr, request, read, remaining)
         except RocketqError as exc:
             self._hooks_after(hook_ctx, None, exc)
             self._on_async_error(prep, mq, begin, timeout, retries, finish, explicit, info, exc, start)
