@@ -21,6 +21,7 @@ from rocketq.client import (
     SendStatus,
 )
 from rocketq.client.config import ClientConfig
+from rocketq.client.send_message_hook import SendMessageContext
 from rocketq.errors import ClientError, ConnectError, IllegalArgumentError, RemotingError, RequestTimeoutError
 from rocketq.protocol.message import MessageExt
 from rocketq.testing.cluster import EmbeddedCluster
@@ -151,6 +152,35 @@ def test_oneway_batch_queue_and_delay(
             break
         time.sleep(0.1)
     assert bodies == sorted([b"oneway", b"to q3", *(f"b{i}".encode() for i in range(5))])
+
+
+class _RecordingHook:
+    """A SendMessageHook recording what it sees."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, object]] = []
+
+    def hook_name(self) -> str:
+        return "recording"
+
+    def send_message_before(self, context: SendMessageContext) -> None:
+        self.seen.append(("before", context.topic, context.properties.get("UNIQ_KEY")))
+
+    def send_message_after(self, context: SendMessageContext) -> None:
+        self.seen.append(("after", context.topic, context.send_result))
+
+
+def test_hooks_see_every_sync_and_oneway_attempt(producer: Producer, topic: str) -> None:
+    """With a hook the attempt takes the hook path (no hook: the fast path, other tests):
+    the hook sees the UNIQ_KEY before and the very SendResult ``send`` returns after."""
+    hook = _RecordingHook()
+    producer.register_send_message_hook(hook)
+    msg = Message(topic, b"hooked")
+    result = producer.send(msg)
+    producer.send_oneway(Message(topic, b"hooked oneway"))
+    assert hook.seen[:2] == [("before", topic, msg.properties["UNIQ_KEY"]), ("after", topic, result)]
+    assert [(kind, t) for kind, t, _ in hook.seen[2:]] == [("before", topic), ("after", topic)]
+    assert hook.seen[3][2] is None  # a oneway send has no result
 
 
 def test_ordered_sends_keep_key_order_in_one_queue(

@@ -13,6 +13,7 @@ nothing is ``PullStatus.NO_NEW_MSG``.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from rocketq.protocol.codes import ResponseCode
@@ -20,6 +21,7 @@ from rocketq.protocol.message import MessageExt
 from rocketq.protocol.message_queue import MessageQueue
 
 __all__ = [
+    "SEND_STATUS_BY_CODE",
     "FindBrokerResult",
     "PullResult",
     "PullStatus",
@@ -39,7 +41,8 @@ class SendStatus(enum.Enum):
     SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
 
 
-_SEND_STATUS = {
+#: response code -> send status (``processSendResponse``); other codes are errors
+SEND_STATUS_BY_CODE: Mapping[int, SendStatus] = {
     int(ResponseCode.SUCCESS): SendStatus.SEND_OK,
     int(ResponseCode.FLUSH_DISK_TIMEOUT): SendStatus.FLUSH_DISK_TIMEOUT,
     int(ResponseCode.FLUSH_SLAVE_TIMEOUT): SendStatus.FLUSH_SLAVE_TIMEOUT,
@@ -49,7 +52,7 @@ _SEND_STATUS = {
 
 def send_status_of(code: int) -> SendStatus | None:
     """``MQClientAPIImpl.processSendResponse``: 0/10/12/11 map to a status, others are errors."""
-    return _SEND_STATUS.get(code)
+    return SEND_STATUS_BY_CODE.get(code)
 
 
 @dataclass(frozen=True, slots=True)

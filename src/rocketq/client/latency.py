@@ -31,6 +31,7 @@ __all__ = [
     "LatencyFaultTolerance",
     "MQFaultStrategy",
     "TopicPublishInfo",
+    "now_ms",
 ]
 
 #: ``MQFaultStrategy.latencyMax`` (4.9.x)
@@ -41,7 +42,8 @@ NOT_AVAILABLE_DURATION_MS: tuple[int, ...] = (0, 0, 30000, 60000, 120000, 180000
 _ISOLATION_LATENCY_MS = 30_000
 
 
-def _now_ms() -> int:
+def now_ms() -> int:
+    """The monotonic clock in ms: the default clock of the fault strategy and the producers."""
     return time.monotonic_ns() // 1_000_000
 
 
@@ -60,7 +62,7 @@ class FaultItem:
 class LatencyFaultTolerance:
     """``LatencyFaultToleranceImpl``: a thread-safe table of :class:`FaultItem` by broker name."""
 
-    def __init__(self, *, clock_ms: Callable[[], int] = _now_ms, rng: random.Random | None = None) -> None:
+    def __init__(self, *, clock_ms: Callable[[], int] = now_ms, rng: random.Random | None = None) -> None:
         self._clock_ms = clock_ms
         self._items: dict[str, FaultItem] = {}
         self._lock = threading.Lock()
@@ -149,7 +151,7 @@ class MQFaultStrategy:
         self,
         *,
         enabled: bool = False,
-        clock_ms: Callable[[], int] = _now_ms,
+        clock_ms: Callable[[], int] = now_ms,
         latency_max_ms: Sequence[int] = LATENCY_MAX_MS,
         not_available_duration_ms: Sequence[int] = NOT_AVAILABLE_DURATION_MS,
     ) -> None:

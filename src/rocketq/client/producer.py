@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import functools
 import logging
 import threading
 import time
@@ -57,7 +58,7 @@ from rocketq.client.config import (
     with_overrides,
 )
 from rocketq.client.instance import DEFAULT_MANAGER, MQClientInstance, MQClientManager
-from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
+from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo, now_ms
 from rocketq.client.metrics import safely, topic_of
 from rocketq.client.produce_accumulator import BatchDone, ProduceAccumulator, ThreadFutures
 from rocketq.client.request_response import (
@@ -80,7 +81,8 @@ from rocketq.client.send_prep import (
     prepare_message,
     prepare_send,
     select_with,
-    send_header,
+    send_request_of,
+    send_result_of,
 )
 from rocketq.client.trace.async_trace_dispatcher import AsyncTraceDispatcher
 from rocketq.client.trace.hooks import SendMessageTraceHookImpl
@@ -113,10 +115,6 @@ SendCallback = Callable[["concurrent.futures.Future[SendResult]"], object]
 _Mode = Literal["sync", "async", "oneway"]
 
 
-def _now_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
-
-
 def _guarded(callback: SendCallback) -> Callable[[concurrent.futures.Future[SendResult]], None]:
     """``callback`` with its exceptions logged, never propagated into the future machinery."""
 
@@ -145,7 +143,7 @@ class Producer(ServiceLifecycle):
         config: ProducerConfig | None = None,
         client_config: ClientConfig | None = None,
         manager: MQClientManager | None = None,
-        clock_ms: Callable[[], int] = _now_ms,
+        clock_ms: Callable[[], int] = now_ms,
         enable_msg_trace: bool = False,
         custom_trace_topic: str | None = None,
     ) -> None:
@@ -363,16 +361,20 @@ class Producer(ServiceLifecycle):
         arg: object,
         timeout_ms: int | None,
     ) -> SendResult | None:
-        self._running_instance()
+        if self._state is not ServiceState.RUNNING:
+            self._running_instance()  # raises
         timeout = self.config.send_msg_timeout_ms if timeout_ms is None else timeout_ms
         begin = self._clock_ms()
-        prep = self._prepare_any(msg)
+        prep = prepare_send(msg, self.config)
         if queue is not None or selector is not None:
             chosen = self._choose_explicit(prep, queue, selector, arg, msg)
             if self._clock_ms() - begin >= timeout:
                 raise RequestTimeoutError("sendSelectImpl call timeout")
             return self._send_kernel(prep, chosen, mode, timeout - (self._clock_ms() - begin))
-        info = self._find_publish_info(prep.topic)
+        with self._publish_lock:
+            info = self._publish.get(prep.topic)
+        if info is None or not info.ok():  # (a known route is taken without the lookup's calls)
+            info = self._find_publish_info(prep.topic)
         if not info.ok():
             raise ClientError(f"No route info of this topic: {prep.topic}")
         attempts = SendAttempts(
@@ -386,7 +388,7 @@ class Producer(ServiceLifecycle):
             retries=self.config.retry_times_when_send_failed if mode == "sync" else 0,
         )
         while (mq := attempts.next_queue()) is not None:
-            start = self._clock_ms()
+            start = attempts.started_ms  # next_queue's clock read (beginTimestampPrev)
             try:
                 result = self._send_kernel(prep, mq, mode, attempts.remaining_ms(start))
             except (RemotingError, BrokerError) as exc:
@@ -414,18 +416,27 @@ class Producer(ServiceLifecycle):
         self, prep: PreparedSend, mq: MessageQueue, mode: _Mode, timeout_ms: int
     ) -> SendResult | None:
         """``sendKernelImpl``: one attempt to one queue."""
-        instance = self._running_instance()
+        instance = self._instance
+        if self._state is not ServiceState.RUNNING or instance is None:
+            instance = self._running_instance()  # raises
         addr = instance.find_broker_address_in_publish(mq.broker_name) or self._broker_addr(mq)
-        header = send_header(prep, mq, self.config)
-        # (the hot path skips the hook calls when no hook is registered)
-        hook_ctx = self._hooks_before(prep, mq, addr) if self.send_hooks else None
+        api = instance.api
+        # the request straight from the prepared send (no header object), the answer read
+        # straight into the SendResult (send_prep.send_request_of / send_result_of)
+        request = send_request_of(prep, mq, self.config, api.language, api.serialize_type)
+        if not self.send_hooks:  # the hot path: no hook context, no hook calls
+            if mode == "oneway":
+                api.remoting.invoke_oneway(addr, request)
+                return None
+            return send_result_of(api.remoting.invoke_sync(addr, request, timeout_ms), mq, prep.uniq_id, addr)
+        hook_ctx = self._hooks_before(prep, mq, addr)
         try:
             if mode == "oneway":
-                instance.api.send_message_oneway(addr, header, prep.body, batch=prep.batch)
+                api.remoting.invoke_oneway(addr, request)
                 result = None
             else:
-                result = instance.api.send_message_sync(
-                    addr, mq.broker_name, header, prep.body, prep.uniq_id, timeout_ms, batch=prep.batch
+                result = send_result_of(
+                    api.remoting.invoke_sync(addr, request, timeout_ms), mq, prep.uniq_id, addr
                 )
         except RocketqError as exc:
             if hook_ctx is not None:
@@ -621,11 +632,11 @@ class Producer(ServiceLifecycle):
         hook_ctx: SendMessageContext | None = None
         try:
             addr = self._broker_addr(mq)
-            header = send_header(prep, mq, self.config)
+            api = self._running_instance().api
+            request = send_request_of(prep, mq, self.config, api.language, api.serialize_type)
             hook_ctx = self._hooks_before(prep, mq, addr)
-            fut = self._running_instance().api.send_message_async(
-                addr, mq.broker_name, header, prep.body, prep.uniq_id, remaining, batch=prep.batch
-            )
+            read = functools.partial(send_result_of, mq=mq, uniq_msg_id=prep.uniq_id, addr=addr)
+            fut = api.send_request_async(addr, request, read, remaining)
         except RocketqError as exc:
             self._hooks_after(hook_ctx, None, exc)
             self._on_async_error(prep, mq, begin, timeout, retries, finish, explicit, info, exc, start)

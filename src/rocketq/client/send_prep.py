@@ -7,6 +7,12 @@ the retry decisions and final error of ``sendDefaultImpl``. :class:`rocketq.clie
 and :class:`rocketq.aio.producer.AsyncProducer` both call these, so the two can never differ on
 what goes on the wire or on when a send is retried.
 
+The blocking producer's sync and oneway attempts write their request straight from the
+prepared send (:func:`send_request_of`: no header object, no generic codec) and read the
+answer straight into a ``SendResult`` (:func:`send_result_of`); tests hold both equal to the
+header path (``MQClientAPI.build_send_request(send_header(...))`` and
+``MQClientAPI.process_send_response``), to which anything unusual in an answer falls back.
+
 Invariants: every prepared message has a UNIQ_KEY (``MessageClientIDSetter.setUniqID``), which
 is ``SendResult.msg_id`` (a batch joins its messages' keys with commas); bodies of
 ``compress_msg_body_over_howmuch`` bytes or more are zlib-compressed (batches never are);
@@ -15,15 +21,16 @@ is ``SendResult.msg_id`` (a batch joins its messages' keys with commas); bodies 
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import cast
 
-from rocketq.client.api_results import SendResult, SendStatus
+from rocketq.client.api_results import SEND_STATUS_BY_CODE, SendResult, SendStatus
 from rocketq.client.config import ProducerConfig, validate_topic
+from rocketq.client.impl.mq_client_api import MQClientAPI
 from rocketq.client.latency import MQFaultStrategy, TopicPublishInfo
+from rocketq.client.request_response import is_reply_message
 from rocketq.client.selectors import SelectorLike, as_selector
 from rocketq.common.log_limiter import LogLimiter
 from rocketq.errors import (
@@ -34,8 +41,13 @@ from rocketq.errors import (
     RequestTimeoutError,
     RocketqError,
 )
-from rocketq.protocol.codes import MessageSysFlag
-from rocketq.protocol.headers import SendMessageRequestHeader
+from rocketq.protocol.codes import MessageSysFlag, RequestCode, SerializeType
+from rocketq.protocol.frame import RemotingCommand
+from rocketq.protocol.headers import (
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+)
 from rocketq.protocol.message import (
     Message,
     MessageConst,
@@ -68,22 +80,59 @@ __all__ = [
     "retry_after_result",
     "select_with",
     "send_header",
+    "send_request_of",
+    "send_result_of",
+    "send_v2_fields",
 ]
 
 
-@dataclasses.dataclass(slots=True)
 class PreparedSend:
-    """One send's wire data: everything but the queue."""
+    """One send's wire data: everything but the queue.
 
-    topic: str
-    body: bytes
-    sys_flag: int
-    flag: int
-    properties: str
-    uniq_id: str
-    batch: bool
-    reconsume_times: int | None
-    max_reconsume_times: int | None
+    A plain class, not a dataclass: compiled, its ``__init__`` is native, where a dataclass
+    keeps the interpreted ``__init__`` the dataclass decorator generates (one Python call
+    per send)."""
+
+    __slots__ = (
+        "batch",
+        "body",
+        "flag",
+        "max_reconsume_times",
+        "properties",
+        "reconsume_times",
+        "sys_flag",
+        "topic",
+        "uniq_id",
+    )
+
+    def __init__(
+        self,
+        topic: str,
+        body: bytes,
+        sys_flag: int,
+        flag: int,
+        properties: str,
+        uniq_id: str,
+        batch: bool,
+        reconsume_times: int | None,
+        max_reconsume_times: int | None,
+    ) -> None:
+        self.topic = topic
+        self.body = body
+        self.sys_flag = sys_flag
+        self.flag = flag
+        self.properties = properties
+        self.uniq_id = uniq_id
+        self.batch = batch
+        self.reconsume_times = reconsume_times
+        self.max_reconsume_times = max_reconsume_times
+
+    def __repr__(self) -> str:
+        return (
+            f"PreparedSend(topic={self.topic!r}, body=<{len(self.body)} bytes>, sys_flag={self.sys_flag}, "
+            f"flag={self.flag}, properties={self.properties!r}, uniq_id={self.uniq_id!r}, batch={self.batch}, "
+            f"reconsume_times={self.reconsume_times}, max_reconsume_times={self.max_reconsume_times})"
+        )
 
 
 def check_message(msg: Message, config: ProducerConfig) -> None:
@@ -221,6 +270,144 @@ def send_header(prep: PreparedSend, mq: MessageQueue, config: ProducerConfig) ->
     )
 
 
+#: SendMessageRequestHeaderV2's wire names by attribute (``a``..``n``)
+_V2_WIRE = {field.attr: field.wire for field in SendMessageRequestHeaderV2.wire_fields()}
+_W_GROUP = _V2_WIRE["producer_group"]
+_W_TOPIC = _V2_WIRE["topic"]
+_W_DEFAULT_TOPIC = _V2_WIRE["default_topic"]
+_W_DEFAULT_QUEUES = _V2_WIRE["default_topic_queue_nums"]
+_W_QUEUE_ID = _V2_WIRE["queue_id"]
+_W_SYS_FLAG = _V2_WIRE["sys_flag"]
+_W_BORN = _V2_WIRE["born_timestamp"]
+_W_FLAG = _V2_WIRE["flag"]
+_W_PROPERTIES = _V2_WIRE["properties"]
+_W_RECONSUME = _V2_WIRE["reconsume_times"]
+_W_UNIT_MODE = _V2_WIRE["unit_mode"]
+_W_MAX_RECONSUME = _V2_WIRE["max_reconsume_times"]
+_W_BATCH = _V2_WIRE["batch"]
+_W_BNAME = _V2_WIRE["bname"]
+_ROCKETMQ = int(SerializeType.ROCKETMQ)
+#: SendMessageResponseHeader's wire names
+_R_WIRE = {field.attr: field.wire for field in SendMessageResponseHeader.wire_fields()}
+_R_MSG_ID = _R_WIRE["msg_id"]
+_R_QUEUE_ID = _R_WIRE["queue_id"]
+_R_QUEUE_OFFSET = _R_WIRE["queue_offset"]
+_R_TRANSACTION_ID = _R_WIRE["transaction_id"]
+_SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
+_SEND_BATCH = int(RequestCode.SEND_BATCH_MESSAGE)
+_SEND_REPLY_V2 = int(RequestCode.SEND_REPLY_MESSAGE_V2)
+
+
+def _v2_order(serialize_type: int, reconsume: bool, max_reconsume: bool) -> tuple[str, ...]:
+    """The V2 map's key order as the header codec writes it for a send with (or without) the
+    two optional fields: worked out once by that codec, as the broker's ``_ANSWER_ORDER``."""
+    sample = PreparedSend(
+        "", b"", 0, 0, "", "", False, 0 if reconsume else None, 0 if max_reconsume else None
+    )
+    header = send_header(sample, MessageQueue("", "", 0), ProducerConfig())
+    return tuple(SendMessageRequestHeaderV2.ext_fields_from_v1(header, serialize_type=serialize_type))
+
+
+#: (ROCKETMQ serialization?, reconsume_times set?, max_reconsume_times set?) -> key order
+_V2_ORDERS: dict[tuple[bool, bool, bool], tuple[str, ...]] = {
+    (st == _ROCKETMQ, r, m): _v2_order(st, r, m)
+    for st in (int(SerializeType.JSON), _ROCKETMQ)
+    for r in (False, True)
+    for m in (False, True)
+}
+
+
+def send_v2_fields(
+    prep: PreparedSend, mq: MessageQueue, config: ProducerConfig, serialize_type: int, born_ms: int
+) -> dict[str, str]:
+    """``SendMessageRequestHeaderV2.ext_fields_from_v1(send_header(prep, mq, config))`` with
+    ``born_timestamp=born_ms``, written straight from the prepared send: no header object,
+    no generic codec; the keys in that codec's order (tested equal)."""
+    values = {
+        _W_GROUP: config.producer_group,
+        _W_TOPIC: prep.topic,
+        _W_DEFAULT_TOPIC: config.create_topic_key,
+        _W_DEFAULT_QUEUES: str(config.default_topic_queue_nums),
+        _W_QUEUE_ID: str(mq.queue_id),
+        _W_SYS_FLAG: str(prep.sys_flag),
+        _W_BORN: str(born_ms),
+        _W_FLAG: str(prep.flag),
+        _W_PROPERTIES: prep.properties,
+        _W_UNIT_MODE: "false",
+        _W_BATCH: "true" if prep.batch else "false",
+        _W_BNAME: mq.broker_name,
+    }
+    reconsume = prep.reconsume_times
+    if reconsume is not None:
+        values[_W_RECONSUME] = str(reconsume)
+    max_reconsume = prep.max_reconsume_times
+    if max_reconsume is not None:
+        values[_W_MAX_RECONSUME] = str(max_reconsume)
+    order = _V2_ORDERS[(serialize_type == _ROCKETMQ, reconsume is not None, max_reconsume is not None)]
+    return {key: values[key] for key in order}
+
+
+def send_request_of(
+    prep: PreparedSend, mq: MessageQueue, config: ProducerConfig, language: int, serialize_type: int
+) -> RemotingCommand:
+    """The request of one send attempt to ``mq``: what ``MQClientAPI.build_send_request`` makes
+    of :func:`send_header`, without the header (SEND_MESSAGE_V2, SEND_BATCH_MESSAGE, or
+    SEND_REPLY_MESSAGE_V2 for a reply message, as ``MQClientAPIImpl.sendMessage``)."""
+    code = _SEND_V2
+    if prep.batch:
+        code = _SEND_BATCH
+    elif MessageConst.MSG_TYPE in prep.properties and is_reply_message(prep.properties):
+        code = _SEND_REPLY_V2
+    return RemotingCommand(
+        code=code,
+        language=language,
+        ext_fields=send_v2_fields(prep, mq, config, serialize_type, time.time_ns() // 1_000_000),
+        body=prep.body,
+        serialize_type=serialize_type,
+    )
+
+
+def _plain_digits(text: str | None, most: int) -> bool:
+    return text is not None and 0 < len(text) <= most and text.isascii() and text.isdigit()
+
+
+def send_result_of(response: RemotingCommand, mq: MessageQueue, uniq_msg_id: str, addr: str) -> SendResult:
+    """``MQClientAPI.process_send_response(mq.broker_name, mq.topic, mq.queue_id, ...)`` for
+    the usual answer (its three required fields present, the numbers plain decimal digits),
+    read straight from the map; ``mq`` itself is the result's queue when the broker used it.
+    Anything else (an error code, a missing field, a sign, a long number) goes to that
+    method, which decodes with the header codec and raises its errors."""
+    status = SEND_STATUS_BY_CODE.get(response.code)
+    ext = response.ext_fields
+    if status is None or ext is None:
+        return MQClientAPI.process_send_response(
+            mq.broker_name, mq.topic, mq.queue_id, uniq_msg_id, response, addr
+        )
+    msg_id = ext.get(_R_MSG_ID)
+    qid = ext.get(_R_QUEUE_ID)
+    offset = ext.get(_R_QUEUE_OFFSET)
+    if (
+        msg_id is None
+        or qid is None
+        or offset is None
+        or not (_plain_digits(qid, 9) and _plain_digits(offset, 18))
+    ):
+        return MQClientAPI.process_send_response(
+            mq.broker_name, mq.topic, mq.queue_id, uniq_msg_id, response, addr
+        )
+    queue_id = int(qid)
+    return SendResult(
+        status,
+        uniq_msg_id,
+        msg_id,
+        mq if queue_id == mq.queue_id else MessageQueue(mq.topic, mq.broker_name, queue_id),
+        int(offset),
+        ext.get(_R_TRANSACTION_ID),
+        ext.get(MessageConst.MSG_REGION),
+        ext.get(MessageConst.TRACE_ON, "true") != "false",
+    )
+
+
 def check_explicit_queue(
     topic: str, queue: MessageQueue | None, selector: SelectorLike | None
 ) -> MessageQueue | None:
@@ -322,6 +509,8 @@ class SendAttempts:
         self._last_broker: str | None = None
         self._last_exc: RocketqError | None = None
         self.brokers_sent: list[str] = []
+        #: the clock when :meth:`next_queue` chose the latest queue: that attempt's start
+        self.started_ms = begin_ms
 
     def next_queue(self) -> MessageQueue | None:
         """The queue of the next attempt; None when no attempt (or no time) is left."""
@@ -330,7 +519,8 @@ class SendAttempts:
         self._left -= 1
         mq = self._fault.select_one_message_queue(self._info, self._last_broker)
         self.brokers_sent.append(mq.broker_name)
-        if self._clock() - self._begin >= self._timeout:
+        self.started_ms = now = self._clock()
+        if now - self._begin >= self._timeout:
             self._last_exc = RequestTimeoutError(f"sendDefaultImpl call timeout after {self._timeout}ms")
             self._left = 0
             return None
@@ -351,7 +541,8 @@ class SendAttempts:
 
     def succeeded(self, mq: MessageQueue, start_ms: int, result: SendResult | None) -> bool:
         """An answer: True when it is final, False when it is retried on another broker."""
-        self._fault.update_fault_item(mq.broker_name, self._clock() - start_ms, False)
+        if self._fault.enabled:  # (the latency feeds nothing else: no clock read without it)
+            self._fault.update_fault_item(mq.broker_name, self._clock() - start_ms, False)
         if retry_after_result(result, self._config):
             self._last_broker = mq.broker_name
             return False

@@ -23,7 +23,13 @@ from rocketq.client.config import (
 from rocketq.client.impl.mq_client_api import MQClientAPI
 from rocketq.client.impl.topic_route import topic_route_to_publish_info, topic_route_to_subscribe_info
 from rocketq.client.producer import Producer
-from rocketq.client.send_prep import prepare_batch, prepare_message, send_header
+from rocketq.client.send_prep import (
+    PreparedSend,
+    prepare_batch,
+    prepare_message,
+    send_header,
+    send_request_of,
+)
 from rocketq.errors import BrokerError, ClientError, IllegalArgumentError
 from rocketq.protocol.codes import LanguageCode
 from rocketq.protocol.frame import RemotingCommand, decode_frame
@@ -59,6 +65,16 @@ def _golden_ext(golden: GoldenFrame) -> dict[str, str]:
     ext = json.loads(golden.header)["extFields"]
     assert isinstance(ext, dict)
     return ext
+
+
+def _direct(
+    prep: PreparedSend, mq: MessageQueue, p: Producer, api: MQClientAPI, born: str
+) -> RemotingCommand:
+    """The producer's own request (``send_request_of``, no header object) with the golden born time."""
+    cmd = send_request_of(prep, mq, p.config, api.language, api.serialize_type)
+    assert cmd.ext_fields is not None
+    cmd.ext_fields["g"] = born  # keeps its place in the map
+    return cmd
 
 
 def _producer() -> Producer:
@@ -217,12 +233,14 @@ def test_send_request_matches_golden(seq: int, api: MQClientAPI) -> None:
     p = _producer()
     assert golden.body is not None
     prep = prepare_message(_golden_message(seq, golden.body), p.config)
-    header = send_header(prep, MessageQueue("GoldenProducerTopic", "broker-a", int(ext["e"])), p.config)
+    mq = MessageQueue("GoldenProducerTopic", "broker-a", int(ext["e"]))
+    header = send_header(prep, mq, p.config)
     header.born_timestamp = int(ext["g"])
     cmd = api.build_send_request(header, prep.body)
     assert cmd.ext_fields == ext
     assert list(cmd.ext_fields) == list(ext)
     assert _as_java(cmd, golden) == golden.frame
+    assert _as_java(_direct(prep, mq, p, api, ext["g"]), golden) == golden.frame
 
 
 def test_compressed_send_request_matches_golden(api: MQClientAPI) -> None:
@@ -240,6 +258,8 @@ def test_compressed_send_request_matches_golden(api: MQClientAPI) -> None:
     cmd = api.build_send_request(header, prep.body)
     assert cmd.ext_fields == ext
     assert zlib.decompress(cmd.body) == body
+    direct = _direct(prep, MessageQueue("GoldenProducerTopic", "broker-a", 2), p, api, ext["g"])
+    assert direct.encode() == cmd.encode()
 
 
 def test_batch_request_matches_golden(api: MQClientAPI) -> None:
@@ -259,6 +279,7 @@ def test_batch_request_matches_golden(api: MQClientAPI) -> None:
     cmd = api.build_send_request(header, prep.body, batch=True)
     assert cmd.code == 320
     assert _as_java(cmd, golden) == golden.frame
+    assert _as_java(_direct(prep, MQ0, p, api, ext["g"]), golden) == golden.frame
     assert prep.uniq_id == ",".join(m.properties["UNIQ_KEY"] for m in msgs)
 
 

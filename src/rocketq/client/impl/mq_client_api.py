@@ -357,6 +357,18 @@ class MQClientAPI:
             lambda r: self.process_send_response(broker_name, topic, queue_id, uniq_msg_id, r, addr),
         )
 
+    def send_request_async(
+        self,
+        addr: str,
+        request: RemotingCommand,
+        read: Callable[[RemotingCommand], SendResult],
+        timeout_ms: int,
+    ) -> concurrent.futures.Future[SendResult]:
+        """An asynchronous send of a request built by the caller (the blocking producer's
+        ``send_prep.send_request_of``); ``read`` turns the answer into the result on the
+        remoting I/O thread (``send_prep.send_result_of``)."""
+        return self._map_future(self.remoting.invoke_async(addr, request, timeout_ms), read)
+
     def send_message_oneway(
         self, addr: str, header: SendMessageRequestHeader, body: bytes, *, batch: bool = False
     ) -> None:
