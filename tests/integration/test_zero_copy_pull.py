@@ -145,6 +145,18 @@ def test_a_woken_held_pull_is_answered_in_json_with_json_ordered_extfields(
         assert [m.body for m in decode_records(answer.body)] == [b"wake"]
 
 
+def test_a_held_pull_that_expires_is_answered_in_json_an_unheld_one_in_the_request_type(
+    clusters: tuple[EmbeddedCluster, EmbeddedCluster],
+) -> None:
+    heap = clusters[0]
+    start = _max_offset(heap, MessageQueue("zc", "broker-a", 1))
+    unheld = _pull(heap, SerializeType.ROCKETMQ, start, 32, queue_id=1)
+    assert (unheld.code, unheld.serialize_type) == (ResponseCode.PULL_NOT_FOUND, SerializeType.ROCKETMQ)
+    # nothing arrives: PullRequestHoldService answers at the timeout, outside the callback
+    expired = _pull(heap, SerializeType.ROCKETMQ, start, 32, queue_id=1, hold_ms=300)
+    assert (expired.code, expired.serialize_type) == (ResponseCode.PULL_NOT_FOUND, SerializeType.JSON)
+
+
 def _max_offset(cluster: EmbeddedCluster, queue: MessageQueue) -> int:
     with PullConsumer("zc_offsets", namesrv_addr=cluster.namesrv_addr) as consumer:
         return consumer.max_offset(queue)

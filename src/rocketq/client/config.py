@@ -209,7 +209,9 @@ class ClientConfig:
     connect_timeout_ms: int = 3_000
     #: ``language``: rocketq identifies itself as PYTHON (reference 8.2).
     language: LanguageCode = LanguageCode.PYTHON
-    #: ``rocketmq.serialize.type``: header encoding of every request.
+    #: ``rocketmq.serialize.type``: header encoding of every request, JSON or ROCKETMQ (binary);
+    #: servers answer in the request's type. JSON stays the default: binary saves CPU only
+    #: on the compiled build (benchmarks/README.md, "JSON or ROCKETMQ headers").
     serialize_type: SerializeType = SerializeType.JSON
     #: ``unitMode``
     unit_mode: bool = False

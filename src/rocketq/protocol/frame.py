@@ -361,15 +361,18 @@ def _decode_binary_header(data: bytes | memoryview) -> RemotingCommand:
     end = len(b)
     if end < _BIN_FIXED.size + 4:
         raise MalformedFrameError(f"binary header of {end} bytes is shorter than 21")
-    code, language, version, opaque, flag, remark_len = _BIN_FIXED.unpack_from(b, 0)
-    pos = _BIN_FIXED.size
+    # typed ints: a compiled build then compares, indexes and slices natively (struct
+    # answers Any, which would make every length below a boxed object)
+    fixed: tuple[int, int, int, int, int, int] = _BIN_FIXED.unpack_from(b, 0)
+    code, language, version, opaque, flag, remark_len = fixed
+    pos: int = _BIN_FIXED.size
     if remark_len < 0 or pos + remark_len + 4 > end:
         raise MalformedFrameError("binary header remark length runs past the header")
     unpack_int = _INT.unpack_from
     try:
         remark = b[pos : pos + remark_len].decode() if remark_len else None
         pos += remark_len
-        (ext_len,) = unpack_int(b, pos)
+        ext_len: int = unpack_int(b, pos)[0]
         pos += 4
         if ext_len < 0 or pos + ext_len != end:
             raise MalformedFrameError("binary header extFields length does not match the header")
@@ -383,7 +386,7 @@ def _decode_binary_header(data: bytes | memoryview) -> RemotingCommand:
                 key_end = pos + 2 + klen
                 if klen > 0x7FFF or key_end + 4 > end:  # a Java short: past 0x7FFF it is negative
                     raise MalformedFrameError("extFields key runs past the header")
-                (vlen,) = unpack_int(b, key_end)
+                vlen: int = unpack_int(b, key_end)[0]
                 value_end = key_end + 4 + vlen
                 if vlen < 0 or value_end > end:
                     raise MalformedFrameError("extFields value runs past the header")
