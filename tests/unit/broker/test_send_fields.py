@@ -11,7 +11,20 @@ from hypothesis import strategies as st
 from rocketq.broker.processors.send import V1_WIRE, V2_WIRE, SendFields, read_send_fields
 from rocketq.protocol.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
 
-_ATTRS = SendFields.__slots__
+#: every attribute of SendFields (its __slots__, which a compiled class does not expose)
+_ATTRS = (
+    "topic",
+    "default_topic",
+    "default_topic_queue_nums",
+    "queue_id",
+    "sys_flag",
+    "born_timestamp",
+    "flag",
+    "properties",
+    "reconsume_times",
+    "max_reconsume_times",
+    "batch",
+)
 _CLASSES = {V1_WIRE: SendMessageRequestHeader, V2_WIRE: SendMessageRequestHeaderV2}
 
 
