@@ -231,11 +231,18 @@ V1_WIRE = _wire_names(SendMessageRequestHeader)
 V2_WIRE = _wire_names(SendMessageRequestHeaderV2)
 
 
-def _plain_int(text: str, most: int) -> bool:
-    """``text`` is at most ``most`` ASCII digits after an optional ``-`` (so it fits the Java
-    type, and Java's parser and the codec read it as ``int(text)``)."""
+#: "-1".."999" -> value: the usual small numbers, looked up before any parsing
+_SMALL_INTS: dict[str, int] = {str(i): i for i in range(-1, 1000)}
+
+
+def _java_int(text: str, most: int) -> int | None:
+    """``int(text)`` when ``text`` is at most ``most`` ASCII digits after an optional ``-``
+    (so it fits the Java type and Java's parser and the codec read the same value), else
+    None (the codec decides)."""
     digits = text[1:] if text[:1] == "-" else text
-    return 0 < len(digits) <= most and digits.isascii() and digits.isdigit()
+    if 0 < len(digits) <= most and digits.isascii() and digits.isdigit():
+        return int(text)
+    return None
 
 
 def read_send_fields(ext: dict[str, str] | None, wire: tuple[str, ...]) -> SendFields | None:
@@ -247,41 +254,53 @@ def read_send_fields(ext: dict[str, str] | None, wire: tuple[str, ...]) -> SendF
         return None
     topic = ext.get(wire[1])
     default_topic = ext.get(wire[2])
-    queue_nums = ext.get(wire[3])
-    queue_id = ext.get(wire[4])
-    sys_flag = ext.get(wire[5])
-    born = ext.get(wire[6])
-    flag = ext.get(wire[7])
+    nums_text = ext.get(wire[3])
+    qid_text = ext.get(wire[4])
+    sys_text = ext.get(wire[5])
+    born_text = ext.get(wire[6])
+    flag_text = ext.get(wire[7])
     if (
         wire[0] not in ext
         or topic is None
         or default_topic is None
-        or queue_nums is None
-        or queue_id is None
-        or sys_flag is None
-        or born is None
-        or flag is None
-        or not (
-            _plain_int(queue_nums, 9)
-            and _plain_int(queue_id, 9)
-            and _plain_int(sys_flag, 9)
-            and _plain_int(born, 18)
-            and _plain_int(flag, 9)
-        )
+        or nums_text is None
+        or qid_text is None
+        or sys_text is None
+        or born_text is None
+        or flag_text is None
     ):
         return None
-    reconsume = ext.get(wire[9])
-    reconsume_times: int | None = None
-    if reconsume is not None:
-        if not _plain_int(reconsume, 9):
+    small = _SMALL_INTS
+    queue_nums = small.get(nums_text)
+    if queue_nums is None and (queue_nums := _java_int(nums_text, 9)) is None:
+        return None
+    queue_id = small.get(qid_text)
+    if queue_id is None and (queue_id := _java_int(qid_text, 9)) is None:
+        return None
+    sys_flag = small.get(sys_text)
+    if sys_flag is None and (sys_flag := _java_int(sys_text, 9)) is None:
+        return None
+    flag = small.get(flag_text)
+    if flag is None and (flag := _java_int(flag_text, 9)) is None:
+        return None
+    if born_text.isdigit() and len(born_text) <= 18 and born_text.isascii():
+        born = int(born_text)
+    elif (born_or_none := _java_int(born_text, 18)) is not None:
+        born = born_or_none
+    else:
+        return None
+    reconsume_text = ext.get(wire[9])
+    reconsume: int | None = None
+    if reconsume_text is not None:
+        reconsume = small.get(reconsume_text)
+        if reconsume is None and (reconsume := _java_int(reconsume_text, 9)) is None:
             return None
-        reconsume_times = int(reconsume)
     max_text = ext.get(wire[10])
     max_reconsume: int | None = None
     if max_text is not None:
-        if not _plain_int(max_text, 9):
+        max_reconsume = small.get(max_text)
+        if max_reconsume is None and (max_reconsume := _java_int(max_text, 9)) is None:
             return None
-        max_reconsume = int(max_text)
     batch_text = ext.get(wire[11])
     if batch_text is None or batch_text == "false":
         batch = False
@@ -292,13 +311,13 @@ def read_send_fields(ext: dict[str, str] | None, wire: tuple[str, ...]) -> SendF
     return SendFields(
         topic,
         default_topic,
-        int(queue_nums),
-        int(queue_id),
-        int(sys_flag),
-        int(born),
-        int(flag),
+        queue_nums,
+        queue_id,
+        sys_flag,
+        born,
+        flag,
         ext.get(wire[8]),
-        reconsume_times,
+        reconsume,
         max_reconsume,
         batch,
     )
