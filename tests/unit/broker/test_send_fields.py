@@ -8,23 +8,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rocketq.broker.processors import send
 from rocketq.broker.processors.send import V1_WIRE, V2_WIRE, SendFields, read_send_fields
 from rocketq.protocol.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
 
-#: every attribute of SendFields (its __slots__, which a compiled class does not expose)
-_ATTRS = (
-    "topic",
-    "default_topic",
-    "default_topic_queue_nums",
-    "queue_id",
-    "sys_flag",
-    "born_timestamp",
-    "flag",
-    "properties",
-    "reconsume_times",
-    "max_reconsume_times",
-    "batch",
-)
+#: every attribute of SendFields: the wire table's attributes but the producer group, which is
+#: only checked for presence (a compiled class exposes no __slots__ to read them from)
+_ATTRS = tuple(attr for attr in send._WIRE_ATTRS if attr != "producer_group")
 _CLASSES = {V1_WIRE: SendMessageRequestHeader, V2_WIRE: SendMessageRequestHeaderV2}
 
 
