@@ -21,6 +21,11 @@ Mirrors ``org.apache.rocketmq.broker.processor.SendMessageProcessor`` and
   NO_PERMISSION under ``rejectTransactionMessage``; the answer names the half's offsets.
 * Send responses always carry the ``MSG_REGION`` and ``TRACE_ON`` extFields: the Java
   client reads them without a null check (``MQClientAPIImpl.processSendResponse``).
+* The usual send request (every ``@CFNotNull`` field present, numbers short runs of ASCII
+  digits with at most a ``-``, ``batch`` absent or ``true``/``false``) is read straight from
+  its extFields into a :class:`SendFields` (:func:`read_send_fields`: no header object, no
+  generic codec); anything else goes through the header codec, so every refusal keeps its
+  code and remark. Tests hold the two equal on the values the processor reads.
 """
 
 from __future__ import annotations
@@ -65,7 +70,11 @@ if TYPE_CHECKING:
     from rocketq.broker.broker import BrokerController
 
 __all__ = [
+    "V1_WIRE",
+    "V2_WIRE",
+    "SendFields",
     "SendMessageProcessor",
+    "read_send_fields",
 ]
 
 log = logging.getLogger(__name__)
@@ -147,6 +156,173 @@ _QUEUE_OFFSET = _ANSWER_WIRE["queue_offset"]
 _SendHeader = SendMessageRequestHeader | SendMessageRequestHeaderV2
 
 
+class SendFields:
+    """The send header's values the processor reads, taken straight from the extFields of
+    the usual request (:func:`read_send_fields`). A plain class (native ``__init__`` when
+    compiled); its attributes are named and typed as the header's."""
+
+    __slots__ = (
+        "batch",
+        "born_timestamp",
+        "default_topic",
+        "default_topic_queue_nums",
+        "flag",
+        "max_reconsume_times",
+        "properties",
+        "queue_id",
+        "reconsume_times",
+        "sys_flag",
+        "topic",
+    )
+
+    def __init__(
+        self,
+        topic: str,
+        default_topic: str,
+        default_topic_queue_nums: int,
+        queue_id: int,
+        sys_flag: int,
+        born_timestamp: int,
+        flag: int,
+        properties: str | None,
+        reconsume_times: int | None,
+        max_reconsume_times: int | None,
+        batch: bool,
+    ) -> None:
+        self.topic = topic
+        self.default_topic = default_topic
+        self.default_topic_queue_nums = default_topic_queue_nums
+        self.queue_id = queue_id
+        self.sys_flag = sys_flag
+        self.born_timestamp = born_timestamp
+        self.flag = flag
+        self.properties = properties
+        self.reconsume_times = reconsume_times
+        self.max_reconsume_times = max_reconsume_times
+        self.batch = batch
+
+
+#: what the send paths read: a decoded header, or the same values read directly
+_SendValues = SendMessageRequestHeader | SendMessageRequestHeaderV2 | SendFields
+
+
+def _wire_names(cls: type[SendMessageRequestHeader] | type[SendMessageRequestHeaderV2]) -> tuple[str, ...]:
+    """The wire names of ``cls``'s fields in :data:`_WIRE_ATTRS` order."""
+    wire = {field.attr: field.wire for field in cls.wire_fields()}
+    return tuple(wire[attr] for attr in _WIRE_ATTRS)
+
+
+_WIRE_ATTRS = (
+    "producer_group",
+    "topic",
+    "default_topic",
+    "default_topic_queue_nums",
+    "queue_id",
+    "sys_flag",
+    "born_timestamp",
+    "flag",
+    "properties",
+    "reconsume_times",
+    "max_reconsume_times",
+    "batch",
+)
+#: SEND_MESSAGE's names, and SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE's one-letter ones
+V1_WIRE = _wire_names(SendMessageRequestHeader)
+V2_WIRE = _wire_names(SendMessageRequestHeaderV2)
+
+
+#: "-1".."999" -> value: the usual small numbers, looked up before any parsing
+_SMALL_INTS: dict[str, int] = {str(i): i for i in range(-1, 1000)}
+
+
+def _java_int(text: str, most: int) -> int | None:
+    """``int(text)`` when ``text`` is at most ``most`` ASCII digits after an optional ``-``
+    (so it fits the Java type and Java's parser and the codec read the same value), else
+    None (the codec decides)."""
+    digits = text[1:] if text[:1] == "-" else text
+    if 0 < len(digits) <= most and digits.isascii() and digits.isdigit():
+        return int(text)
+    return None
+
+
+def read_send_fields(ext: dict[str, str] | None, wire: tuple[str, ...]) -> SendFields | None:
+    """The send header's values read straight from ``ext`` (``wire``: :data:`V1_WIRE` or
+    :data:`V2_WIRE`), or None when the request is unusual (a required field missing, a number
+    with a ``+``, a long run of digits or anything but ASCII digits, a ``batch`` other than
+    ``true``/``false``): then the header codec decides, and reports the refusal."""
+    if ext is None:
+        return None
+    topic = ext.get(wire[1])
+    default_topic = ext.get(wire[2])
+    nums_text = ext.get(wire[3])
+    qid_text = ext.get(wire[4])
+    sys_text = ext.get(wire[5])
+    born_text = ext.get(wire[6])
+    flag_text = ext.get(wire[7])
+    if (
+        wire[0] not in ext
+        or topic is None
+        or default_topic is None
+        or nums_text is None
+        or qid_text is None
+        or sys_text is None
+        or born_text is None
+        or flag_text is None
+    ):
+        return None
+    small = _SMALL_INTS
+    queue_nums = small.get(nums_text)
+    if queue_nums is None and (queue_nums := _java_int(nums_text, 9)) is None:
+        return None
+    queue_id = small.get(qid_text)
+    if queue_id is None and (queue_id := _java_int(qid_text, 9)) is None:
+        return None
+    sys_flag = small.get(sys_text)
+    if sys_flag is None and (sys_flag := _java_int(sys_text, 9)) is None:
+        return None
+    flag = small.get(flag_text)
+    if flag is None and (flag := _java_int(flag_text, 9)) is None:
+        return None
+    if born_text.isdigit() and len(born_text) <= 18 and born_text.isascii():
+        born = int(born_text)
+    elif (born_or_none := _java_int(born_text, 18)) is not None:
+        born = born_or_none
+    else:
+        return None
+    reconsume_text = ext.get(wire[9])
+    reconsume: int | None = None
+    if reconsume_text is not None:
+        reconsume = small.get(reconsume_text)
+        if reconsume is None and (reconsume := _java_int(reconsume_text, 9)) is None:
+            return None
+    max_text = ext.get(wire[10])
+    max_reconsume: int | None = None
+    if max_text is not None:
+        max_reconsume = small.get(max_text)
+        if max_reconsume is None and (max_reconsume := _java_int(max_text, 9)) is None:
+            return None
+    batch_text = ext.get(wire[11])
+    if batch_text is None or batch_text == "false":
+        batch = False
+    elif batch_text == "true":
+        batch = True
+    else:
+        return None
+    return SendFields(
+        topic,
+        default_topic,
+        queue_nums,
+        queue_id,
+        sys_flag,
+        born,
+        flag,
+        ext.get(wire[8]),
+        reconsume,
+        max_reconsume,
+        batch,
+    )
+
+
 class SendMessageProcessor:
     """Serves the send codes and CONSUMER_SEND_MSG_BACK."""
 
@@ -165,10 +341,19 @@ class SendMessageProcessor:
     async def _process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
         if request.code == RequestCode.CONSUMER_SEND_MSG_BACK:
             return await self._consumer_send_msg_back(channel, request)
-        checked = self._decode_and_check(channel, request, request.code == RequestCode.SEND_MESSAGE)
-        if isinstance(checked, RemotingCommand):
-            return checked
-        header, queue_id = checked
+        v1 = request.code == RequestCode.SEND_MESSAGE
+        header: _SendValues
+        fields = read_send_fields(request.ext_fields, V1_WIRE if v1 else V2_WIRE)
+        if fields is None:
+            checked = self._decode_and_check(channel, request, v1)
+            if isinstance(checked, RemotingCommand):
+                return checked
+            header, queue_id = checked
+        else:
+            error, queue_id = self._msg_check(channel, request, fields)
+            if error is not None:
+                return error
+            header = fields
         try:
             if header.batch:
                 return await self._send_batch(channel, request, header, queue_id)
@@ -222,7 +407,7 @@ class SendMessageProcessor:
         return resp
 
     def _msg_check(
-        self, channel: Channel, request: RemotingCommand, header: _SendHeader
+        self, channel: Channel, request: RemotingCommand, header: _SendValues
     ) -> tuple[RemotingCommand | None, int]:
         """``msgCheck``: an error response, or (None, queue id to use)."""
         broker = self.broker
@@ -287,7 +472,7 @@ class SendMessageProcessor:
 
     # ------------------------------------------------------------------ single message
     async def _send_one(
-        self, channel: Channel, request: RemotingCommand, header: _SendHeader, queue_id: int
+        self, channel: Channel, request: RemotingCommand, header: _SendValues, queue_id: int
     ) -> RemotingCommand | None:
         broker = self.broker
         topic = str(header.topic)
@@ -336,7 +521,7 @@ class SendMessageProcessor:
     def _handle_retry_and_dlq(
         self,
         request: RemotingCommand,
-        header: _SendHeader,
+        header: _SendValues,
         queue_id: int,
         props: dict[str, str],
         reconsume_times: int,
@@ -366,7 +551,7 @@ class SendMessageProcessor:
 
     # ------------------------------------------------------------------ batch
     async def _send_batch(
-        self, channel: Channel, request: RemotingCommand, header: _SendHeader, queue_id: int
+        self, channel: Channel, request: RemotingCommand, header: _SendValues, queue_id: int
     ) -> RemotingCommand | None:
         broker = self.broker
         topic = str(header.topic)
