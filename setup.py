@@ -53,6 +53,10 @@ def _say(message: str) -> None:
     print(f"rocketq build: {message}", file=sys.stderr)
 
 
+#: the hot sources' hashes as they were when compilation began (written to the manifest)
+DIGESTS: dict[str, str] = {}
+
+
 def _extensions() -> list[Any]:
     if not BUILDS:
         return []
@@ -70,6 +74,8 @@ def _extensions() -> list[Any]:
         _say("mypyc not available: pure Python")
         return []
     paths = [str(_build.source_path(m, SRC).relative_to(HERE)) for m in _build.HOT_MODULES]
+    # hashed before mypyc reads them: a source edited during the build then reads as stale
+    DIGESTS.update(_build.source_digests(SRC))
     # The hot modules are fully typed; the rest of the package (and third-party packages, which an
     # isolated build environment does not have) is only followed for types, silently.
     options = ["--ignore-missing-imports", "--follow-imports=silent", "--no-warn-unused-ignores"]
@@ -103,7 +109,7 @@ class BuildExtWithManifest(build_ext):
             return
         package = SRC / "rocketq" if self.inplace else Path(self.build_lib) / "rocketq"
         package.mkdir(parents=True, exist_ok=True)
-        _say(f"wrote {_build.write_manifest(package, SRC)}")
+        _say(f"wrote {_build.write_manifest(package, SRC, digests=DIGESTS or None)}")
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": BuildExtWithManifest})

@@ -122,9 +122,21 @@ def source_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def write_manifest(package: Path, root: Path, modules: Sequence[str] = HOT_MODULES) -> Path:
-    """Record the hot modules' source hashes (sources under *root*) in *package*'s manifest (the build)."""
-    manifest = {module: source_digest(source_path(module, root)) for module in modules}
+def source_digests(root: Path, modules: Sequence[str] = HOT_MODULES) -> dict[str, str]:
+    """The hot modules' source hashes (sources under *root*), by module."""
+    return {module: source_digest(source_path(module, root)) for module in modules}
+
+
+def write_manifest(
+    package: Path,
+    root: Path,
+    modules: Sequence[str] = HOT_MODULES,
+    digests: Mapping[str, str] | None = None,
+) -> Path:
+    """Record the hot modules' source hashes in *package*'s manifest (the build). *digests* are
+    the hashes taken before compiling began (the build passes them: a source edited while mypyc
+    ran then reads as stale, never as built); without them the sources under *root* are hashed now."""
+    manifest = dict(digests) if digests is not None else source_digests(root, modules)
     target = package / MANIFEST_NAME
     target.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return target

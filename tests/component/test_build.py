@@ -225,3 +225,14 @@ def test_stray_extensions_are_those_of_modules_outside_the_hot_set(tmp_path: Pat
     assert _build.stray_extensions(root, modules=()) == sorted(
         p for p in (root / "rocketq").rglob(f"*{_EXT[0]}")
     )
+
+
+def test_a_source_edited_while_compiling_reads_as_stale(tmp_path: Path) -> None:
+    root = _fake_tree(tmp_path)
+    before = _build.source_digests(root)  # what the build hashes before mypyc reads the sources
+    edited = _build.source_path("rocketq.protocol.frame", root)
+    edited.write_text(edited.read_text(encoding="utf-8") + "\n# edited during the build\n", encoding="utf-8")
+    _build.write_manifest(root / "rocketq", root, digests=before)  # written when the build ends
+    stale = _build.detect(environ={}, root=root)
+    assert not stale.compiled
+    assert stale.reason == "stale compiled build, sources changed since: rocketq.protocol.frame"
