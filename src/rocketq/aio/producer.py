@@ -62,7 +62,8 @@ from rocketq.client.send_prep import (
     prepare_message,
     prepare_send,
     select_with,
-    send_header,
+    send_request_of,
+    send_result_of,
 )
 from rocketq.client.trace.hooks import SendMessageTraceHookImpl
 from rocketq.common.service_state import ServiceState
@@ -472,17 +473,19 @@ class AsyncProducer:
         instance = self._running()
         # the route is known on every send but the first: no coroutine for the lookup then
         addr = instance.find_broker_address_in_publish(mq.broker_name) or await instance.master_of(mq)
-        header = send_header(prep, mq, self.config)
+        api = instance.api
+        # as the blocking producer: the request straight from the prepared send, the answer
+        # straight into the SendResult (send_prep.send_request_of / send_result_of)
+        request = send_request_of(prep, mq, self.config, api.language, api.serialize_type)
         hooks = self.send_hooks
         hook_ctx = hooks_before(hooks, self.config.producer_group, prep, mq, addr) if hooks else None
         result: SendResult | None = None
         try:
             if not oneway:
-                result = await instance.api.send_message(
-                    addr, mq.broker_name, header, prep.body, prep.uniq_id, timeout_ms, batch=prep.batch
-                )
+                response = await api.remoting.invoke(addr, request, timeout_ms)
+                result = send_result_of(response, mq, prep.uniq_id, addr)
             else:
-                await instance.api.send_message_oneway(addr, header, prep.body, batch=prep.batch)
+                await api.remoting.invoke_oneway(addr, request)
         except RocketqError as exc:
             if hook_ctx is not None:
                 hooks_after(hooks, hook_ctx, None, exc)
