@@ -61,12 +61,6 @@ __all__ = ["AsyncMQClientAPI"]
 log = logging.getLogger(__name__)
 
 
-def _int_header(response: RemotingCommand, name: str, default: int) -> int:
-    """One integer field of a response header (``offset``, ...), ``default`` when absent."""
-    text = (response.ext_fields or {}).get(name)
-    return int(text) if text is not None and text.lstrip("-").isdigit() else default
-
-
 class AsyncMQClientAPI:
     """Typed awaitable RPCs over one :class:`AsyncRemotingClient` (``MQClientAPIImpl``)."""
 

@@ -140,9 +140,6 @@ class TopicPublishInfo:
                 return mq
         return mqs[self.next_index() % len(mqs)]
 
-    def queue_count_of(self, broker_name: str) -> int:
-        return sum(1 for mq in self.message_queue_list if mq.broker_name == broker_name)
-
 
 class MQFaultStrategy:
     """``MQFaultStrategy``: queue selection with optional latency-based broker avoidance."""
