@@ -81,6 +81,8 @@ from rocketq.client.send_prep import (
     prepare_message,
     prepare_send,
     select_with,
+    send_code_of,
+    send_frame_of,
     send_request_of,
     send_result_of,
 )
@@ -421,14 +423,24 @@ class Producer(ServiceLifecycle):
             instance = self._running_instance()  # raises
         addr = instance.find_broker_address_in_publish(mq.broker_name) or self._broker_addr(mq)
         api = instance.api
+        remoting = api.remoting
+        if not self.send_hooks and mode == "sync" and not remoting.signs_requests:
+            # the hot path: the frame written straight from the prepared send (no header
+            # object, no command object), the answer read straight into the SendResult
+            opaque = remoting.next_opaque()
+            code = send_code_of(prep)
+            frame = send_frame_of(prep, mq, self.config, api.language, api.serialize_type, opaque, code)
+            if frame is not None:
+                response = remoting.invoke_sync_frame(addr, frame, opaque, code, timeout_ms)
+                return send_result_of(response, mq, prep.uniq_id, addr)
         # the request straight from the prepared send (no header object), the answer read
         # straight into the SendResult (send_prep.send_request_of / send_result_of)
         request = send_request_of(prep, mq, self.config, api.language, api.serialize_type)
-        if not self.send_hooks:  # the hot path: no hook context, no hook calls
+        if not self.send_hooks:  # no hook context, no hook calls
             if mode == "oneway":
-                api.remoting.invoke_oneway(addr, request)
+                remoting.invoke_oneway(addr, request)
                 return None
-            return send_result_of(api.remoting.invoke_sync(addr, request, timeout_ms), mq, prep.uniq_id, addr)
+            return send_result_of(remoting.invoke_sync(addr, request, timeout_ms), mq, prep.uniq_id, addr)
         hook_ctx = self._hooks_before(prep, mq, addr)
         try:
             if mode == "oneway":

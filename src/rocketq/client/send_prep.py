@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from json.encoder import encode_basestring as _json_quote
 from typing import cast
 
 from rocketq.client.api_results import SEND_STATUS_BY_CODE, SendResult, SendStatus
@@ -42,7 +43,7 @@ from rocketq.errors import (
     RocketqError,
 )
 from rocketq.protocol.codes import MessageSysFlag, RequestCode, SerializeType
-from rocketq.protocol.frame import RemotingCommand
+from rocketq.protocol.frame import RemotingCommand, encode_json_request
 from rocketq.protocol.headers import (
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
@@ -79,6 +80,8 @@ __all__ = [
     "prepare_send",
     "retry_after_result",
     "select_with",
+    "send_code_of",
+    "send_frame_of",
     "send_header",
     "send_request_of",
     "send_result_of",
@@ -287,6 +290,7 @@ _W_MAX_RECONSUME = _V2_WIRE["max_reconsume_times"]
 _W_BATCH = _V2_WIRE["batch"]
 _W_BNAME = _V2_WIRE["bname"]
 _ROCKETMQ = int(SerializeType.ROCKETMQ)
+_JSON = int(SerializeType.JSON)
 #: SendMessageResponseHeader's wire names
 _R_WIRE = {field.attr: field.wire for field in SendMessageResponseHeader.wire_fields()}
 _R_MSG_ID = _R_WIRE["msg_id"]
@@ -353,18 +357,60 @@ def send_request_of(
     """The request of one send attempt to ``mq``: what ``MQClientAPI.build_send_request`` makes
     of :func:`send_header`, without the header (SEND_MESSAGE_V2, SEND_BATCH_MESSAGE, or
     SEND_REPLY_MESSAGE_V2 for a reply message, as ``MQClientAPIImpl.sendMessage``)."""
-    code = _SEND_V2
-    if prep.batch:
-        code = _SEND_BATCH
-    elif MessageConst.MSG_TYPE in prep.properties and is_reply_message(prep.properties):
-        code = _SEND_REPLY_V2
     return RemotingCommand(
-        code=code,
+        code=send_code_of(prep),
         language=language,
         ext_fields=send_v2_fields(prep, mq, config, serialize_type, time.time_ns() // 1_000_000),
         body=prep.body,
         serialize_type=serialize_type,
     )
+
+
+#: the JSON V2 map's keys in the order :func:`send_frame_of` writes them (``j`` and ``l`` only
+#: when set); checked against the header codec's order at import
+_FRAME_ORDER = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n")
+for _key, _order in _V2_ORDERS.items():
+    if not _key[0] and _order != tuple(k for k in _FRAME_ORDER if k in _order):  # pragma: no cover
+        raise RuntimeError(f"send_frame_of writes the V2 keys in another order than the codec: {_order}")
+
+
+def send_code_of(prep: PreparedSend) -> int:
+    """The request code of a send (``MQClientAPIImpl.sendMessage``): SEND_MESSAGE_V2,
+    SEND_BATCH_MESSAGE for a batch, SEND_REPLY_MESSAGE_V2 for a reply message."""
+    if prep.batch:
+        return _SEND_BATCH
+    if MessageConst.MSG_TYPE in prep.properties and is_reply_message(prep.properties):
+        return _SEND_REPLY_V2
+    return _SEND_V2
+
+
+def send_frame_of(
+    prep: PreparedSend,
+    mq: MessageQueue,
+    config: ProducerConfig,
+    language: int,
+    serialize_type: int,
+    opaque: int,
+    code: int,
+) -> bytes | None:
+    """The whole frame of ``send_request_of(prep, mq, config, language, serialize_type)``
+    sent with ``opaque`` (``code`` is :func:`send_code_of`), written straight from the
+    fields: one f-string for the JSON map, no dict, no command object (tested equal byte
+    for byte). None for the binary (ROCKETMQ) header, which takes :func:`send_request_of`."""
+    if serialize_type != _JSON:
+        return None
+    reconsume = prep.reconsume_times
+    max_reconsume = prep.max_reconsume_times
+    j = "" if reconsume is None else f'"j":"{reconsume}",'
+    ml = "" if max_reconsume is None else f'"l":"{max_reconsume}",'
+    ext = (
+        f'{{"a":{_json_quote(config.producer_group)},"b":{_json_quote(prep.topic)},'
+        f'"c":{_json_quote(config.create_topic_key)},"d":"{config.default_topic_queue_nums}",'
+        f'"e":"{mq.queue_id}","f":"{prep.sys_flag}","g":"{time.time_ns() // 1_000_000}",'
+        f'"h":"{prep.flag}","i":{_json_quote(prep.properties)},{j}"k":"false",{ml}'
+        f'"m":"{"true" if prep.batch else "false"}","n":{_json_quote(mq.broker_name)}}}'
+    )
+    return encode_json_request(code, ext, language, opaque, prep.body)
 
 
 def _plain_digits(text: str | None, most: int) -> bool:
