@@ -81,8 +81,7 @@ from rocketq.client.send_prep import (
     prepare_message,
     prepare_send,
     select_with,
-    send_code_of,
-    send_frame_of,
+    send_frame_sync,
     send_request_of,
     send_result_of,
 )
@@ -94,7 +93,6 @@ from rocketq.errors import (
     ClientError,
     ConnectError,
     IllegalArgumentError,
-    RemotingError,
     RequestTimeoutError,
     RocketqError,
 )
@@ -389,16 +387,7 @@ class Producer(ServiceLifecycle):
             self._clock_ms,
             retries=self.config.retry_times_when_send_failed if mode == "sync" else 0,
         )
-        while (mq := attempts.next_queue()) is not None:
-            start = attempts.started_ms  # next_queue's clock read (beginTimestampPrev)
-            try:
-                result = self._send_kernel(prep, mq, mode, attempts.remaining_ms(start))
-            except (RemotingError, BrokerError) as exc:
-                attempts.failed(mq, start, exc)
-                continue
-            if attempts.succeeded(mq, start, result):
-                return result
-        raise attempts.give_up()
+        return attempts.run(prep, mode, self._send_kernel)
 
     def _choose_explicit(
         self,
@@ -415,9 +404,9 @@ class Producer(ServiceLifecycle):
         return select_with(self._find_publish_info(prep.topic), prep.topic, selector, msg, arg)
 
     def _send_kernel(
-        self, prep: PreparedSend, mq: MessageQueue, mode: _Mode, timeout_ms: int
+        self, prep: PreparedSend, mq: MessageQueue, mode: str, timeout_ms: int
     ) -> SendResult | None:
-        """``sendKernelImpl``: one attempt to one queue."""
+        """``sendKernelImpl``: one attempt to one queue (``mode`` "sync" or "oneway")."""
         instance = self._instance
         if self._state is not ServiceState.RUNNING or instance is None:
             instance = self._running_instance()  # raises
@@ -427,12 +416,11 @@ class Producer(ServiceLifecycle):
         if not self.send_hooks and mode == "sync" and not remoting.signs_requests:
             # the hot path: the frame written straight from the prepared send (no header
             # object, no command object), the answer read straight into the SendResult
-            opaque = remoting.next_opaque()
-            code = send_code_of(prep)
-            frame = send_frame_of(prep, mq, self.config, api.language, api.serialize_type, opaque, code)
-            if frame is not None:
-                response = remoting.invoke_sync_frame(addr, frame, opaque, code, timeout_ms)
-                return send_result_of(response, mq, prep.uniq_id, addr)
+            result = send_frame_sync(
+                remoting, addr, prep, mq, self.config, api.language, api.serialize_type, timeout_ms
+            )
+            if result is not None:
+                return result
         # the request straight from the prepared send (no header object), the answer read
         # straight into the SendResult (send_prep.send_request_of / send_result_of)
         request = send_request_of(prep, mq, self.config, api.language, api.serialize_type)

@@ -59,8 +59,11 @@ from rocketq.protocol.message import (
 from rocketq.protocol.message_id import new_unique_id, new_unique_ids
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX
+from rocketq.remoting.client import RemotingClient
 
 log = logging.getLogger(__name__)
+#: read once: an enum member is a class attribute lookup each time it is named
+_SEND_OK = SendStatus.SEND_OK
 _COMPRESSED_ZLIB = int(MessageSysFlag.COMPRESSED_FLAG | MessageSysFlag.COMPRESSION_ZLIB_TYPE)
 _TRANSACTION_PREPARED = int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
 #: A failed send logs "retry another broker" once per broker per 10 s (three attempts to one
@@ -70,6 +73,7 @@ _log_limiter = LogLimiter(log)
 __all__ = [
     "PreparedSend",
     "SendAttempts",
+    "SendKernel",
     "auto_batch_body_limit",
     "check_explicit_queue",
     "check_message",
@@ -82,6 +86,7 @@ __all__ = [
     "select_with",
     "send_code_of",
     "send_frame_of",
+    "send_frame_sync",
     "send_header",
     "send_request_of",
     "send_result_of",
@@ -138,11 +143,22 @@ class PreparedSend:
         )
 
 
+#: topics :func:`validate_topic` passed for sends (it runs on every send; an interpreted call
+#: and its own cache's lookup cost more than this set's), forgotten all at once when full
+_sendable_topics: set[str] = set()
+_SENDABLE_TOPICS_MAX = 1024
+
+
 def check_message(msg: Message, config: ProducerConfig) -> None:
     """``Validators.checkMessage``: topic, non-empty body, ``max_message_size``."""
     if not isinstance(msg, Message):
         raise IllegalArgumentError(f"the message is not a Message: {msg!r}")
-    validate_topic(msg.topic, for_send=True)
+    topic = msg.topic
+    if type(topic) is not str or topic not in _sendable_topics:  # (a non-str: validate_topic says so)
+        validate_topic(topic, for_send=True)
+        if len(_sendable_topics) >= _SENDABLE_TOPICS_MAX:
+            _sendable_topics.clear()
+        _sendable_topics.add(topic)
     if not msg.body:
         raise IllegalArgumentError("the message body length is zero")
     if len(msg.body) > config.max_message_size:
@@ -413,6 +429,29 @@ def send_frame_of(
     return encode_json_request(code, ext, language, opaque, prep.body)
 
 
+def send_frame_sync(
+    remoting: RemotingClient,
+    addr: str,
+    prep: PreparedSend,
+    mq: MessageQueue,
+    config: ProducerConfig,
+    language: int,
+    serialize_type: int,
+    timeout_ms: int,
+) -> SendResult | None:
+    """One sync send attempt as a frame (:func:`send_frame_of`, ``invoke_sync_frame``,
+    :func:`send_result_of`), for a client that does not sign its requests; None (nothing
+    sent) when the request must go as a command object (the binary header)."""
+    opaque = remoting.next_opaque()
+    code = send_code_of(prep)
+    frame = send_frame_of(prep, mq, config, language, serialize_type, opaque, code)
+    if frame is None:
+        return None
+    return send_result_of(
+        remoting.invoke_sync_frame(addr, frame, opaque, code, timeout_ms), mq, prep.uniq_id, addr
+    )
+
+
 def _plain_digits(text: str | None, most: int) -> bool:
     return text is not None and 0 < len(text) <= most and text.isascii() and text.isdigit()
 
@@ -483,9 +522,7 @@ def retry_after_result(result: SendResult | None, config: ProducerConfig) -> boo
     """``sendDefaultImpl``: a stored-but-not-OK result is retried on another broker only with
     ``retryAnotherBrokerWhenNotStoreOK``."""
     return (
-        result is not None
-        and result.status is not SendStatus.SEND_OK
-        and config.retry_another_broker_when_not_store_ok
+        result is not None and result.status is not _SEND_OK and config.retry_another_broker_when_not_store_ok
     )
 
 
@@ -509,6 +546,10 @@ def give_up_error(
         err.__cause__ = last_exc
         return err
     return ClientError(info_text)
+
+
+#: ``kernel(prep, mq, mode, timeout_ms)``: one send attempt (:meth:`SendAttempts.run`)
+SendKernel = Callable[[PreparedSend, MessageQueue, str, int], "SendResult | None"]
 
 
 class SendAttempts:
@@ -596,3 +637,18 @@ class SendAttempts:
 
     def give_up(self) -> RocketqError:
         return give_up_error(self._last_exc, self.brokers_sent, self._topic, self._clock() - self._begin)
+
+    def run(self, prep: PreparedSend, mode: str, kernel: SendKernel) -> SendResult | None:
+        """The loop of the class docstring with ``kernel(prep, mq, mode, remaining_ms)`` as
+        the send (the blocking producer's ``sendKernelImpl``): the result of the first
+        final answer, else the error of :meth:`give_up`."""
+        while (mq := self.next_queue()) is not None:
+            start = self.started_ms  # next_queue's clock read (beginTimestampPrev)
+            try:
+                result = kernel(prep, mq, mode, self.remaining_ms(start))
+            except (RemotingError, BrokerError) as exc:
+                self.failed(mq, start, exc)
+                continue
+            if self.succeeded(mq, start, result):
+                return result
+        raise self.give_up()
