@@ -371,8 +371,7 @@ class Producer(ServiceLifecycle):
             if self._clock_ms() - begin >= timeout:
                 raise RequestTimeoutError("sendSelectImpl call timeout")
             return self._send_kernel(prep, chosen, mode, timeout - (self._clock_ms() - begin))
-        with self._publish_lock:
-            info = self._publish.get(prep.topic)
+        info = self._publish.get(prep.topic)  # (one dict read is atomic: writers hold _publish_lock)
         if info is None or not info.ok():  # (a known route is taken without the lookup's calls)
             info = self._find_publish_info(prep.topic)
         if not info.ok():
