@@ -50,7 +50,7 @@ payload = b"x" * 100
 send = p.send
 for _ in range(2000):
     send(Message(topic, payload))
-if count:
+if seconds <= 0:  # the strace run: a fixed count of sends
     for _ in range(count):
         send(Message(topic, payload))
     p.shutdown()
@@ -172,19 +172,19 @@ def main() -> None:
                         f"{res['rate']:8.0f}/s  broker {res['broker_us']:6.1f} us/send",
                         flush=True,
                     )
+        print("\nmedians")
+        for (label, build), runs in results.items():
+            print(
+                f"{label:>8} {build:>8}: client {statistics.median(r['client_us'] for r in runs):6.1f} us/send  "
+                f"{statistics.median(r['rate'] for r in runs):8.0f}/s  "
+                f"broker {statistics.median(r['broker_us'] for r in runs):6.1f} us/send",
+                flush=True,
+            )
         if args.strace:
             for label, src in trees:
                 for build in builds:
-                    print(
-                        f"syscalls/send {label} {build}: {_strace(src, build, cluster.namesrv_addr, topic, args.strace)}"
-                    )
-    print("\nmedians")
-    for (label, build), runs in results.items():
-        print(
-            f"{label:>8} {build:>8}: client {statistics.median(r['client_us'] for r in runs):6.1f} us/send  "
-            f"{statistics.median(r['rate'] for r in runs):8.0f}/s  "
-            f"broker {statistics.median(r['broker_us'] for r in runs):6.1f} us/send"
-        )
+                    calls = _strace(src, build, cluster.namesrv_addr, topic, args.strace)
+                    print(f"syscalls/send {label} {build}: {calls}", flush=True)
 
 
 if __name__ == "__main__":
