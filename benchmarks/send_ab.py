@@ -10,8 +10,10 @@ warms up, then sends ``Message(topic, 100-byte body)`` one at a time for ``--sec
 - sends/s;
 - the broker's CPU per send (``/proc/<pid>/stat`` utime+stime over the same window).
 
-Prints every run and the medians per (tree, build). ``--strace`` runs each child once more under
-``strace -c -f`` for a fixed number of sends and prints the syscalls per send. A tree's compiled
+Prints every run and the medians per (tree, build). ``--aio`` measures workload A1 instead:
+``await AsyncProducer.send`` one at a time on one event loop (uvloop when installed).
+``--strace`` runs each (blocking) child once more under ``strace -c -f`` for a fixed number of
+sends and prints the syscalls per send. A tree's compiled
 build is the extensions built in place in that tree (``make`` there, or ``setup.py build_ext
 --inplace``); the child says which build it loaded.
 
@@ -80,6 +82,54 @@ print(json.dumps({
 """
 
 
+CHILD_AIO = r"""
+import asyncio, json, os, sys, time
+from rocketq import _build
+from rocketq.aio import AsyncProducer
+from rocketq.client.config import ProducerConfig
+from rocketq.protocol.message import Message
+
+namesrv, topic, seconds, broker_pid = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[5])
+try:
+    import uvloop
+    new_loop = uvloop.new_event_loop
+except ImportError:
+    new_loop = asyncio.new_event_loop
+
+def cpu_of(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+async def main():
+    cfg = ProducerConfig(producer_group=f"aab_{os.getpid()}", send_msg_timeout_ms=30_000)
+    async with AsyncProducer(namesrv_addr=namesrv, config=cfg) as p:
+        payload = b"x" * 100
+        for _ in range(2000):
+            await p.send(Message(topic, payload))
+        n = 0
+        b0, c0, w0 = cpu_of(broker_pid), time.process_time(), time.perf_counter()
+        deadline = w0 + seconds
+        while True:
+            for _ in range(200):
+                await p.send(Message(topic, payload))
+            n += 200
+            if time.perf_counter() >= deadline:
+                break
+        w1, c1, b1 = time.perf_counter(), time.process_time(), cpu_of(broker_pid)
+    return {
+        "build": "compiled" if _build.state().compiled else "pure",
+        "file": __import__("rocketq").__file__,
+        "client_us": (c1 - c0) / n * 1e6,
+        "rate": n / (w1 - w0),
+        "broker_us": (b1 - b0) / n * 1e6,
+    }
+
+loop = new_loop()
+print(json.dumps(loop.run_until_complete(main())))
+loop.close()
+"""
+
+
 def _env(src: str, build: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(Path(src).resolve())
@@ -89,9 +139,20 @@ def _env(src: str, build: str) -> dict[str, str]:
     return env
 
 
-def _run(src: str, build: str, namesrv: str, topic: str, seconds: float, broker_pid: int) -> dict[str, float]:
+def _run(
+    src: str, build: str, namesrv: str, topic: str, seconds: float, broker_pid: int, *, aio: bool = False
+) -> dict[str, float]:
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, namesrv, topic, str(seconds), "0", str(broker_pid)],
+        [
+            sys.executable,
+            "-c",
+            CHILD_AIO if aio else CHILD,
+            namesrv,
+            topic,
+            str(seconds),
+            "0",
+            str(broker_pid),
+        ],
         env=_env(src, build),
         check=True,
         capture_output=True,
@@ -149,6 +210,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--strace", type=int, default=0, help="also count syscalls over this many sends")
+    ap.add_argument("--aio", action="store_true", help="A1: await AsyncProducer.send (uvloop when installed)")
     args = ap.parse_args()
     trees = [tuple(t.split("=", 1)) for t in args.tree]
     builds = args.builds.split(",")
@@ -165,7 +227,7 @@ def main() -> None:
         for r in range(args.rounds):
             for label, src in trees:
                 for build in builds:
-                    res = _run(src, build, cluster.namesrv_addr, topic, args.seconds, pid)
+                    res = _run(src, build, cluster.namesrv_addr, topic, args.seconds, pid, aio=args.aio)
                     results.setdefault((label, build), []).append(res)
                     print(
                         f"round {r} {label:>8} {build:>8}: client {res['client_us']:6.1f} us/send  "
