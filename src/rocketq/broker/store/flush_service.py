@@ -179,15 +179,19 @@ class GroupCommitService(ServiceThread):
         flushed = self._commit_log.flushed_where
         now = time.monotonic()
         keep: list[_Request] = []
+        answers: list[tuple[Callable[[bool], None], bool]] = []
         for request in waiting:
             next_offset, deadline, done = request
             if flushed >= next_offset:
-                _answer(done, True)
+                answers.append((done, True))
             elif now >= deadline:
-                _answer(done, False)
+                answers.append((done, False))
             else:
                 keep.append(request)
         self._waiting = keep
+        # last: an answer wakes its waiter, which then needs the GIL this thread holds
+        for done, durable in answers:
+            _answer(done, durable)
 
     def on_shutdown(self) -> None:
         self._take(None)
@@ -282,9 +286,11 @@ class LoopGroupCommit:
         assert thread is not None
         batch = _Batch(waiting)
         upto = max(offset for offset, _ in waiting)
-        if thread.request(upto, batch.answered_by(self)):
-            batch.timer = self._loop.call_later(thread.timeout_s, _resolve, batch, False)
-        else:  # the service shut down: only what is durable already counts
+        # the timer first: the request wakes the thread, which then needs the GIL this
+        # thread holds until the loop goes back to waiting (the less done after, the better)
+        batch.timer = self._loop.call_later(thread.timeout_s, _resolve, batch, False)
+        if not thread.request(upto, batch.answered_by(self)):
+            # the service shut down: only what is durable already counts
             _resolve(batch, self._commit_log.flushed_where >= upto)
 
     def on_answer(self, batch: _Batch, durable: bool) -> None:
