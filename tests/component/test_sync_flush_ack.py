@@ -356,3 +356,19 @@ def test_group_commit_after_shutdown_answers_what_is_durable() -> None:
         return await commit.wait_durable(100)
 
     assert asyncio.run(run()) is True
+
+
+def test_group_commit_shutdown_with_a_failing_disk_still_answers() -> None:
+    """A flush that keeps failing neither strands a waiter at shutdown nor leaves the
+    service accepting requests nobody will answer."""
+    config = MessageStoreConfig(store_path_root_dir="unused")
+    for with_waiter in (True, False):
+        log = _FakeCommitLog(max_offset=100, error=OSError(5, "Input/output error"))
+        service = GroupCommitService(log, config)  # type: ignore[arg-type]
+        service.start()
+        waiting = service.submit(100) if with_waiter else None
+        service.shutdown()
+        if waiting is not None:
+            assert waiting.result(timeout=5) is False
+        # refused after shutdown, so answered at once (not queued for a thread that is gone)
+        assert service.submit(100).result(timeout=5) is False

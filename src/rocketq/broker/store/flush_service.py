@@ -132,7 +132,10 @@ class GroupCommitService(ServiceThread):
 
     def submit(self, next_offset: int) -> Future[bool]:
         """``GroupCommitRequest`` for a put made off the loop: a future resolved once
-        ``next_offset`` is durable (``False`` after ``sync_flush_timeout_ms``)."""
+        ``next_offset`` is durable (``False`` after ``sync_flush_timeout_ms``). The deadline
+        is checked by the thread between syncs, so a sync that hangs in the kernel delays
+        the ``False`` too: callers that must not wait longer use ``future.result(timeout)``
+        (the loop's puts have :class:`LoopGroupCommit`'s timer)."""
         fut: Future[bool] = Future()
         if not self.request(next_offset, fut.set_result):
             # a put that raced with shutdown: the store's final flush is not confirmed here
@@ -194,18 +197,24 @@ class GroupCommitService(ServiceThread):
             _answer(done, durable)
 
     def on_shutdown(self) -> None:
-        self._take(None)
-        for _ in range(_RETRY_TIMES_OVER):
-            self._do_commit()
-            if not self._waiting:
-                break
-        with self._lock:
-            self._closed = True
-        self._take(None)  # queued before _closed was set
-        self._do_commit()
-        for _next, _deadline, done in self._waiting:
-            _answer(done, False)
-        self._waiting = []
+        """Final passes; then refuse new requests and answer every one left (a flush that
+        fails here still lets each waiter hear whether its bytes are durable)."""
+        try:
+            for _ in range(_RETRY_TIMES_OVER):
+                self._take(None)
+                self._do_commit()
+                if not self._waiting:
+                    break
+        finally:
+            with self._lock:
+                self._closed = True
+            self._take(None)  # queued before _closed was set
+            if self._waiting:
+                self._do_commit()  # (with waiters it logs a failed flush instead of raising)
+            flushed = self._commit_log.flushed_where
+            for next_offset, _deadline, done in self._waiting:
+                _answer(done, flushed >= next_offset)
+            self._waiting = []
 
 
 def _answer(done: Callable[[bool], None], durable: bool) -> None:
