@@ -457,8 +457,9 @@ class AsyncProducer:
             self._clock_ms,
             retries=0 if oneway else self.config.retry_times_when_send_failed,
         )
+        # the async twin of SendAttempts.run (its kernel is awaited)
         while (mq := attempts.next_queue()) is not None:
-            start = self._clock_ms()
+            start = attempts.started_ms  # next_queue's clock read (beginTimestampPrev)
             try:
                 result = await self._send_kernel(prep, mq, oneway, attempts.remaining_ms(start))
             except (RemotingError, BrokerError) as exc:
