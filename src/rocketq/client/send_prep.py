@@ -12,6 +12,10 @@ prepared send (:func:`send_request_of`: no header object, no generic codec) and 
 answer straight into a ``SendResult`` (:func:`send_result_of`); tests hold both equal to the
 header path (``MQClientAPI.build_send_request(send_header(...))`` and
 ``MQClientAPI.process_send_response``), to which anything unusual in an answer falls back.
+A sync attempt of a client that does not sign its requests goes further: its whole JSON
+frame is one f-string (:func:`send_frame_of`, tested byte-equal to the encoded request) sent
+with ``RemotingClient.invoke_sync_frame`` (:func:`send_frame_sync`; the asyncio producer:
+``AsyncRemotingClient.invoke_frame``).
 
 Invariants: every prepared message has a UNIQ_KEY (``MessageClientIDSetter.setUniqID``), which
 is ``SendResult.msg_id`` (a batch joins its messages' keys with commas); bodies of

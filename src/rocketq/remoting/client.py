@@ -46,7 +46,9 @@ Invariants:
   after it failed (no background reconnect loop).
 * Opaques come from one counter per client, wrapping within int32 like Java's
   ``AtomicInteger`` (``RemotingCommand.requestId``). The client writes the opaque into the
-  request object it is given: do not send one command object from two threads at once.
+  request object it is given: do not send one command object from two threads at once. A
+  caller that encodes its own frame (:meth:`RemotingClient.invoke_sync_frame`) takes its
+  opaque from :meth:`RemotingClient.next_opaque`.
 * Whoever removes an entry from a connection's opaque table completes its call, exactly
   once: the response, a timeout or the loss of the connection.
 * At most one thread reads a connection (and feeds its decoder) at a time: the holder of
