@@ -36,7 +36,6 @@ import json.scanner
 import math
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 from json.encoder import encode_basestring as _json_quote
 from typing import cast
 
@@ -89,19 +88,78 @@ def _json_flat_map(ext: dict[str, str]) -> str:
     return "{" + ",".join(parts) + "}"
 
 
-@dataclass(slots=True)
-class RemotingCommand:
-    """One request or response (``org.apache.rocketmq.remoting.protocol.RemotingCommand``)."""
+_LANG_PYTHON = int(LanguageCode.PYTHON)
+_JSON = int(SerializeType.JSON)
 
-    code: int
-    flag: int = 0
-    opaque: int = 0
-    language: int = LanguageCode.PYTHON
-    version: int = CURRENT_VERSION
-    remark: str | None = None
-    ext_fields: dict[str, str] | None = None
-    body: bytes = b""
-    serialize_type: int = SerializeType.JSON
+
+class RemotingCommand:
+    """One request or response (``org.apache.rocketmq.remoting.protocol.RemotingCommand``).
+
+    A plain slotted class with the constructor, equality and repr a ``dataclass`` would
+    generate: a compiled build gets a native ``__init__`` (a dataclass's is generated
+    Python, run twice per request: the decoded request and its response)."""
+
+    __slots__ = (
+        "body",
+        "code",
+        "ext_fields",
+        "flag",
+        "language",
+        "opaque",
+        "remark",
+        "serialize_type",
+        "version",
+    )
+
+    def __init__(
+        self,
+        code: int,
+        flag: int = 0,
+        opaque: int = 0,
+        language: int = _LANG_PYTHON,
+        version: int = CURRENT_VERSION,
+        remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
+        body: bytes = b"",
+        serialize_type: int = _JSON,
+    ) -> None:
+        self.code = code
+        self.flag = flag
+        self.opaque = opaque
+        self.language = language
+        self.version = version
+        self.remark = remark
+        self.ext_fields = ext_fields
+        self.body = body
+        self.serialize_type = serialize_type
+
+    def _astuple(self) -> tuple[object, ...]:
+        return (
+            self.code,
+            self.flag,
+            self.opaque,
+            self.language,
+            self.version,
+            self.remark,
+            self.ext_fields,
+            self.body,
+            self.serialize_type,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RemotingCommand):
+            return NotImplemented
+        return self._astuple() == other._astuple()
+
+    def __hash__(self) -> int:  # mutable and compared by value: unhashable, as the dataclass was
+        raise TypeError("unhashable type: 'RemotingCommand'")
+
+    def __repr__(self) -> str:
+        return (
+            f"RemotingCommand(code={self.code!r}, flag={self.flag!r}, opaque={self.opaque!r}, "
+            f"language={self.language!r}, version={self.version!r}, remark={self.remark!r}, "
+            f"ext_fields={self.ext_fields!r}, body={self.body!r}, serialize_type={self.serialize_type!r})"
+        )
 
     # ------------------------------------------------------------------ factories
     @classmethod

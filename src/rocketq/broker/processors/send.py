@@ -127,6 +127,9 @@ def _max_reconsume_times(request: RemotingCommand, from_header: int | None, grou
 
 #: Peer addresses whose parsed born host is kept (SendMessageProcessor._born_host).
 _BORN_HOSTS_MAX = 4096
+#: Topic names remembered as valid send targets (SendMessageProcessor._msg_check).
+_SENDABLE_TOPICS_MAX = 4096
+_SUCCESS = int(ResponseCode.SUCCESS)
 
 #: Answers to a message that was stored: they carry the SendMessageResponseHeader fields.
 _STORED_CODES = frozenset(
@@ -330,6 +333,11 @@ class SendMessageProcessor:
         self.broker = broker
         self._random = random.Random()
         self._born_hosts: dict[str, HostAddr] = {}
+        #: Topic names that passed ``validate_topic`` and ``is_not_allowed_send_topic`` (both
+        #: depend on the name alone): the usual send checks its name with one set lookup.
+        self._sendable_topics: set[str] = set()
+        #: ``broker.store_host``, read once the server is bound (the first request comes after)
+        self._store_host: HostAddr | None = None
 
     async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
         started = time.perf_counter()
@@ -396,6 +404,14 @@ class SendMessageProcessor:
             host = hosts[addr] = parse_addr(addr)
         return host
 
+    def _store_host_of(self, broker: BrokerController) -> HostAddr:
+        """``broker.store_host``, one tuple for every record (the port is bound before the
+        first request arrives)."""
+        host = self._store_host
+        if host is None:
+            host = self._store_host = broker.store_host
+        return host
+
     def _response(self, request: RemotingCommand, code: int, remark: str | None) -> RemotingCommand:
         cfg = self.broker.config
         resp = request.make_response(code, remark)
@@ -425,16 +441,23 @@ class SendMessageProcessor:
                 ),
                 0,
             )
-        problem = validate_topic(topic)
-        if problem is not None:
-            return self._response(request, ResponseCode.SYSTEM_ERROR, problem), 0
-        if is_not_allowed_send_topic(topic):
-            return (
-                self._response(
-                    request, ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
-                ),
-                0,
-            )
+        sendable = self._sendable_topics
+        if topic not in sendable:
+            problem = validate_topic(topic)
+            if problem is not None:
+                return self._response(request, ResponseCode.SYSTEM_ERROR, problem), 0
+            if is_not_allowed_send_topic(topic):
+                return (
+                    self._response(
+                        request,
+                        ResponseCode.NO_PERMISSION,
+                        f"Sending message to topic[{topic}] is forbidden.",
+                    ),
+                    0,
+                )
+            if len(sendable) >= _SENDABLE_TOPICS_MAX:
+                sendable.clear()
+            sendable.add(topic)
         tc = tcm.select_topic_config(topic)
         if tc is None:
             tc = tcm.create_topic_in_send_message_method(
@@ -499,7 +522,7 @@ class SendMessageProcessor:
             sys_flag=int(header.sys_flag or 0),
             born_timestamp=int(header.born_timestamp or 0),
             born_host=self._born_host(channel),
-            store_host=broker.store_host,
+            store_host=self._store_host_of(broker),
             reconsume_times=reconsume_times,
         )
         if (props.get(MessageConst.TRAN_MSG) or "").lower() == "true":  # Boolean.parseBoolean
@@ -637,7 +660,10 @@ class SendMessageProcessor:
                 durable = await asyncio.wrap_future(result.flush_future)
             if not durable:
                 status = PutMessageStatus.FLUSH_DISK_TIMEOUT
-        code, remark = _PUT_STATUS_RESPONSE.get(status, (ResponseCode.SYSTEM_ERROR, status.name))
+        if status is PutMessageStatus.PUT_OK:  # no Enum hash (a Python-level call) when stored
+            code, remark = _SUCCESS, None
+        else:
+            code, remark = _PUT_STATUS_RESPONSE.get(status, (ResponseCode.SYSTEM_ERROR, status.name))
         append = result.append
         if append is None or code not in _STORED_CODES:
             return self._response(request, code, remark)
