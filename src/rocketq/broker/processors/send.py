@@ -209,6 +209,29 @@ class SendFields:
 _SendValues = SendMessageRequestHeader | SendMessageRequestHeaderV2 | SendFields
 
 
+class _PendingAck:
+    """A stored put whose producer waits for the disk (SYNC_FLUSH, ``WAIT`` not false):
+    what :meth:`SendMessageProcessor._ack_when_durable` needs to answer it later."""
+
+    __slots__ = ("msgs", "queue_id", "request", "result", "size", "topic")
+
+    def __init__(
+        self,
+        request: RemotingCommand,
+        result: PutMessageResult,
+        topic: str,
+        queue_id: int,
+        msgs: int,
+        size: int,
+    ) -> None:
+        self.request = request
+        self.result = result
+        self.topic = topic
+        self.queue_id = queue_id
+        self.msgs = msgs
+        self.size = size
+
+
 def _wire_names(cls: type[SendMessageRequestHeader] | type[SendMessageRequestHeaderV2]) -> tuple[str, ...]:
     """The wire names of ``cls``'s fields in :data:`_WIRE_ATTRS` order."""
     wire = {field.attr: field.wire for field in cls.wire_fields()}
@@ -342,13 +365,18 @@ class SendMessageProcessor:
     async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
         started = time.perf_counter()
         try:
-            return await self._process(channel, request)
+            outcome = self._process(channel, request)
+            if isinstance(outcome, _PendingAck):
+                return await self._ack_when_durable(outcome)
+            return outcome
         finally:
             self.broker.stats.send_latency.observe((time.perf_counter() - started) * 1000.0)
 
-    async def _process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+    def _process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | _PendingAck | None:
+        """Everything but the wait for the disk, without suspending (one coroutine per send,
+        :meth:`process`): the answer, or the stored put whose ack waits for its flush."""
         if request.code == RequestCode.CONSUMER_SEND_MSG_BACK:
-            return await self._consumer_send_msg_back(channel, request)
+            return self._consumer_send_msg_back(channel, request)
         v1 = request.code == RequestCode.SEND_MESSAGE
         header: _SendValues
         fields = read_send_fields(request.ext_fields, V1_WIRE if v1 else V2_WIRE)
@@ -364,8 +392,8 @@ class SendMessageProcessor:
             header = fields
         try:
             if header.batch:
-                return await self._send_batch(channel, request, header, queue_id)
-            return await self._send_one(channel, request, header, queue_id)
+                return self._send_batch(channel, request, header, queue_id)
+            return self._send_one(channel, request, header, queue_id)
         except IllegalArgumentError as exc:
             # encode_properties refuses a property value holding a separator (Java's
             # string2messageProperties keeps the rest of the segment, \x01 included, and
@@ -494,9 +522,9 @@ class SendMessageProcessor:
         return None, queue_id
 
     # ------------------------------------------------------------------ single message
-    async def _send_one(
+    def _send_one(
         self, channel: Channel, request: RemotingCommand, header: _SendValues, queue_id: int
-    ) -> RemotingCommand | None:
+    ) -> RemotingCommand | _PendingAck:
         broker = self.broker
         topic = str(header.topic)
         props = decode_properties(header.properties or "")
@@ -537,9 +565,7 @@ class SendMessageProcessor:
         else:
             result = broker.store.put_message(inner, defer_flush=broker.store.config.sync_flush_on_loop)
         wait_flush = wait != "false"
-        return await self._handle_put_result(
-            request, result, topic, queue_id, 1, len(request.body), wait_flush
-        )
+        return self._handle_put_result(request, result, topic, queue_id, 1, len(request.body), wait_flush)
 
     def _handle_retry_and_dlq(
         self,
@@ -573,9 +599,9 @@ class SendMessageProcessor:
         return topic, queue_id
 
     # ------------------------------------------------------------------ batch
-    async def _send_batch(
+    def _send_batch(
         self, channel: Channel, request: RemotingCommand, header: _SendValues, queue_id: int
-    ) -> RemotingCommand | None:
+    ) -> RemotingCommand | _PendingAck:
         broker = self.broker
         topic = str(header.topic)
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
@@ -635,10 +661,10 @@ class SendMessageProcessor:
         )
         size = sum(len(e.body) for e in entries)
         wait_flush = batch_props.get(MessageConst.WAIT) != "false"
-        return await self._handle_put_result(request, result, topic, queue_id, len(entries), size, wait_flush)
+        return self._handle_put_result(request, result, topic, queue_id, len(entries), size, wait_flush)
 
     # ------------------------------------------------------------------ result
-    async def _handle_put_result(
+    def _handle_put_result(
         self,
         request: RemotingCommand,
         result: PutMessageResult,
@@ -647,19 +673,44 @@ class SendMessageProcessor:
         msgs: int,
         size: int,
         wait_flush: bool,
+    ) -> RemotingCommand | _PendingAck:
+        """The answer to a put, or (SYNC_FLUSH, the producer waits) the put whose answer
+        :meth:`_ack_when_durable` writes once the disk has it."""
+        if (
+            wait_flush
+            and result.status is PutMessageStatus.PUT_OK
+            and (result.flush_offset >= 0 or result.flush_future is not None)
+        ):
+            return _PendingAck(request, result, topic, queue_id, msgs, size)
+        return self._answer(request, result, result.status, topic, queue_id, msgs, size)
+
+    async def _ack_when_durable(self, pending: _PendingAck) -> RemotingCommand:
+        """Wait until the put is durable (or the flush timed out: FLUSH_DISK_TIMEOUT, the
+        message *is* stored), then answer."""
+        result = pending.result
+        durable = True
+        if result.flush_offset >= 0:
+            # SYNC_FLUSH: the loop's group commit syncs once for every put of this
+            # iteration, then the ack leaves (no thread hop per send)
+            group_commit = self.broker.store.loop_group_commit(asyncio.get_running_loop())
+            durable = await group_commit.wait_durable(result.flush_offset)
+        elif result.flush_future is not None:
+            durable = await asyncio.wrap_future(result.flush_future)
+        status = PutMessageStatus.PUT_OK if durable else PutMessageStatus.FLUSH_DISK_TIMEOUT
+        return self._answer(
+            pending.request, result, status, pending.topic, pending.queue_id, pending.msgs, pending.size
+        )
+
+    def _answer(
+        self,
+        request: RemotingCommand,
+        result: PutMessageResult,
+        status: PutMessageStatus,
+        topic: str,
+        queue_id: int,
+        msgs: int,
+        size: int,
     ) -> RemotingCommand:
-        status = result.status
-        if status == PutMessageStatus.PUT_OK and wait_flush:
-            durable = True
-            if result.flush_offset >= 0:
-                # SYNC_FLUSH: the loop's group commit syncs once for every put of this
-                # iteration, then the ack leaves (no thread hop per send)
-                group_commit = self.broker.store.loop_group_commit(asyncio.get_running_loop())
-                durable = await group_commit.wait_durable(result.flush_offset)
-            elif result.flush_future is not None:
-                durable = await asyncio.wrap_future(result.flush_future)
-            if not durable:
-                status = PutMessageStatus.FLUSH_DISK_TIMEOUT
         if status is PutMessageStatus.PUT_OK:  # no Enum hash (a Python-level call) when stored
             code, remark = _SUCCESS, None
         else:
@@ -688,7 +739,7 @@ class SendMessageProcessor:
         return response
 
     # ------------------------------------------------------------------ send back
-    async def _consumer_send_msg_back(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+    def _consumer_send_msg_back(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """``asyncConsumerSendMsgBack`` (5.3): re-store a failed message to %RETRY% or %DLQ%."""
         broker = self.broker
         header = decode_request_header(request, ConsumerSendMsgBackRequestHeader)
