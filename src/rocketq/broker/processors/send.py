@@ -34,7 +34,8 @@ import asyncio
 import logging
 import random
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
 
 from rocketq.broker.processors import decode_request_header
 from rocketq.broker.store import (
@@ -363,14 +364,36 @@ class SendMessageProcessor:
         self._store_host: HostAddr | None = None
 
     async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        outcome = self.process_now(channel, request)
+        if outcome is None or isinstance(outcome, RemotingCommand):
+            return outcome
+        return await outcome
+
+    def process_now(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand | Coroutine[Any, Any, RemotingCommand | None] | None:
+        """The server's immediate handler (:data:`~rocketq.remoting.server.ImmediateHandler`):
+        the answer, without a coroutine, unless the ack waits for the disk (SYNC_FLUSH): then
+        the coroutine that answers once it is durable."""
         started = time.perf_counter()
         try:
             outcome = self._process(channel, request)
-            if isinstance(outcome, _PendingAck):
-                return await self._ack_when_durable(outcome)
-            return outcome
+        except BaseException:
+            self._observe_latency(started)
+            raise
+        if isinstance(outcome, _PendingAck):
+            return self._ack_later(outcome, started)
+        self._observe_latency(started)
+        return outcome
+
+    async def _ack_later(self, pending: _PendingAck, started: float) -> RemotingCommand:
+        try:
+            return await self._ack_when_durable(pending)
         finally:
-            self.broker.stats.send_latency.observe((time.perf_counter() - started) * 1000.0)
+            self._observe_latency(started)
+
+    def _observe_latency(self, started: float) -> None:
+        self.broker.stats.send_latency.observe((time.perf_counter() - started) * 1000.0)
 
     def _process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | _PendingAck | None:
         """Everything but the wait for the disk, without suspending (one coroutine per send,
