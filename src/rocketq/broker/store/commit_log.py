@@ -272,10 +272,14 @@ class CommitLog:
         prefix = self._msg_id_prefix.get(store_host)
         if prefix is None:
             prefix = self._msg_id_prefix[store_host] = host_to_bytes(store_host).hex().upper()
+        # the offset as 16 upper-case hex digits: to_bytes/hex, not a format spec (which a
+        # compiled build runs through str.format)
         if len(requests) == 1:
-            msg_id = f"{prefix}{first_phys:016X}"
+            msg_id = prefix + first_phys.to_bytes(8, "big").hex().upper()
         else:
-            msg_id = ",".join([f"{prefix}{req.commit_log_offset:016X}" for req in requests])
+            msg_id = ",".join(
+                [prefix + req.commit_log_offset.to_bytes(8, "big").hex().upper() for req in requests]
+            )
         return AppendResult(
             wrote_offset=first_phys,
             wrote_bytes=total,
