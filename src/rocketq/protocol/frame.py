@@ -63,6 +63,7 @@ FLAG_ONEWAY = 0x2
 
 _INT = struct.Struct(">i")
 _PREFIX = struct.Struct(">iI")
+_MARK = struct.Struct(">I")  # headerMark: serialize type << 24 | header length
 _BIN_FIXED = struct.Struct(">hbhiii")  # code, language, version, opaque, flag, remarkLength
 _MAX_HEADER_LENGTH = 0xFFFFFF
 
@@ -468,7 +469,7 @@ def _decode_after_length(mv: memoryview) -> RemotingCommand:
     """Decode ``headerMark + header + body`` (the frame without its length prefix)."""
     if len(mv) < 4:
         raise MalformedFrameError(f"frame of {len(mv)} bytes has no header mark")
-    (mark,) = struct.unpack_from(">I", mv, 0)
+    (mark,) = _MARK.unpack_from(mv, 0)
     stype = mark >> 24
     hlen = mark & 0xFFFFFF
     if 4 + hlen > len(mv):
@@ -592,8 +593,11 @@ class FrameDecoder:
                     large[: self._filled] = memoryview(buf)[pos + 4 : end]
                     pos = end
                 break
-            with memoryview(buf) as mv:
+            mv = memoryview(buf)  # released by hand: a with block costs two method calls
+            try:
                 out.append(_decode_after_length(mv[pos + 4 : pos + 4 + total]))
+            finally:
+                mv.release()
             pos += 4 + total
         if pos == end:
             buf.clear()
