@@ -214,9 +214,10 @@ class SendFields:
 _SendValues = SendMessageRequestHeader | SendMessageRequestHeaderV2 | SendFields
 
 
-class _PendingAck:
-    """A stored put whose producer waits for the disk (SYNC_FLUSH, ``WAIT`` not false):
-    what :meth:`SendMessageProcessor._ack_when_durable` needs to answer it later."""
+class _StoredPut:
+    """A put made for one send request: what its answer needs. Returned instead of the
+    answer when the producer waits for the disk (SYNC_FLUSH, ``WAIT`` not false), for
+    :meth:`SendMessageProcessor._ack_when_durable` to answer later."""
 
     __slots__ = ("msgs", "queue_id", "request", "result", "size", "topic")
 
@@ -385,12 +386,12 @@ class SendMessageProcessor:
         except BaseException:
             self._observe_latency(started)
             raise
-        if isinstance(outcome, _PendingAck):
+        if isinstance(outcome, _StoredPut):
             return self._ack_later(outcome, started)
         self._observe_latency(started)
         return outcome
 
-    async def _ack_later(self, pending: _PendingAck, started: float) -> RemotingCommand:
+    async def _ack_later(self, pending: _StoredPut, started: float) -> RemotingCommand:
         try:
             return await self._ack_when_durable(pending)
         finally:
@@ -399,9 +400,9 @@ class SendMessageProcessor:
     def _observe_latency(self, started: float) -> None:
         self.broker.stats.send_latency.observe((time.perf_counter() - started) * 1000.0)
 
-    def _process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | _PendingAck | None:
-        """Everything but the wait for the disk, without suspending (one coroutine per send,
-        :meth:`process`): the answer, or the stored put whose ack waits for its flush."""
+    def _process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | _StoredPut | None:
+        """Everything but the wait for the disk, without suspending (:meth:`process_now`):
+        the answer, or the stored put whose ack waits for its flush."""
         if request.code == RequestCode.CONSUMER_SEND_MSG_BACK:
             return self._consumer_send_msg_back(channel, request)
         v1 = request.code == RequestCode.SEND_MESSAGE
@@ -551,7 +552,7 @@ class SendMessageProcessor:
     # ------------------------------------------------------------------ single message
     def _send_one(
         self, channel: Channel, request: RemotingCommand, header: _SendValues, queue_id: int
-    ) -> RemotingCommand | _PendingAck:
+    ) -> RemotingCommand | _StoredPut:
         broker = self.broker
         topic = str(header.topic)
         props = decode_properties(header.properties or "")
@@ -592,7 +593,8 @@ class SendMessageProcessor:
         else:
             result = broker.store.put_message(inner, defer_flush=True)
         wait_flush = wait != "false"
-        return self._handle_put_result(request, result, topic, queue_id, 1, len(request.body), wait_flush)
+        put = _StoredPut(request, result, topic, queue_id, 1, len(request.body))
+        return self._handle_put_result(put, wait_flush)
 
     def _handle_retry_and_dlq(
         self,
@@ -628,7 +630,7 @@ class SendMessageProcessor:
     # ------------------------------------------------------------------ batch
     def _send_batch(
         self, channel: Channel, request: RemotingCommand, header: _SendValues, queue_id: int
-    ) -> RemotingCommand | _PendingAck:
+    ) -> RemotingCommand | _StoredPut:
         broker = self.broker
         topic = str(header.topic)
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
@@ -686,30 +688,24 @@ class SendMessageProcessor:
         result = broker.store.put_messages(inners, batch_body_size=len(request.body), defer_flush=True)
         size = sum(len(e.body) for e in entries)
         wait_flush = batch_props.get(MessageConst.WAIT) != "false"
-        return self._handle_put_result(request, result, topic, queue_id, len(entries), size, wait_flush)
+        return self._handle_put_result(
+            _StoredPut(request, result, topic, queue_id, len(entries), size), wait_flush
+        )
 
     # ------------------------------------------------------------------ result
-    def _handle_put_result(
-        self,
-        request: RemotingCommand,
-        result: PutMessageResult,
-        topic: str,
-        queue_id: int,
-        msgs: int,
-        size: int,
-        wait_flush: bool,
-    ) -> RemotingCommand | _PendingAck:
-        """The answer to a put, or (SYNC_FLUSH, the producer waits) the put whose answer
-        :meth:`_ack_when_durable` writes once the disk has it."""
+    def _handle_put_result(self, put: _StoredPut, wait_flush: bool) -> RemotingCommand | _StoredPut:
+        """The answer to a put, or (SYNC_FLUSH, the producer waits) the put itself, whose
+        answer :meth:`_ack_when_durable` writes once the disk has it."""
+        result = put.result
         if (
             wait_flush
             and result.status is PutMessageStatus.PUT_OK
             and (result.flush_offset >= 0 or result.flush_future is not None)
         ):
-            return _PendingAck(request, result, topic, queue_id, msgs, size)
-        return self._answer(request, result, result.status, topic, queue_id, msgs, size)
+            return put
+        return self._answer(put, result.status)
 
-    async def _ack_when_durable(self, pending: _PendingAck) -> RemotingCommand:
+    async def _ack_when_durable(self, pending: _StoredPut) -> RemotingCommand:
         """Wait until the put is durable (or the flush timed out: FLUSH_DISK_TIMEOUT, the
         message *is* stored), then answer."""
         result = pending.result
@@ -721,29 +717,22 @@ class SendMessageProcessor:
             durable = await group_commit.wait_durable(result.flush_offset)
         elif result.flush_future is not None:
             durable = await asyncio.wrap_future(result.flush_future)
-        status = PutMessageStatus.PUT_OK if durable else PutMessageStatus.FLUSH_DISK_TIMEOUT
         return self._answer(
-            pending.request, result, status, pending.topic, pending.queue_id, pending.msgs, pending.size
+            pending, PutMessageStatus.PUT_OK if durable else PutMessageStatus.FLUSH_DISK_TIMEOUT
         )
 
-    def _answer(
-        self,
-        request: RemotingCommand,
-        result: PutMessageResult,
-        status: PutMessageStatus,
-        topic: str,
-        queue_id: int,
-        msgs: int,
-        size: int,
-    ) -> RemotingCommand:
+    def _answer(self, put: _StoredPut, status: PutMessageStatus) -> RemotingCommand:
+        """The send answer for ``put`` with ``status`` (the put's, or its flush outcome)."""
+        request = put.request
+        queue_id = put.queue_id
         if status is PutMessageStatus.PUT_OK:  # no Enum hash (a Python-level call) when stored
             code, remark = _SUCCESS, None
         else:
             code, remark = _PUT_STATUS_RESPONSE.get(status, (ResponseCode.SYSTEM_ERROR, status.name))
-        append = result.append
+        append = put.result.append
         if append is None or code not in _STORED_CODES:
             return self._response(request, code, remark)
-        self.broker.stats.inc_topic_put(topic, msgs, size)
+        self.broker.stats.inc_topic_put(put.topic, put.msgs, put.size)
         if request.serialize_type == SerializeType.JSON:
             # the map the header codec would build, in its order, without the header object
             cfg = self.broker.config
