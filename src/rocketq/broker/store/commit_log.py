@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from rocketq.broker.store.config import MessageStoreConfig
 from rocketq.broker.store.index import index_key_hashes
-from rocketq.broker.store.mapped_file import MappedFile, MappedFileQueue
+from rocketq.broker.store.mapped_file import MappedFile, MappedFileQueue, now_ms
 from rocketq.broker.store.status import AppendResult, PutMessageStatus
 from rocketq.common.log_limiter import LogLimiter
 from rocketq.errors import MalformedFrameError
@@ -177,6 +177,11 @@ class CommitLogDispatcher:
     def dispatch_batch(self, requests: Sequence[DispatchRequest]) -> None:
         """Dispatch the records of one batch, in order."""
 
+    def appended(self, msgs: int, wrote_bytes: int) -> None:
+        """Count a successful append of ``msgs`` records, ``wrote_bytes`` bytes (after its
+        dispatch, still under the lock: the store's put counters are exact without a lock
+        of their own)."""
+
 
 class CommitLog:
     """The commit log: append, read, recover, retention (``CommitLog``)."""
@@ -186,6 +191,8 @@ class CommitLog:
         self.file_size = config.mapped_file_size_commit_log
         self.queue = MappedFileQueue(config.commit_log_dir, self.file_size, keep_fd=True)
         self._clock_ms = clock_ms
+        #: The default clock is called natively (a compiled build), an injected one through Python.
+        self._default_clock = clock_ms is now_ms
         #: One lock for the whole append path (``putMessageLock``).
         self.put_lock = threading.Lock()
         #: Serialises :meth:`flush` (the flush thread and SYNC_FLUSH acks on the server's loop
@@ -227,7 +234,7 @@ class CommitLog:
         with self.put_lock:
             if not self.writable:
                 return PutMessageStatus.SERVICE_NOT_AVAILABLE
-            ts = self._clock_ms()
+            ts = now_ms() if self._default_clock else self._clock_ms()
             mf = self.queue.last_file()
             try:
                 dispatcher.reserve_dispatch(requests)
@@ -285,6 +292,7 @@ class CommitLog:
                 dispatcher.dispatch(requests[0])
             else:
                 dispatcher.dispatch_batch(requests)
+            dispatcher.appended(len(records), total)
             mf.last_modified_ms = ts
             mf.store_timestamp = ts
         # outside the lock: the offsetMsgIds (CommitLog's msgIdSupplier is lazy for the same reason)

@@ -515,10 +515,6 @@ class MessageStore(CommitLogDispatcher):
         if isinstance(result, PutMessageStatus):
             self._count_failure()
             return PutMessageResult(result)
-        stats = self.stats
-        with self._stats_lock:
-            stats.put_message_times_total += len(records)
-            stats.put_message_size_total += result.wrote_bytes
         future = None
         flush_offset = -1
         group_commit = self._group_commit
@@ -544,6 +540,12 @@ class MessageStore(CommitLogDispatcher):
                             request.properties,
                         )
         return PutMessageResult(PutMessageStatus.PUT_OK, result, future, flush_offset)
+
+    def appended(self, msgs: int, wrote_bytes: int) -> None:
+        """``CommitLogDispatcher.appended``: the put counters, under the append lock."""
+        stats = self.stats
+        stats.put_message_times_total += msgs
+        stats.put_message_size_total += wrote_bytes
 
     def dispatch_batch(self, requests: Sequence[DispatchRequest]) -> None:
         """:meth:`dispatch` for the records of one ``put_messages`` batch: the consume-queue
