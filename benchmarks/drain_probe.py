@@ -1,9 +1,10 @@
 """The push-consumer drain (workloads 4a/4b) with the figures a drain's cost splits into.
 
-One EmbeddedCluster, one pre-produced topic of 4 queues (100-byte bodies), then per round one
-drain per consumer count: PushConsumers of a new group (each its own client instance, batches
-of 32, CONSUME_FROM_FIRST_OFFSET, the suite's fast route/rebalance polling) with the suite's
-listener (a lock and a set of (queue, offset)). One JSON line per drain:
+The suite's own pieces (``RocketqBench``): its pre-published topic of 4 queues
+(``prepare_drain``, 100-byte bodies) and its PushConsumers (``_push_consumer``: each its own
+client instance, batches of 32, CONSUME_FROM_FIRST_OFFSET, fast route/rebalance polling), a new
+group per drain, and the suite's listener (a lock and a set of (queue, offset)) that also notes
+the first delivery. One JSON line per drain:
 
 * ``rate`` msgs/s and ``cpu_us`` client µs CPU per message (``time.process_time``), from the
   first ``start()`` to the last new message, as ``run_suite.py`` times it;
@@ -35,46 +36,24 @@ import re
 import threading
 import time
 
-from rocketq.client import (
-    ClientConfig,
-    ConsumeConcurrentlyStatus,
-    ConsumeFromWhere,
-    Message,
-    MessageExt,
-    Producer,
-    PushConsumer,
-    PushConsumerConfig,
-)
+from consumer_bench import thread_cpu  # the sibling script (run as benchmarks/drain_probe.py)
+from suite.common import FULL
+from suite.rocketq_bench import RocketqBench
+
+from rocketq.client import ConsumeConcurrentlyStatus, MessageExt
 from rocketq.client.consumer.listener import ConsumeConcurrentlyContext
 from rocketq.testing.cluster import EmbeddedCluster
 
 _ids = itertools.count(1)
-#: as benchmarks/suite/rocketq_bench.py
-_CLIENT = ClientConfig(poll_name_server_interval_ms=1000, rebalance_interval_ms=2000)
-_TICK = os.sysconf("SC_CLK_TCK")
 
 
 def _threads() -> dict[str, tuple[str, float, int, int]]:
-    """Thread id -> (name without numbers, instance names folded; CPU s; voluntary and
-    involuntary context switches)."""
-    names = {str(t.native_id): t.name for t in threading.enumerate()}
-    out: dict[str, tuple[str, float, int, int]] = {}
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/stat") as fh:
-                stat = fh.read()
-            with open(f"/proc/self/task/{tid}/status") as fh:
-                status = fh.read()
-        except OSError:
-            continue
-        name = names.get(tid, stat[stat.index("(") + 1 : stat.rindex(")")])
-        name = re.sub(r"\[.*\]|drain_\w+|[\d.]+@\S*?(?=-|$)", "*", name).rstrip("0123456789_-")
-        fields = stat[stat.rindex(")") + 2 :].split()
-        vol = re.search(r"^voluntary_ctxt_switches:\s*(\d+)", status, re.M)
-        invol = re.search(r"^nonvoluntary_ctxt_switches:\s*(\d+)", status, re.M)
-        cpu = (int(fields[11]) + int(fields[12])) / _TICK
-        out[tid] = (name, cpu, int(vol[1]) if vol else 0, int(invol[1]) if invol else 0)
-    return out
+    """``consumer_bench.thread_cpu`` with the probe's group and client ids folded too: thread
+    id -> (kind, CPU s, voluntary and involuntary context switches)."""
+    return {
+        tid: (re.sub(r"drain_\w+|[\d.]+@\S*?(?=-|$)", "*", name), user + system, vol, invol)
+        for tid, (name, user, system, vol, invol) in thread_cpu().items()
+    }
 
 
 class _Refusals(logging.Handler):
@@ -89,8 +68,9 @@ class _Refusals(logging.Handler):
             self.count += 1
 
 
-def drain(namesrv: str, topic: str, total: int, consumers: int, per_thread: bool) -> dict[str, object]:
-    group = f"drain_{topic}_{next(_ids)}"
+def drain(bench: RocketqBench, total: int, consumers: int, per_thread: bool) -> dict[str, object]:
+    """One drain of the suite's pre-published topic by ``consumers`` new members of a group."""
+    group = f"drain_{bench._run}_{next(_ids)}"
     lock = threading.Lock()
     seen: set[tuple[int, int]] = set()
     redelivered = [0]
@@ -98,6 +78,7 @@ def drain(namesrv: str, topic: str, total: int, consumers: int, per_thread: bool
     finished = threading.Event()
 
     def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        # the suite's listener (RocketqBench.drain), plus the first delivery's time
         with lock:
             if not first[0]:
                 first[0] = time.perf_counter()
@@ -108,20 +89,7 @@ def drain(namesrv: str, topic: str, total: int, consumers: int, per_thread: bool
                 finished.set()
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
-    members = []
-    for _ in range(consumers):
-        consumer = PushConsumer(
-            config=PushConsumerConfig(
-                consumer_group=group,
-                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-                consume_message_batch_max_size=32,
-            ),
-            namesrv_addr=namesrv,
-            client_config=dataclasses.replace(_CLIENT, instance_name=f"{group}_{next(_ids)}"),
-        )
-        consumer.subscribe(topic, "*")
-        consumer.register_message_listener(listener)
-        members.append(consumer)
+    members = [bench._push_consumer(group, bench._drain_topic, listener, 32) for _ in range(consumers)]
     refusals = _Refusals()
     push_log = logging.getLogger("rocketq.client.consumer.push")
     push_log.addHandler(refusals)
@@ -183,19 +151,19 @@ def main() -> None:
     parser.add_argument("--label", default="", help="added to every line (e.g. the tree's name)")
     parser.add_argument("--threads", action="store_true", help="CPU and switches per thread kind")
     args = parser.parse_args()
-    total = args.messages // 32 * 32
+    sizes = dataclasses.replace(FULL, drain_messages=args.messages // 32 * 32)
     cluster = EmbeddedCluster(mapped_file_size_commit_log=256 * 1024 * 1024)
-    with cluster, Producer("drain-probe", namesrv_addr=cluster.namesrv_addr) as producer:
-        topic = f"DrainProbe{time.time_ns()}"
-        cluster.create_topic(topic, 4)
-        batch = [Message(topic, b"x" * 100) for _ in range(32)]
-        for _ in range(total // 32):
-            producer.send(batch)
-        for _ in range(args.rounds):
-            for consumers in (int(c) for c in args.consumers.split(",")):
-                row = drain(cluster.namesrv_addr, topic, total, consumers, args.threads)
-                row["label"] = args.label
-                print(json.dumps(row), flush=True)
+    with cluster:
+        bench = RocketqBench(cluster)
+        try:
+            bench.prepare_drain(sizes)
+            for _ in range(args.rounds):
+                for consumers in (int(c) for c in args.consumers.split(",")):
+                    row = drain(bench, sizes.drain_messages, consumers, args.threads)
+                    row["label"] = args.label
+                    print(json.dumps(row), flush=True)
+        finally:
+            bench.close()
 
 
 if __name__ == "__main__":
