@@ -599,6 +599,7 @@ def test_broker_restart_is_survived_without_loss(unique_name: Callable[..., str]
             producer.shutdown()
 
 
+@pytest.mark.pure_python  # wraps PullAPIWrapper.process_pull_answer, a compiled method
 def test_pulls_during_a_rebalance_heartbeat_are_not_refused_as_not_latest(
     embedded_cluster: EmbeddedCluster, producer: Producer, unique_name: Callable[..., str]
 ) -> None:
