@@ -74,6 +74,7 @@ HOT_MODULES: tuple[str, ...] = (
     "rocketq.client.consumer.consume_concurrently",
     "rocketq.client.consumer.stats",
     "rocketq.client.impl.pull_api_wrapper",
+    "rocketq.client.consumer.push",
     "rocketq.client.send_prep",
     "rocketq.client.latency",
     "rocketq.client.batch_future",

@@ -161,6 +161,7 @@ def fail_caching_twice(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return failures
 
 
+@pytest.mark.pure_python  # replaces ProcessQueue.put_messages, which the compiled PushConsumer calls natively
 def test_a_failure_while_caching_a_pull_pulls_the_batch_again(
     embedded_cluster: EmbeddedCluster,
     producer: Producer,
