@@ -459,7 +459,7 @@ def test_oneway_is_flagged_and_not_awaited(client: RemotingClient) -> None:
 
 def test_opaque_counter_wraps_within_int32(client: RemotingClient) -> None:
     client._opaques = RequestIdCounter(2**31 - 2)
-    assert [client._next_opaque() for _ in range(3)] == [2**31 - 2, 2**31 - 1, -(2**31)]
+    assert [client.next_opaque() for _ in range(3)] == [2**31 - 2, 2**31 - 1, -(2**31)]
     # the wrapped opaque still fits the binary header
     cmd = _req(1, BINARY)
     cmd.opaque = -(2**31)

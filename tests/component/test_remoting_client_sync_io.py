@@ -484,3 +484,36 @@ def test_stress_timeouts_and_dropped_connections_never_cross_answers_or_hang(cli
     finally:
         stop.set()
         st.stop()
+
+
+# ---------------------------------------------------------------------- pre-encoded frames
+def test_a_pre_encoded_frame_gets_its_answer_and_times_out_naming_its_code(client: RemotingClient) -> None:
+    """invoke_sync_frame: the caller's frame goes out as it is (its opaque from next_opaque),
+    its answer comes back as with invoke_sync; an unanswered one times out naming its code."""
+
+    def script(sock: socket.socket, dec: FrameDecoder) -> None:
+        (first,) = read_frames(sock, dec, 1)
+        sock.sendall(_answer(first))
+        read_frames(sock, dec, 1)  # never answered
+        wait_eof(sock)
+
+    peer = RawPeer(script)
+    assert client.signs_requests is False
+    opaque = client.next_opaque()
+    request = _req(1)
+    request.opaque = opaque
+    response = client.invoke_sync_frame(peer.addr, request.encode(), opaque, request.code, 5000)
+    assert (response.opaque, response.body) == (opaque, b"re:body-1")
+    second = client.next_opaque()
+    assert second != opaque
+    unanswered = _req(2)
+    unanswered.opaque = second
+    with pytest.raises(RequestTimeoutError, match=f"code 4321, opaque {second}"):
+        client.invoke_sync_frame(peer.addr, unanswered.encode(), second, 4321, 200)
+    client.close_connection(peer.addr)
+    peer.join()
+
+
+def test_a_client_with_an_rpc_hook_signs_requests() -> None:
+    client = RemotingClient(name="signed", rpc_hook=lambda request: None)
+    assert client.signs_requests is True

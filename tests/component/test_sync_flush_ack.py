@@ -1,13 +1,17 @@
-"""SYNC_FLUSH acks: a send is answered only once the commit log is durable past it, by Java's
-``GroupCommitService`` thread (the default) or, with ``sync_flush_on_loop``, by one sync on the
-broker's loop shared by the sends of one loop iteration (``flush_service.LoopGroupCommit``). Real frames through the server's protocol object, a real store, no socket
-I/O (the broker listens on an OS-assigned loopback port but nothing connects)."""
+"""SYNC_FLUSH acks: a send is answered only once the commit log is durable past it. The sends of
+one loop iteration wait together (``flush_service.LoopGroupCommit``): on one request to Java's
+``GroupCommitService`` thread (the default) or, with ``sync_flush_on_loop``, on one sync on the
+broker's loop. Real frames through the server's protocol object, a real store, no socket I/O
+(the broker listens on an OS-assigned loopback port but nothing connects); the group-commit
+mechanics also against a duck-typed commit log."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +19,8 @@ import pytest
 from rocketq.broker.broker import BrokerController
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.store.config import MessageStoreConfig
-from rocketq.broker.store.flush_service import LoopGroupCommit
+from rocketq.broker.store.flush_service import GroupCommitService, LoopGroupCommit
+from rocketq.common.histogram import Histogram
 from rocketq.protocol.codes import ResponseCode, SerializeType
 from rocketq.protocol.frame import FrameDecoder, RemotingCommand
 from rocketq.protocol.headers import SendMessageResponseHeader
@@ -47,7 +52,7 @@ class _RecordingTransport(asyncio.Transport):
         pass
 
 
-def _config(root: Path, flush_disk_type: str, on_loop: bool) -> BrokerConfig:
+def _config(root: Path, flush_disk_type: str, on_loop: bool, timeout_ms: int = 5000) -> BrokerConfig:
     return BrokerConfig(
         broker_ip1="127.0.0.1",
         listen_port=0,
@@ -56,6 +61,7 @@ def _config(root: Path, flush_disk_type: str, on_loop: bool) -> BrokerConfig:
             mapped_file_size_commit_log=1 << 20,
             flush_disk_type=flush_disk_type,
             sync_flush_on_loop=on_loop,
+            sync_flush_timeout_ms=timeout_ms,
         ),
     )
 
@@ -67,13 +73,20 @@ async def _send_chunk(
     serialize_type: int = SerializeType.JSON,
     *,
     on_loop: bool = True,
+    timeout_ms: int = 5000,
+    before: Callable[[BrokerController], None] | None = None,
+    after: Callable[[], None] | None = None,
 ) -> tuple[list[tuple[bytes, int]], int, int]:
     """``sends`` SEND_MESSAGE_V2 frames in one chunk; returns the writes, the store's max
-    offset and how many group commits synced (either service observes ``flush_latency``)."""
-    broker = BrokerController(_config(tmp_path, flush_disk_type, on_loop))
+    offset and how many group commits synced (either service observes ``flush_latency``).
+    ``before`` runs on the started broker before the chunk arrives, ``after`` once every
+    send was answered (or the wait failed), before the broker shuts down."""
+    broker = BrokerController(_config(tmp_path, flush_disk_type, on_loop, timeout_ms))
     await broker.start()
     protocol: _ServerProtocol | None = None
     try:
+        if before is not None:
+            before(broker)
         broker.topic_config_manager.update_topic_config(
             TopicConfig(topic_name="SyncAck", read_queue_nums=1, write_queue_nums=1)
         )
@@ -95,6 +108,8 @@ async def _send_chunk(
         syncs = broker.store.flush_latency.snapshot().count - syncs_before
         return transport.writes, broker.store.get_max_phy_offset(), syncs
     finally:
+        if after is not None:
+            after()
         if protocol is not None:
             protocol.connection_lost(None)  # the server's stop waits for its connections
         await broker.shutdown()
@@ -111,12 +126,36 @@ def test_sync_flush_ack_leaves_only_after_the_sync_and_one_sync_serves_the_chunk
 
 
 def test_sync_flush_ack_waits_for_the_group_commit_thread_by_default(tmp_path: Path) -> None:
-    writes, max_offset, syncs = asyncio.run(_send_chunk(tmp_path, "SYNC_FLUSH", 3, on_loop=False))
+    writes, max_offset, syncs = asyncio.run(_send_chunk(tmp_path, "SYNC_FLUSH", 20, on_loop=False))
     answers = [cmd for data, _ in writes for cmd in FrameDecoder().feed(data)]
-    assert [a.code for a in answers] == [ResponseCode.SUCCESS] * 3
+    assert [a.code for a in answers] == [ResponseCode.SUCCESS] * 20
     # Java's GroupCommitService: the acks still leave only once the log is durable past them
     assert all(flushed >= max_offset for _, flushed in writes)
-    assert syncs >= 1
+    # the 20 sends of one loop iteration are one request to the thread: one sync serves them
+    # (one request per put would let the thread wake at the first and sync more than once)
+    assert syncs == 1
+
+
+@pytest.mark.pure_python  # replaces CommitLog.flush, a compiled method
+def test_sync_flush_ack_flush_disk_timeout_while_the_sync_hangs(tmp_path: Path) -> None:
+    """FLUSH_DISK_TIMEOUT after ``syncFlushTimeout`` even while the flush thread is stuck in
+    a sync that does not return (Java's waiter-side ``future.get(timeout)``)."""
+    gate = threading.Event()
+
+    def stick(broker: BrokerController) -> None:
+        real_flush = broker.store.commit_log.flush
+
+        def stuck_flush(least_pages: int = 0) -> bool:
+            gate.wait(10)  # the disk hangs until the test lets it go
+            return real_flush(least_pages)
+
+        broker.store.commit_log.flush = stuck_flush  # type: ignore[method-assign]
+
+    writes, _, _ = asyncio.run(
+        _send_chunk(tmp_path, "SYNC_FLUSH", 2, on_loop=False, timeout_ms=100, before=stick, after=gate.set)
+    )
+    answers = [cmd for data, _ in writes for cmd in FrameDecoder().feed(data)]
+    assert [a.code for a in answers] == [ResponseCode.FLUSH_DISK_TIMEOUT] * 2
 
 
 def test_async_flush_ack_does_not_wait_for_a_sync(tmp_path: Path) -> None:
@@ -192,3 +231,144 @@ def test_send_answer_map_is_the_header_codecs_in_its_order(tmp_path: Path, seria
         assert answer.ext_fields is not None
         assert list(answer.ext_fields.items()) == _codec_answer_map(answer)
     assert [int(a.ext_fields["queueOffset"]) for a in answers if a.ext_fields] == [0, 1, 2]
+
+
+# ---------------------------------------------------------------- GroupCommitService hand-off
+@pytest.fixture
+def group_commit() -> Iterator[tuple[_FakeCommitLog, GroupCommitService, Histogram]]:
+    """A started GroupCommitService over a duck-typed commit log (timeout 200 ms)."""
+    log = _FakeCommitLog()
+    latency = Histogram()
+    service = GroupCommitService(
+        log,  # type: ignore[arg-type]
+        MessageStoreConfig(store_path_root_dir="unused", sync_flush_timeout_ms=200),
+        latency,
+    )
+    service.start()
+    try:
+        yield log, service, latency
+    finally:
+        service.shutdown()
+
+
+def test_loop_group_commit_hands_the_thread_one_request_per_iteration(
+    group_commit: tuple[_FakeCommitLog, GroupCommitService, Histogram],
+) -> None:
+    log, service, latency = group_commit
+    requests: list[int] = []
+    real_request = service.request
+
+    def counting(next_offset: int, done: Callable[[bool], None]) -> bool:
+        requests.append(next_offset)
+        return real_request(next_offset, done)
+
+    service.request = counting  # type: ignore[method-assign]
+
+    async def run() -> list[bool]:
+        commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service)  # type: ignore[arg-type]
+        log.max_offset = 300
+        first = [commit.wait_durable(offset) for offset in (100, 200, 300)]
+        results = list(await asyncio.gather(*first))
+        log.max_offset = 400
+        results.append(await commit.wait_durable(400))
+        return results
+
+    assert asyncio.run(run()) == [True, True, True, True]
+    assert requests == [300, 400]  # one request per iteration, for its highest offset
+    assert latency.snapshot().count == 2  # one sync per request
+
+
+def test_loop_group_commit_answers_of_one_pass_wake_the_loop_once(
+    group_commit: tuple[_FakeCommitLog, GroupCommitService, Histogram],
+) -> None:
+    """Several iterations' requests answered by one pass come back in one
+    ``call_soon_threadsafe`` (not one per request, nor one per put)."""
+    log, service, _latency = group_commit
+
+    async def run() -> tuple[list[bool], int]:
+        loop = asyncio.get_running_loop()
+        wakeups = [0]
+        real = loop.call_soon_threadsafe
+
+        def counting(callback: Callable[..., object], *args: object) -> asyncio.Handle:
+            wakeups[0] += 1
+            return real(callback, *args)
+
+        loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+        commit = LoopGroupCommit(log, loop, thread=service)  # type: ignore[arg-type]
+        log.max_offset = 300
+        gate = threading.Event()
+        real_flush = log.flush
+
+        def slow_flush(least_pages: int = 0) -> bool:
+            gate.wait(5)  # the requests of three iterations queue up behind this sync
+            return real_flush(least_pages)
+
+        log.flush = slow_flush  # type: ignore[method-assign]
+        futures = []
+        for offset in (100, 200, 300):
+            futures.append(commit.wait_durable(offset))
+            await asyncio.sleep(0)  # the next put comes in a later iteration
+            await asyncio.sleep(0)
+        gate.set()
+        results = list(await asyncio.gather(*futures))
+        return results, wakeups[0]
+
+    results, wakeups = asyncio.run(run())
+    assert results == [True, True, True]
+    # the first request may be answered by a pass of its own; the other two by one more
+    assert 1 <= wakeups <= 2
+
+
+def test_loop_group_commit_thread_timeout_answers_false_and_stays_stored() -> None:
+    log = _FakeCommitLog(durable_to=0)  # the disk never gets anywhere
+    config = MessageStoreConfig(store_path_root_dir="unused", sync_flush_timeout_ms=50)
+    service = GroupCommitService(log, config)  # type: ignore[arg-type]
+    service.start()
+    try:
+
+        async def run() -> tuple[bool, float]:
+            commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service)  # type: ignore[arg-type]
+            log.max_offset = 100
+            started = time.monotonic()
+            durable = await commit.wait_durable(100)
+            return durable, time.monotonic() - started
+
+        durable, waited = asyncio.run(run())
+    finally:
+        service.shutdown()
+    assert durable is False
+    assert waited >= 0.045  # not before syncFlushTimeout
+
+
+def test_group_commit_after_shutdown_answers_what_is_durable() -> None:
+    log = _FakeCommitLog()
+    service = GroupCommitService(log, MessageStoreConfig(store_path_root_dir="unused"))  # type: ignore[arg-type]
+    service.start()
+    service.shutdown()
+    log.max_offset = 100  # appended after the final flush
+    assert service.submit(100).result(timeout=5) is False  # never flushed by anyone
+    log.flush()
+    assert service.submit(100).result(timeout=5) is True
+
+    async def run() -> bool:
+        commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service)  # type: ignore[arg-type]
+        return await commit.wait_durable(100)
+
+    assert asyncio.run(run()) is True
+
+
+def test_group_commit_shutdown_with_a_failing_disk_still_answers() -> None:
+    """A flush that keeps failing neither strands a waiter at shutdown nor leaves the
+    service accepting requests nobody will answer."""
+    config = MessageStoreConfig(store_path_root_dir="unused")
+    for with_waiter in (True, False):
+        log = _FakeCommitLog(max_offset=100, error=OSError(5, "Input/output error"))
+        service = GroupCommitService(log, config)  # type: ignore[arg-type]
+        service.start()
+        waiting = service.submit(100) if with_waiter else None
+        service.shutdown()
+        if waiting is not None:
+            assert waiting.result(timeout=5) is False
+        # refused after shutdown, so answered at once (not queued for a thread that is gone)
+        assert service.submit(100).result(timeout=5) is False

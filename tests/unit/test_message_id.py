@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import itertools
 import os
 import re
 import threading
@@ -161,8 +162,10 @@ def test_generator_is_thread_safe() -> None:
     gen = UniqueIdGenerator(b"\x7f\x00\x00\x01", clock=FakeClock(_ms(2026, 5, 5)), tz=UTC)
     results: list[list[str]] = [[] for _ in range(8)]
 
-    def work(out: list[str]) -> None:
-        out.extend(gen.next_id() for _ in range(2000))
+    def work(out: list[str]) -> None:  # single ids and ids in bulk, no lock between them
+        for _ in range(500):
+            out.append(gen.next_id())
+            out.extend(gen.next_ids(3))
 
     threads = [threading.Thread(target=work, args=(r,)) for r in results]
     for t in threads:
@@ -189,7 +192,7 @@ def test_decode_unique_id_rejects(bad: str) -> None:
 )
 def test_unique_id_round_trip(ip: bytes, pid: int, loader: int, now: int, skip: int, delay: int) -> None:
     gen = UniqueIdGenerator(ip, clock=FakeClock(now), tz=UTC, pid=pid, loader_hash=loader)
-    gen._counter = skip  # start the counter anywhere (it wraps at 16 bits)
+    gen._counter = itertools.count(skip)  # start the counter anywhere (it wraps at 16 bits)
     uniq = gen.next_id()
     assert len(uniq) == (32 if len(ip) == 4 else 56) and uniq == uniq.upper()
     info = decode_unique_id(uniq, now_ms=now + delay, tz=UTC)

@@ -62,6 +62,8 @@ from rocketq.client.send_prep import (
     prepare_message,
     prepare_send,
     select_with,
+    send_code_of,
+    send_frame_of,
     send_request_of,
     send_result_of,
 )
@@ -455,8 +457,9 @@ class AsyncProducer:
             self._clock_ms,
             retries=0 if oneway else self.config.retry_times_when_send_failed,
         )
+        # the async twin of SendAttempts.run (its kernel is awaited)
         while (mq := attempts.next_queue()) is not None:
-            start = self._clock_ms()
+            start = attempts.started_ms  # next_queue's clock read (beginTimestampPrev)
             try:
                 result = await self._send_kernel(prep, mq, oneway, attempts.remaining_ms(start))
             except (RemotingError, BrokerError) as exc:
@@ -474,10 +477,21 @@ class AsyncProducer:
         # the route is known on every send but the first: no coroutine for the lookup then
         addr = instance.find_broker_address_in_publish(mq.broker_name) or await instance.master_of(mq)
         api = instance.api
-        # as the blocking producer: the request straight from the prepared send, the answer
-        # straight into the SendResult (send_prep.send_request_of / send_result_of)
-        request = send_request_of(prep, mq, self.config, api.language, api.serialize_type)
         hooks = self.send_hooks
+        remoting = api.remoting
+        if not hooks and not oneway and not remoting.signs_requests:
+            # as the blocking producer's hot path: the frame written straight from the
+            # prepared send (send_prep.send_frame_of), the answer read straight into the
+            # SendResult (send_prep.send_result_of)
+            opaque = remoting.next_opaque()
+            code = send_code_of(prep)
+            frame = send_frame_of(prep, mq, self.config, api.language, api.serialize_type, opaque, code)
+            if frame is not None:
+                response = await remoting.invoke_frame(addr, frame, opaque, code, timeout_ms)
+                return send_result_of(response, mq, prep.uniq_id, addr)
+        # the request straight from the prepared send, the answer straight into the
+        # SendResult (send_prep.send_request_of / send_result_of)
+        request = send_request_of(prep, mq, self.config, api.language, api.serialize_type)
         hook_ctx = hooks_before(hooks, self.config.producer_group, prep, mq, addr) if hooks else None
         result: SendResult | None = None
         try:

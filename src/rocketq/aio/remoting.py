@@ -352,18 +352,50 @@ class AsyncRemotingClient:
         :class:`RequestTimeoutError` after ``timeout_ms`` (connect time included). Cancelling
         the caller forgets the call (a late response is dropped).
         """
+        return await self._invoke(addr, request, None, 0, request.code, timeout_ms)
+
+    @property
+    def signs_requests(self) -> bool:
+        """Whether rpc hooks see every request: then requests must be sent as
+        :class:`RemotingCommand` objects (:meth:`invoke`), not as frames."""
+        return bool(self._hooks)
+
+    def next_opaque(self) -> int:
+        """A fresh opaque for a frame the caller encodes itself (:meth:`invoke_frame`)."""
+        return self._opaques.next()
+
+    async def invoke_frame(
+        self, addr: str, frame: bytes, opaque: int, code: int, timeout_ms: int
+    ) -> RemotingCommand:
+        """:meth:`invoke` of a request the caller encoded already (``frame``, sent with
+        ``opaque`` from :meth:`next_opaque`; ``code`` only names it in a timeout error): the
+        rpc hooks do not see it, so callers use it only when :attr:`signs_requests` is
+        False. Same errors as :meth:`invoke`."""
+        return await self._invoke(addr, None, frame, opaque, code, timeout_ms)
+
+    async def _invoke(
+        self,
+        addr: str,
+        request: RemotingCommand | None,
+        frame: bytes | None,
+        opaque: int,
+        code: int,
+        timeout_ms: int,
+    ) -> RemotingCommand:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_ms / 1000.0
         conn = self._conns.get(addr)
         if conn is None or conn.closed:
             conn = await self._connection(addr, timeout_ms / 1000.0)
-        opaque = self._prepare(addr, request)
-        frame = request.encode()
+        if request is not None:
+            opaque = self._prepare(addr, request)
+            frame = request.encode()
+        assert frame is not None
         fut: asyncio.Future[RemotingCommand] = loop.create_future()
         conn.write(frame)  # before the call is pending: written at once when it is the only one
         pending = conn.pending
         pending[opaque] = fut
-        conn.watch(loop, deadline, opaque, fut, timeout_ms, request.code)
+        conn.watch(loop, deadline, opaque, fut, timeout_ms, code)
         try:
             if conn.paused:  # backpressure: the kernel is not taking our writes
                 await conn.drained()

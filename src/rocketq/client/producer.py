@@ -81,6 +81,7 @@ from rocketq.client.send_prep import (
     prepare_message,
     prepare_send,
     select_with,
+    send_frame_sync,
     send_request_of,
     send_result_of,
 )
@@ -92,7 +93,6 @@ from rocketq.errors import (
     ClientError,
     ConnectError,
     IllegalArgumentError,
-    RemotingError,
     RequestTimeoutError,
     RocketqError,
 )
@@ -371,8 +371,7 @@ class Producer(ServiceLifecycle):
             if self._clock_ms() - begin >= timeout:
                 raise RequestTimeoutError("sendSelectImpl call timeout")
             return self._send_kernel(prep, chosen, mode, timeout - (self._clock_ms() - begin))
-        with self._publish_lock:
-            info = self._publish.get(prep.topic)
+        info = self._publish.get(prep.topic)  # (one dict read is atomic: writers hold _publish_lock)
         if info is None or not info.ok():  # (a known route is taken without the lookup's calls)
             info = self._find_publish_info(prep.topic)
         if not info.ok():
@@ -387,16 +386,7 @@ class Producer(ServiceLifecycle):
             self._clock_ms,
             retries=self.config.retry_times_when_send_failed if mode == "sync" else 0,
         )
-        while (mq := attempts.next_queue()) is not None:
-            start = attempts.started_ms  # next_queue's clock read (beginTimestampPrev)
-            try:
-                result = self._send_kernel(prep, mq, mode, attempts.remaining_ms(start))
-            except (RemotingError, BrokerError) as exc:
-                attempts.failed(mq, start, exc)
-                continue
-            if attempts.succeeded(mq, start, result):
-                return result
-        raise attempts.give_up()
+        return attempts.run(prep, mode, self._send_kernel)
 
     def _choose_explicit(
         self,
@@ -413,22 +403,31 @@ class Producer(ServiceLifecycle):
         return select_with(self._find_publish_info(prep.topic), prep.topic, selector, msg, arg)
 
     def _send_kernel(
-        self, prep: PreparedSend, mq: MessageQueue, mode: _Mode, timeout_ms: int
+        self, prep: PreparedSend, mq: MessageQueue, mode: str, timeout_ms: int
     ) -> SendResult | None:
-        """``sendKernelImpl``: one attempt to one queue."""
+        """``sendKernelImpl``: one attempt to one queue (``mode`` "sync" or "oneway")."""
         instance = self._instance
         if self._state is not ServiceState.RUNNING or instance is None:
             instance = self._running_instance()  # raises
         addr = instance.find_broker_address_in_publish(mq.broker_name) or self._broker_addr(mq)
         api = instance.api
+        remoting = api.remoting
+        if not self.send_hooks and mode == "sync" and not remoting.signs_requests:
+            # the hot path: the frame written straight from the prepared send (no header
+            # object, no command object), the answer read straight into the SendResult
+            result = send_frame_sync(
+                remoting, addr, prep, mq, self.config, api.language, api.serialize_type, timeout_ms
+            )
+            if result is not None:
+                return result
         # the request straight from the prepared send (no header object), the answer read
         # straight into the SendResult (send_prep.send_request_of / send_result_of)
         request = send_request_of(prep, mq, self.config, api.language, api.serialize_type)
-        if not self.send_hooks:  # the hot path: no hook context, no hook calls
+        if not self.send_hooks:  # no hook context, no hook calls
             if mode == "oneway":
-                api.remoting.invoke_oneway(addr, request)
+                remoting.invoke_oneway(addr, request)
                 return None
-            return send_result_of(api.remoting.invoke_sync(addr, request, timeout_ms), mq, prep.uniq_id, addr)
+            return send_result_of(remoting.invoke_sync(addr, request, timeout_ms), mq, prep.uniq_id, addr)
         hook_ctx = self._hooks_before(prep, mq, addr)
         try:
             if mode == "oneway":

@@ -12,6 +12,10 @@ prepared send (:func:`send_request_of`: no header object, no generic codec) and 
 answer straight into a ``SendResult`` (:func:`send_result_of`); tests hold both equal to the
 header path (``MQClientAPI.build_send_request(send_header(...))`` and
 ``MQClientAPI.process_send_response``), to which anything unusual in an answer falls back.
+A sync attempt of a client that does not sign its requests goes further: its whole JSON
+frame is one f-string (:func:`send_frame_of`, tested byte-equal to the encoded request) sent
+with ``RemotingClient.invoke_sync_frame`` (:func:`send_frame_sync`; the asyncio producer:
+``AsyncRemotingClient.invoke_frame``).
 
 Invariants: every prepared message has a UNIQ_KEY (``MessageClientIDSetter.setUniqID``), which
 is ``SendResult.msg_id`` (a batch joins its messages' keys with commas); bodies of
@@ -24,6 +28,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from json.encoder import encode_basestring as _json_quote
 from typing import cast
 
 from rocketq.client.api_results import SEND_STATUS_BY_CODE, SendResult, SendStatus
@@ -42,7 +47,7 @@ from rocketq.errors import (
     RocketqError,
 )
 from rocketq.protocol.codes import MessageSysFlag, RequestCode, SerializeType
-from rocketq.protocol.frame import RemotingCommand
+from rocketq.protocol.frame import RemotingCommand, encode_json_request
 from rocketq.protocol.headers import (
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
@@ -58,8 +63,11 @@ from rocketq.protocol.message import (
 from rocketq.protocol.message_id import new_unique_id, new_unique_ids
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX
+from rocketq.remoting.client import RemotingClient
 
 log = logging.getLogger(__name__)
+#: read once: an enum member is a class attribute lookup each time it is named
+_SEND_OK = SendStatus.SEND_OK
 _COMPRESSED_ZLIB = int(MessageSysFlag.COMPRESSED_FLAG | MessageSysFlag.COMPRESSION_ZLIB_TYPE)
 _TRANSACTION_PREPARED = int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
 #: A failed send logs "retry another broker" once per broker per 10 s (three attempts to one
@@ -69,6 +77,7 @@ _log_limiter = LogLimiter(log)
 __all__ = [
     "PreparedSend",
     "SendAttempts",
+    "SendKernel",
     "auto_batch_body_limit",
     "check_explicit_queue",
     "check_message",
@@ -79,6 +88,9 @@ __all__ = [
     "prepare_send",
     "retry_after_result",
     "select_with",
+    "send_code_of",
+    "send_frame_of",
+    "send_frame_sync",
     "send_header",
     "send_request_of",
     "send_result_of",
@@ -135,11 +147,22 @@ class PreparedSend:
         )
 
 
+#: topics :func:`validate_topic` passed for sends (it runs on every send; an interpreted call
+#: and its own cache's lookup cost more than this set's), forgotten all at once when full
+_sendable_topics: set[str] = set()
+_SENDABLE_TOPICS_MAX = 1024
+
+
 def check_message(msg: Message, config: ProducerConfig) -> None:
     """``Validators.checkMessage``: topic, non-empty body, ``max_message_size``."""
     if not isinstance(msg, Message):
         raise IllegalArgumentError(f"the message is not a Message: {msg!r}")
-    validate_topic(msg.topic, for_send=True)
+    topic = msg.topic
+    if type(topic) is not str or topic not in _sendable_topics:  # (a non-str: validate_topic says so)
+        validate_topic(topic, for_send=True)
+        if len(_sendable_topics) >= _SENDABLE_TOPICS_MAX:
+            _sendable_topics.clear()
+        _sendable_topics.add(topic)
     if not msg.body:
         raise IllegalArgumentError("the message body length is zero")
     if len(msg.body) > config.max_message_size:
@@ -287,6 +310,7 @@ _W_MAX_RECONSUME = _V2_WIRE["max_reconsume_times"]
 _W_BATCH = _V2_WIRE["batch"]
 _W_BNAME = _V2_WIRE["bname"]
 _ROCKETMQ = int(SerializeType.ROCKETMQ)
+_JSON = int(SerializeType.JSON)
 #: SendMessageResponseHeader's wire names
 _R_WIRE = {field.attr: field.wire for field in SendMessageResponseHeader.wire_fields()}
 _R_MSG_ID = _R_WIRE["msg_id"]
@@ -353,17 +377,82 @@ def send_request_of(
     """The request of one send attempt to ``mq``: what ``MQClientAPI.build_send_request`` makes
     of :func:`send_header`, without the header (SEND_MESSAGE_V2, SEND_BATCH_MESSAGE, or
     SEND_REPLY_MESSAGE_V2 for a reply message, as ``MQClientAPIImpl.sendMessage``)."""
-    code = _SEND_V2
-    if prep.batch:
-        code = _SEND_BATCH
-    elif MessageConst.MSG_TYPE in prep.properties and is_reply_message(prep.properties):
-        code = _SEND_REPLY_V2
     return RemotingCommand(
-        code=code,
+        code=send_code_of(prep),
         language=language,
         ext_fields=send_v2_fields(prep, mq, config, serialize_type, time.time_ns() // 1_000_000),
         body=prep.body,
         serialize_type=serialize_type,
+    )
+
+
+#: the JSON V2 map's keys in the order :func:`send_frame_of` writes them (``j`` and ``l`` only
+#: when set); checked against the header codec's order at import
+_FRAME_ORDER = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n")
+for _key, _order in _V2_ORDERS.items():
+    if not _key[0] and _order != tuple(k for k in _FRAME_ORDER if k in _order):  # pragma: no cover
+        raise RuntimeError(f"send_frame_of writes the V2 keys in another order than the codec: {_order}")
+
+
+def send_code_of(prep: PreparedSend) -> int:
+    """The request code of a send (``MQClientAPIImpl.sendMessage``): SEND_MESSAGE_V2,
+    SEND_BATCH_MESSAGE for a batch, SEND_REPLY_MESSAGE_V2 for a reply message."""
+    if prep.batch:
+        return _SEND_BATCH
+    if MessageConst.MSG_TYPE in prep.properties and is_reply_message(prep.properties):
+        return _SEND_REPLY_V2
+    return _SEND_V2
+
+
+def send_frame_of(
+    prep: PreparedSend,
+    mq: MessageQueue,
+    config: ProducerConfig,
+    language: int,
+    serialize_type: int,
+    opaque: int,
+    code: int,
+) -> bytes | None:
+    """The whole frame of ``send_request_of(prep, mq, config, language, serialize_type)``
+    sent with ``opaque`` (``code`` is :func:`send_code_of`), written straight from the
+    fields: one f-string for the JSON map, no dict, no command object (tested equal byte
+    for byte). None for the binary (ROCKETMQ) header, which takes :func:`send_request_of`."""
+    if serialize_type != _JSON:
+        return None
+    reconsume = prep.reconsume_times
+    max_reconsume = prep.max_reconsume_times
+    j = "" if reconsume is None else f'"j":"{reconsume}",'
+    ml = "" if max_reconsume is None else f'"l":"{max_reconsume}",'
+    ext = (
+        f'{{"a":{_json_quote(config.producer_group)},"b":{_json_quote(prep.topic)},'
+        f'"c":{_json_quote(config.create_topic_key)},"d":"{config.default_topic_queue_nums}",'
+        f'"e":"{mq.queue_id}","f":"{prep.sys_flag}","g":"{time.time_ns() // 1_000_000}",'
+        f'"h":"{prep.flag}","i":{_json_quote(prep.properties)},{j}"k":"false",{ml}'
+        f'"m":"{"true" if prep.batch else "false"}","n":{_json_quote(mq.broker_name)}}}'
+    )
+    return encode_json_request(code, ext, language, opaque, prep.body)
+
+
+def send_frame_sync(
+    remoting: RemotingClient,
+    addr: str,
+    prep: PreparedSend,
+    mq: MessageQueue,
+    config: ProducerConfig,
+    language: int,
+    serialize_type: int,
+    timeout_ms: int,
+) -> SendResult | None:
+    """One sync send attempt as a frame (:func:`send_frame_of`, ``invoke_sync_frame``,
+    :func:`send_result_of`), for a client that does not sign its requests; None (nothing
+    sent) when the request must go as a command object (the binary header)."""
+    opaque = remoting.next_opaque()
+    code = send_code_of(prep)
+    frame = send_frame_of(prep, mq, config, language, serialize_type, opaque, code)
+    if frame is None:
+        return None
+    return send_result_of(
+        remoting.invoke_sync_frame(addr, frame, opaque, code, timeout_ms), mq, prep.uniq_id, addr
     )
 
 
@@ -437,9 +526,7 @@ def retry_after_result(result: SendResult | None, config: ProducerConfig) -> boo
     """``sendDefaultImpl``: a stored-but-not-OK result is retried on another broker only with
     ``retryAnotherBrokerWhenNotStoreOK``."""
     return (
-        result is not None
-        and result.status is not SendStatus.SEND_OK
-        and config.retry_another_broker_when_not_store_ok
+        result is not None and result.status is not _SEND_OK and config.retry_another_broker_when_not_store_ok
     )
 
 
@@ -463,6 +550,10 @@ def give_up_error(
         err.__cause__ = last_exc
         return err
     return ClientError(info_text)
+
+
+#: ``kernel(prep, mq, mode, timeout_ms)``: one send attempt (:meth:`SendAttempts.run`)
+SendKernel = Callable[[PreparedSend, MessageQueue, str, int], "SendResult | None"]
 
 
 class SendAttempts:
@@ -550,3 +641,18 @@ class SendAttempts:
 
     def give_up(self) -> RocketqError:
         return give_up_error(self._last_exc, self.brokers_sent, self._topic, self._clock() - self._begin)
+
+    def run(self, prep: PreparedSend, mode: str, kernel: SendKernel) -> SendResult | None:
+        """The loop of the class docstring with ``kernel(prep, mq, mode, remaining_ms)`` as
+        the send (the blocking producer's ``sendKernelImpl``): the result of the first
+        final answer, else the error of :meth:`give_up`."""
+        while (mq := self.next_queue()) is not None:
+            start = self.started_ms  # next_queue's clock read (beginTimestampPrev)
+            try:
+                result = kernel(prep, mq, mode, self.remaining_ms(start))
+            except (RemotingError, BrokerError) as exc:
+                self.failed(mq, start, exc)
+                continue
+            if self.succeeded(mq, start, result):
+                return result
+        raise self.give_up()

@@ -51,6 +51,7 @@ __all__ = [
     "FrameDecoder",
     "RemotingCommand",
     "decode_frame",
+    "encode_json_request",
 ]
 
 #: ``com.rocketmq.remoting.frameMaxLength``: the whole frame, including the length prefix.
@@ -218,6 +219,26 @@ class RemotingCommand:
         if total + 4 > MAX_FRAME_LENGTH:
             raise FrameTooLargeError(f"frame of {total + 4} bytes exceeds {MAX_FRAME_LENGTH}")
         return _PREFIX.pack(total, (self.serialize_type << 24) | hlen) + header
+
+
+def encode_json_request(code: int, ext_json: str, language: int, opaque: int, body: bytes) -> bytes:
+    """The whole frame of a JSON request (flag 0, no remark, the current version) whose
+    ``extFields`` map is given already serialized (``{...}``, as :func:`_json_flat_map` writes
+    it): what ``RemotingCommand(code, opaque=opaque, language=language, ext_fields=...,
+    body=body).encode()`` makes, for a sender that writes the map straight from its own
+    fields (``rocketq.client.send_prep.send_frame_of``; tested equal)."""
+    lang = _LANG_NAME.get(language, "OTHER")
+    header = (
+        f'{{"code":{code},"extFields":{ext_json},"flag":0,"language":"{lang}","opaque":{opaque},'
+        f'"serializeTypeCurrentRPC":"JSON","version":{CURRENT_VERSION}}}'
+    ).encode()
+    hlen = len(header)
+    if hlen > _MAX_HEADER_LENGTH:
+        raise MalformedFrameError(f"header of {hlen} bytes does not fit in 24 bits")
+    total = 4 + hlen + len(body)
+    if total + 4 > MAX_FRAME_LENGTH:
+        raise FrameTooLargeError(f"frame of {total + 4} bytes exceeds {MAX_FRAME_LENGTH}")
+    return _PREFIX.pack(total, hlen) + header + body
 
 
 # ---------------------------------------------------------------------- decoding

@@ -20,6 +20,7 @@ process-wide state is the lazily created default generator behind
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import os
 import socket
 import struct
@@ -146,7 +147,7 @@ class UniqueIdGenerator:
     ``loader_hash`` (Java: the class loader's ``hashCode``) to a random int.
     """
 
-    __slots__ = ("_clock", "_counter", "_lock", "_next_start_ms", "_prefix", "_start_ms", "_tz")
+    __slots__ = ("_clock", "_counter", "_month", "_prefix", "_tz")
 
     def __init__(
         self,
@@ -165,36 +166,34 @@ class UniqueIdGenerator:
         self._prefix = (ip_bytes + struct.pack(">HI", pid16, loader)).hex().upper()
         self._clock = clock
         self._tz = tz
-        self._lock = threading.Lock()
-        self._counter = 0
-        self._start_ms = 0
-        self._next_start_ms = 0  # forces the month computation on the first id
+        # AtomicInteger COUNTER: next() on an itertools.count is atomic under the GIL (no lock)
+        self._counter = itertools.count()
+        # (start of the current month, start of the next) in ms, replaced as one object, read
+        # without a lock as Java reads startTime/nextStartTime; (0, 0) computes it on first use
+        self._month = (0, 0)
+
+    def _span(self, now_ms: int) -> int:
+        """``(int) (now - startTime)`` (the low 32 bits), the month moved on first when due."""
+        start, next_start = self._month
+        if now_ms >= next_start:
+            self._month = month = _month_bounds_ms(now_ms, self._tz)
+            start = month[0]
+        return (now_ms - start) & 0xFFFFFFFF
 
     def next_id(self) -> str:
         """A new id: the fixed prefix + ms since the month start (int) + counter (short)."""
-        now_ms = round(self._clock() * 1000)
-        with self._lock:
-            if now_ms >= self._next_start_ms:
-                self._start_ms, self._next_start_ms = _month_bounds_ms(now_ms, self._tz)
-            # MessageClientIDSetter.createUniqIDBuffer: (int) cast of the span and (short)
-            # cast of AtomicInteger.getAndIncrement(); both keep the low bits.
-            span = (now_ms - self._start_ms) & 0xFFFFFFFF
-            counter = self._counter & 0xFFFF
-            self._counter += 1
-        return f"{self._prefix}{span:08X}{counter:04X}"
+        span = self._span(round(self._clock() * 1000))
+        # MessageClientIDSetter.createUniqIDBuffer: (int) cast of the span and (short) cast of
+        # AtomicInteger.getAndIncrement(); both keep the low bits; one 12-digit hex for both
+        return f"{self._prefix}{span << 16 | (next(self._counter) & 0xFFFF):012X}"
 
     def next_ids(self, n: int) -> list[str]:
-        """``n`` new ids at once (one clock read and one lock for all; the ids of an
-        automatic batch): the same time field, consecutive counters (wrapping as a short)."""
-        now_ms = round(self._clock() * 1000)
-        with self._lock:
-            if now_ms >= self._next_start_ms:
-                self._start_ms, self._next_start_ms = _month_bounds_ms(now_ms, self._tz)
-            span = (now_ms - self._start_ms) & 0xFFFFFFFF
-            first = self._counter
-            self._counter += n
-        head = f"{self._prefix}{span:08X}"
-        return [f"{head}{c & 0xFFFF:04X}" for c in range(first, first + n)]
+        """``n`` new ids at once (one clock read for all; the ids of an automatic batch): the
+        same time field, the next ``n`` counters (consecutive unless another thread takes
+        ids meanwhile; wrapping as a short)."""
+        head = f"{self._prefix}{self._span(round(self._clock() * 1000)):08X}"
+        counter = self._counter
+        return [f"{head}{next(counter) & 0xFFFF:04X}" for _ in range(n)]
 
 
 _default_generator: UniqueIdGenerator | None = None

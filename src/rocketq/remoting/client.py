@@ -46,7 +46,9 @@ Invariants:
   after it failed (no background reconnect loop).
 * Opaques come from one counter per client, wrapping within int32 like Java's
   ``AtomicInteger`` (``RemotingCommand.requestId``). The client writes the opaque into the
-  request object it is given: do not send one command object from two threads at once.
+  request object it is given: do not send one command object from two threads at once. A
+  caller that encodes its own frame (:meth:`RemotingClient.invoke_sync_frame`) takes its
+  opaque from :meth:`RemotingClient.next_opaque`.
 * Whoever removes an entry from a connection's opaque table completes its call, exactly
   once: the response, a timeout or the loss of the connection.
 * At most one thread reads a connection (and feeds its decoder) at a time: the holder of
@@ -254,6 +256,29 @@ class RemotingClient:
         ``NettyRemotingClient.invokeSync`` counts it), :class:`ClientError` when called on
         the I/O thread or on a closed client.
         """
+        opaque = self.next_opaque()
+        request.opaque = opaque
+        if self._rpc_hook is not None:
+            self._rpc_hook(request)
+        return self.invoke_sync_frame(addr, request.encode(), opaque, request.code, timeout_ms)
+
+    @property
+    def signs_requests(self) -> bool:
+        """Whether an ``rpc_hook`` sees every request: then requests must be sent as
+        :class:`RemotingCommand` objects (:meth:`invoke_sync`), not as frames."""
+        return self._rpc_hook is not None
+
+    def next_opaque(self) -> int:
+        """A fresh opaque for a frame the caller encodes itself (:meth:`invoke_sync_frame`)."""
+        return self._opaques.next()
+
+    def invoke_sync_frame(
+        self, addr: str, frame: bytes, opaque: int, code: int, timeout_ms: int
+    ) -> RemotingCommand:
+        """:meth:`invoke_sync` of a request the caller encoded already (``frame``, sent with
+        ``opaque`` from :meth:`next_opaque`; ``code`` only names it in a timeout error): the
+        ``rpc_hook`` does not see it, so callers use it only when :attr:`signs_requests` is
+        False. Same errors and timeout contract as :meth:`invoke_sync`."""
         if threading.get_ident() == self._io_ident:
             raise ClientError(
                 "invoke_sync called on the remoting I/O thread (e.g. from an invoke_async "
@@ -265,7 +290,7 @@ class RemotingClient:
         # Claimed before the request is written, so its answer never reaches the poller.
         lead = self._claim_read_role(conn, waiter)
         try:
-            opaque = self._send_request(conn, request, waiter)
+            self._send_frame(conn, frame, opaque, waiter)
             self._await_response(conn, waiter, deadline, lead=lead)
         finally:
             self._leave_read_role(conn, waiter)
@@ -276,7 +301,7 @@ class RemotingClient:
             waiter.wait_done()
             return waiter.result()
         raise RequestTimeoutError(
-            f"wait response timeout {timeout_ms}ms, code {request.code}, opaque {opaque}",
+            f"wait response timeout {timeout_ms}ms, code {code}, opaque {opaque}",
             addr=addr,
         )
 
@@ -318,7 +343,7 @@ class RemotingClient:
         self._check_open()
         conn = self._connection(addr)
         request.flag |= FLAG_ONEWAY
-        request.opaque = self._next_opaque()
+        request.opaque = self.next_opaque()
         if self._rpc_hook is not None:
             self._rpc_hook(request)
         frame = request.encode()
@@ -347,22 +372,22 @@ class RemotingClient:
         if not self._started:
             raise ClientError(f"remoting client {self.name} is not started")
 
-    def _next_opaque(self) -> int:
-        return self._opaques.next()
-
     def _send_request(self, conn: Connection, request: RemotingCommand, fut: Waiter) -> int:
-        opaque = self._next_opaque()
+        opaque = self.next_opaque()
         request.opaque = opaque
         if self._rpc_hook is not None:
             self._rpc_hook(request)
-        frame = request.encode()
+        self._send_frame(conn, request.encode(), opaque, fut)
+        return opaque
+
+    def _send_frame(self, conn: Connection, frame: bytes, opaque: int, fut: Waiter) -> None:
+        """Register ``fut`` for ``opaque``, then write ``frame``."""
         pending = conn.pending
         pending[opaque] = fut
         if conn.closed and pending.pop(opaque, None) is not None:
             # Lost between lookup and registration; the I/O thread's sweep missed this one.
             raise ConnectError("connection closed before the request was written", addr=conn.addr)
         self._write(conn, frame)
-        return opaque
 
     def _connection(self, addr: str) -> Connection:
         conn = self._conns.get(addr)

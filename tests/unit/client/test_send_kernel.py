@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rocketq.client.api_results import SendResult
 from rocketq.client.config import ProducerConfig
@@ -22,6 +24,8 @@ from rocketq.client.send_prep import (
     SendAttempts,
     prepare_batch,
     prepare_message,
+    send_code_of,
+    send_frame_of,
     send_header,
     send_request_of,
     send_result_of,
@@ -29,7 +33,7 @@ from rocketq.client.send_prep import (
 )
 from rocketq.errors import BrokerError, MalformedFrameError
 from rocketq.protocol.codes import LanguageCode, RequestCode, SerializeType
-from rocketq.protocol.frame import RemotingCommand
+from rocketq.protocol.frame import RemotingCommand, encode_json_request
 from rocketq.protocol.headers import SendMessageRequestHeaderV2
 from rocketq.protocol.message import Message, MessageConst
 from rocketq.protocol.message_queue import MessageQueue
@@ -91,6 +95,75 @@ def test_request_encodes_the_bytes_of_build_send_request(serialize_type: int) ->
             assert direct.encode() == generic.encode()
     finally:
         remoting.close()
+
+
+def _frame_preps() -> list[PreparedSend]:
+    odd = Message("T", b"o", properties={"k\u00e9": 'v"\\\x03\u2028\U0001f600', "e": ""})
+    reply = Message("T", b"x", properties={MessageConst.MSG_TYPE: REPLY_MESSAGE_FLAG})
+    return [
+        *_preps(),
+        prepare_message(odd, CONFIG),  # quotes, backslashes, control and non-ASCII characters
+        prepare_message(reply, CONFIG),
+        *(
+            _with_optional(prepare_message(Message("T", b"x"), CONFIG), r, m)
+            for r in (None, 5)
+            for m in (None, 7)
+        ),
+    ]
+
+
+def _same_frame(
+    prep: PreparedSend, mq: MessageQueue, config: ProducerConfig, language: int, opaque: int
+) -> None:
+    """send_frame_of's frame is send_request_of's request encoded with the same opaque (the
+    born timestamp read back from the frame: both read the wall clock)."""
+    frame = send_frame_of(prep, mq, config, language, SerializeType.JSON, opaque, send_code_of(prep))
+    assert frame is not None
+    request = send_request_of(prep, mq, config, language, SerializeType.JSON)
+    assert request.ext_fields is not None
+    born = frame.split(b'"g":"', 1)[1].split(b'"', 1)[0].decode()
+    request.ext_fields["g"] = born
+    request.opaque = opaque
+    assert frame == request.encode()
+    assert send_code_of(prep) == request.code
+
+
+@pytest.mark.parametrize("language", [LanguageCode.PYTHON, LanguageCode.JAVA, 99])  # 99: "OTHER"
+def test_frame_is_the_request_encoded(language: int) -> None:
+    mq = MessageQueue("T", 'b\u00e9"\\', 2)
+    for prep in _frame_preps():
+        for opaque in (0, 7, -(2**31), 2**31 - 1):
+            _same_frame(prep, MQ, CONFIG, language, opaque)
+            _same_frame(prep, mq, CONFIG, language, opaque)
+
+
+@given(
+    topic=st.text(min_size=1, max_size=20),
+    value=st.text(max_size=30).filter(lambda v: "\x01" not in v and "\x02" not in v),
+    broker=st.text(max_size=10),
+    queue_id=st.integers(-1, 2**31 - 1),
+    flag=st.integers(-(2**31), 2**31 - 1),
+)
+def test_frame_is_the_request_encoded_for_any_text(
+    topic: str, value: str, broker: str, queue_id: int, flag: int
+) -> None:
+    prep = PreparedSend(topic, b"b", 0, flag, f"K\x01{value}", "U", False, 0, None)
+    _same_frame(prep, MessageQueue(topic, broker, queue_id), CONFIG, LanguageCode.PYTHON, 5)
+
+
+def test_frame_of_the_binary_header_is_left_to_the_request() -> None:
+    prep = prepare_message(Message("T", b"x"), CONFIG)
+    assert send_frame_of(prep, MQ, CONFIG, 0, SerializeType.ROCKETMQ, 1, send_code_of(prep)) is None
+
+
+def test_json_request_frame_equals_the_command_encoded() -> None:
+    ext = {"a": "x", "b": '"\x00\u00e9'}
+    command = RemotingCommand(code=310, opaque=-5, language=LanguageCode.GO, ext_fields=ext, body=b"xyz")
+    framed = encode_json_request(310, '{"a":"x","b":"\\"\\u0000\u00e9"}', LanguageCode.GO, -5, b"xyz")
+    assert framed == command.encode()
+    assert (
+        encode_json_request(1, "{}", 0, 0, b"") == RemotingCommand(code=1, language=0, ext_fields={}).encode()
+    )
 
 
 def test_request_codes() -> None:

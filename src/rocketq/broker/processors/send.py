@@ -13,9 +13,10 @@ Mirrors ``org.apache.rocketmq.broker.processor.SendMessageProcessor`` and
 * Stored property strings are rebuilt in Java HashMap order with ``CLUSTER`` added and
   ``WAIT`` removed (single messages), so records are byte-identical to Java's.
 * Under SYNC_FLUSH the response is written only once the bytes are durable (or with
-  FLUSH_DISK_TIMEOUT); a message sent with ``WAIT=false`` does not wait. The wait is on the
+  FLUSH_DISK_TIMEOUT); a message sent with ``WAIT=false`` does not wait. The puts of one loop
+  iteration wait together (``MessageStore.loop_group_commit``): on one request to the
   ``GroupCommitService`` thread (Java's), or with ``sync_flush_on_loop`` on one sync made on the
-  loop for all the puts of one loop iteration (``MessageStore.loop_group_commit``).
+  loop.
 * A message with ``TRAN_MSG=true`` is stored as a half message in
   ``RMQ_SYS_TRANS_HALF_TOPIC`` (:mod:`rocketq.broker.transaction`), or refused with
   NO_PERMISSION under ``rejectTransactionMessage``; the answer names the half's offsets.
@@ -512,7 +513,7 @@ class SendMessageProcessor:
             # TransactionalMessageService.prepareMessage: stored as a half message
             result = broker.transactional_message_bridge.put_half_message(inner)
         else:
-            result = broker.store.put_message(inner, defer_flush=broker.store.config.sync_flush_on_loop)
+            result = broker.store.put_message(inner, defer_flush=True)
         wait_flush = wait != "false"
         return await self._handle_put_result(
             request, result, topic, queue_id, 1, len(request.body), wait_flush
@@ -607,9 +608,7 @@ class SendMessageProcessor:
                     reconsume_times=reconsume_times,
                 )
             )
-        result = broker.store.put_messages(
-            inners, batch_body_size=len(request.body), defer_flush=broker.store.config.sync_flush_on_loop
-        )
+        result = broker.store.put_messages(inners, batch_body_size=len(request.body), defer_flush=True)
         size = sum(len(e.body) for e in entries)
         wait_flush = batch_props.get(MessageConst.WAIT) != "false"
         return await self._handle_put_result(request, result, topic, queue_id, len(entries), size, wait_flush)
@@ -629,8 +628,8 @@ class SendMessageProcessor:
         if status == PutMessageStatus.PUT_OK and wait_flush:
             durable = True
             if result.flush_offset >= 0:
-                # SYNC_FLUSH: the loop's group commit syncs once for every put of this
-                # iteration, then the ack leaves (no thread hop per send)
+                # SYNC_FLUSH: one group-commit request (or sync) for every put of this loop
+                # iteration, then the ack leaves
                 group_commit = self.broker.store.loop_group_commit(asyncio.get_running_loop())
                 durable = await group_commit.wait_durable(result.flush_offset)
             elif result.flush_future is not None:

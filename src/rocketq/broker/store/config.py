@@ -83,8 +83,8 @@ class MessageStoreConfig:
     #: rocketq only (``syncFlushOnLoop``), off by default: under SYNC_FLUSH the sends the broker's
     #: loop receives in one iteration share one ``fdatasync`` made on the loop thread before their
     #: acks (``flush_service.LoopGroupCommit``, as Redis syncs under ``appendfsync always``) instead
-    #: of a hand-off to the ``GroupCommitService`` thread per send: about 40 % less broker CPU per
-    #: durable send, but the loop serves no one while the disk syncs, and a disk that stalls stalls
+    #: of one request per loop iteration to the ``GroupCommitService`` thread: no thread hand-off,
+    #: but the loop serves no one while the disk syncs, and a disk that stalls stalls
     #: every connection instead of answering FLUSH_DISK_TIMEOUT after ``sync_flush_timeout_ms``
     #: (Java's behaviour, kept by default).
     sync_flush_on_loop: bool = False

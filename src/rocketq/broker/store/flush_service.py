@@ -5,39 +5,49 @@ Mirrors ``CommitLog.FlushRealTimeService`` and ``CommitLog.GroupCommitService`` 
 * ``FlushRealTimeService`` flushes every ``flush_interval_commit_log_ms`` once at least
   ``flush_commit_log_least_pages`` pages are dirty, and everything at least every
   ``flush_commit_log_thorough_interval_ms``; on shutdown it flushes all.
-* ``GroupCommitService`` keeps the futures of puts waiting for the disk. Each pass takes
-  every pending request, makes *everything appended so far* durable with one fdatasync and
-  resolves all requests now covered with ``True`` -- a group commit, so N concurrent
-  writers cost one sync, not N. A request still not covered after
-  ``sync_flush_timeout_ms`` resolves ``False`` (FLUSH_DISK_TIMEOUT; the bytes stay
-  stored). The timeout is checked by the flush thread between syncs, so a sync that hangs
-  in the kernel delays the ``False`` too: callers that must not wait longer use
-  ``future.result(timeout)``.
-* :class:`LoopGroupCommit` serves the SYNC_FLUSH sends a broker answers on its event loop
-  without a thread hop: every put of one loop iteration waits on one loop future, and one
-  callback at the end of the iteration syncs once (on the loop thread, as Redis does under
-  ``appendfsync always``) and resolves them all. The ack is written only after the sync
-  returned, so an acknowledged message is on disk. The sync blocks the loop for its
-  duration; a loop that is busy meanwhile only queues more requests, which share the next
-  sync. Puts from other threads keep :class:`GroupCommitService`.
+* ``GroupCommitService`` (a thread) keeps the requests of puts waiting for the disk. Each
+  pass takes every queued request, makes *everything appended so far* durable with one
+  fdatasync and answers all requests now covered with ``True`` -- a group commit, so N
+  concurrent writers cost one sync, not N. A request still not covered after
+  ``sync_flush_timeout_ms`` is answered ``False`` (FLUSH_DISK_TIMEOUT; the bytes stay
+  stored). It sleeps on its request queue (Java ``waitForRunning(10)``): a request wakes it
+  at once, an idle pass runs every 10 ms.
+* :class:`LoopGroupCommit` serves the SYNC_FLUSH sends a broker answers on its event loop:
+  every put of one loop iteration waits on a loop future, and one callback at the end of
+  the iteration covers them all. By default it hands ``GroupCommitService`` one request
+  for the whole iteration and gets the answers back in one ``call_soon_threadsafe`` (no
+  ``concurrent.futures.Future``, no thread wake-up per put), with a loop timer for
+  ``sync_flush_timeout_ms`` so a sync hanging in the kernel still yields
+  FLUSH_DISK_TIMEOUT on time. With ``sync_flush_on_loop`` it syncs on the loop thread
+  itself (as Redis does under ``appendfsync always``), blocking the loop for the sync.
+  Either way the ack is written only after a sync that started after the put returned,
+  so an acknowledged message is on disk. Puts from other threads use
+  :meth:`GroupCommitService.submit` (a ``concurrent.futures.Future``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import logging
+import queue
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 
 from rocketq.broker.store.commit_log import CommitLog
 from rocketq.broker.store.config import MessageStoreConfig
 from rocketq.common.histogram import Histogram
+from rocketq.common.log_limiter import LogLimiter
 from rocketq.common.service_thread import ServiceThread
 
 __all__ = ["FlushRealTimeService", "GroupCommitService", "LoopGroupCommit"]
 
 log = logging.getLogger(__name__)
+
+_flush_errors = LogLimiter(log)
 
 # FlushRealTimeService.RETRY_TIMES_OVER: flush attempts on shutdown.
 _RETRY_TIMES_OVER = 10
@@ -72,8 +82,22 @@ class FlushRealTimeService(ServiceThread):
                 break
 
 
+#: ``GroupCommitService.waitForRunning(10)``: the idle pass period, seconds.
+_GROUP_COMMIT_WAIT_S = 0.01
+
+#: One waiting request: (commit-log offset that must be durable, monotonic deadline, the
+#: callback told ``True`` once durable or ``False`` at the deadline; runs on the flush thread).
+_Request = tuple[int, float, Callable[[bool], None]]
+
+
 class GroupCommitService(ServiceThread):
-    """SYNC_FLUSH: group commit of waiting puts."""
+    """SYNC_FLUSH: group commit of waiting puts.
+
+    Requests arrive in a :class:`queue.SimpleQueue`, which is also what the thread sleeps
+    on: queueing a request is one C call that wakes the thread (no ``Event`` condition, no
+    ``concurrent.futures.Future`` per put for the loop's puts). A pass takes everything
+    queued, syncs once and calls back every request now covered.
+    """
 
     def __init__(
         self, commit_log: CommitLog, config: MessageStoreConfig, flush_latency: Histogram | None = None
@@ -83,88 +107,171 @@ class GroupCommitService(ServiceThread):
         #: milliseconds of each flush that had waiting puts (rocketq.broker.metrics reads it)
         self.flush_latency = flush_latency
         self._timeout_s = config.sync_flush_timeout_ms / 1000
+        #: requests and wake-ups (``None``) for the thread, from any thread
+        self._queue: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
+        #: the thread's own: requests taken from the queue and not answered yet
+        self._waiting: list[_Request] = []
+        #: ``_closed`` and the final drain of :meth:`on_shutdown` against a racing :meth:`request`
         self._lock = threading.Lock()
-        self._requests: list[tuple[int, float, Future[bool]]] = []
         self._closed = False
 
-    def submit(self, next_offset: int) -> Future[bool]:
-        """``GroupCommitRequest``: a future resolved once ``next_offset`` is durable."""
-        fut: Future[bool] = Future()
+    @property
+    def timeout_s(self) -> float:
+        """``syncFlushTimeout`` in seconds: how long a put waits before FLUSH_DISK_TIMEOUT."""
+        return self._timeout_s
+
+    def request(self, next_offset: int, done: Callable[[bool], None]) -> bool:
+        """Queue a ``GroupCommitRequest``: ``done(True)`` is called on the flush thread once
+        ``next_offset`` is durable, ``done(False)`` once ``sync_flush_timeout_ms`` passed
+        first. False (``done`` never called) if the service has shut down."""
         with self._lock:
-            if not self._closed:
-                self._requests.append((next_offset, time.monotonic() + self._timeout_s, fut))
-                self.wakeup()
-                return fut
-        # a put that raced with shutdown: the store's final flush is not confirmed here
-        fut.set_result(self._commit_log.flushed_where >= next_offset)
+            if self._closed:
+                return False
+            self._queue.put((next_offset, time.monotonic() + self._timeout_s, done))
+        return True
+
+    def submit(self, next_offset: int) -> Future[bool]:
+        """``GroupCommitRequest`` for a put made off the loop: a future resolved once
+        ``next_offset`` is durable (``False`` after ``sync_flush_timeout_ms``). The deadline
+        is checked by the thread between syncs, so a sync that hangs in the kernel delays
+        the ``False`` too: callers that must not wait longer use ``future.result(timeout)``
+        (the loop's puts have :class:`LoopGroupCommit`'s timer)."""
+        fut: Future[bool] = Future()
+        if not self.request(next_offset, fut.set_result):
+            # a put that raced with shutdown: the store's final flush is not confirmed here
+            fut.set_result(self._commit_log.flushed_where >= next_offset)
         return fut
 
+    def wakeup(self) -> None:
+        """Make the thread flush now (a WAIT=false put, shutdown)."""
+        super().wakeup()
+        self._queue.put(None)
+
     def run_once(self) -> None:
-        self.wait_for_running(0.01)
+        # Java waitForRunning(10): a request or a wakeup ends the wait at once
+        with contextlib.suppress(queue.Empty):
+            self._take(self._queue.get(timeout=_GROUP_COMMIT_WAIT_S))
         self._do_commit()
 
+    def _take(self, item: _Request | None) -> None:
+        """Add ``item`` and everything queued behind it to the waiting requests."""
+        waiting, get = self._waiting, self._queue.get_nowait
+        while True:
+            if item is not None:
+                waiting.append(item)
+            try:
+                item = get()
+            except queue.Empty:
+                return
+
     def _do_commit(self) -> None:
-        with self._lock:
-            pending, self._requests = self._requests, []
-        if not pending:
+        """One sync for everything appended so far; answer the requests it covered, and
+        those past their deadline with ``False`` (the bytes stay stored)."""
+        waiting = self._waiting
+        if not waiting:
             # GroupCommitService: also flush when nobody waits (WAIT=false puts)
             self._commit_log.flush(0)
             return
         started = time.perf_counter()
-        self._commit_log.flush(0)
+        try:
+            self._commit_log.flush(0)
+        except Exception as exc:  # the waiters still get their answer at their deadline
+            _flush_errors.log(logging.ERROR, "sync", "SYNC_FLUSH: syncing the commit log failed: %s", exc)
         if self.flush_latency is not None:
             self.flush_latency.observe((time.perf_counter() - started) * 1000.0)
         flushed = self._commit_log.flushed_where
         now = time.monotonic()
-        keep = []
-        for request in pending:
-            next_offset, deadline, fut = request
+        keep: list[_Request] = []
+        answers: list[tuple[Callable[[bool], None], bool]] = []
+        for request in waiting:
+            next_offset, deadline, done = request
             if flushed >= next_offset:
-                fut.set_result(True)
+                answers.append((done, True))
             elif now >= deadline:
-                fut.set_result(False)
+                answers.append((done, False))
             else:
                 keep.append(request)
-        if keep:
-            with self._lock:
-                self._requests[:0] = keep
-            self.wakeup()
+        self._waiting = keep
+        # last: an answer wakes its waiter, which then needs the GIL this thread holds
+        for done, durable in answers:
+            _answer(done, durable)
 
     def on_shutdown(self) -> None:
-        for _ in range(_RETRY_TIMES_OVER):
-            self._do_commit()
-            with self._lock:
-                if not self._requests:
+        """Final passes; then refuse new requests and answer every one left (a flush that
+        fails here still lets each waiter hear whether its bytes are durable)."""
+        try:
+            for _ in range(_RETRY_TIMES_OVER):
+                self._take(None)
+                self._do_commit()
+                if not self._waiting:
                     break
-        with self._lock:
-            self._closed = True
-            pending, self._requests = self._requests, []
-        for _next, _deadline, fut in pending:
-            fut.set_result(False)
+        finally:
+            with self._lock:
+                self._closed = True
+            self._take(None)  # queued before _closed was set
+            if self._waiting:
+                self._do_commit()  # (with waiters it logs a failed flush instead of raising)
+            flushed = self._commit_log.flushed_where
+            for next_offset, _deadline, done in self._waiting:
+                _answer(done, flushed >= next_offset)
+            self._waiting = []
+
+
+def _answer(done: Callable[[bool], None], durable: bool) -> None:
+    """Call one request's callback; a failing callback must not cost the others theirs."""
+    try:
+        done(durable)
+    except Exception:
+        log.exception("SYNC_FLUSH: answering a group commit request failed")
 
 
 class LoopGroupCommit:
-    """SYNC_FLUSH group commit on one event loop: one sync per loop iteration with waiters.
+    """SYNC_FLUSH group commit for the puts made on one event loop: one request per loop
+    iteration with waiters.
 
     :meth:`wait_durable` is called on the loop thread by a put that must be durable before
     it is acknowledged; the future it returns resolves ``True`` once a sync that started
-    after the put covered it, ``False`` if that sync failed (the broker answers
-    FLUSH_DISK_TIMEOUT; the bytes stay stored and the flush thread retries).
+    after the put covered it, ``False`` if it did not within ``sync_flush_timeout_ms``
+    (the broker answers FLUSH_DISK_TIMEOUT; the bytes stay stored). The first waiter of an
+    iteration schedules one callback at its end, which covers every waiter of the iteration:
+
+    * with ``thread`` (Java's ``GroupCommitService``, the default): it hands the thread
+      *one* request for all of them and arms one timer at ``sync_flush_timeout_ms``; the
+      thread's answer comes back in one ``call_soon_threadsafe`` for every request it
+      answered meanwhile. The loop never blocks on the disk, and the timer answers
+      ``False`` on time even while a sync hangs in the kernel (Java's waiter-side timeout);
+    * without (``sync_flush_on_loop``): it syncs on the loop thread itself (as Redis does
+      under ``appendfsync always``), blocking the loop for the sync's duration; a sync
+      that failed answers ``False`` at once.
     """
 
-    __slots__ = ("_commit_log", "_flush_latency", "_loop", "_scheduled", "_waiting")
+    __slots__ = (
+        "_answered",
+        "_answering",
+        "_commit_log",
+        "_flush_latency",
+        "_loop",
+        "_scheduled",
+        "_thread",
+        "_waiting",
+    )
 
     def __init__(
         self,
         commit_log: CommitLog,
         loop: asyncio.AbstractEventLoop,
         flush_latency: Histogram | None = None,
+        thread: GroupCommitService | None = None,
     ) -> None:
         self._commit_log = commit_log
         self._loop = loop
         self._flush_latency = flush_latency
+        self._thread = thread
         self._waiting: list[tuple[int, asyncio.Future[bool]]] = []
         self._scheduled = False
+        #: batches the thread answered, for the loop to resolve (appended by the thread)
+        self._answered: collections.deque[tuple[_Batch, bool]] = collections.deque()
+        self._answering = False  # a call_soon_threadsafe to resolve them is under way
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -176,9 +283,44 @@ class LoopGroupCommit:
         self._waiting.append((next_offset, fut))
         if not self._scheduled:
             self._scheduled = True
-            self._loop.call_soon(self._commit)
+            self._loop.call_soon(self._commit if self._thread is None else self._hand_over)
         return fut
 
+    # ------------------------------------------------------------------ GroupCommitService
+    def _hand_over(self) -> None:
+        """End of the iteration: one request to the flush thread for all its waiters."""
+        self._scheduled = False
+        waiting, self._waiting = self._waiting, []
+        thread = self._thread
+        assert thread is not None
+        batch = _Batch(waiting)
+        upto = max(offset for offset, _ in waiting)
+        # the timer first: the request wakes the thread, which then needs the GIL this
+        # thread holds until the loop goes back to waiting (the less done after, the better)
+        batch.timer = self._loop.call_later(thread.timeout_s, _resolve, batch, False)
+        if not thread.request(upto, batch.answered_by(self)):
+            # the service shut down: only what is durable already counts
+            _resolve(batch, self._commit_log.flushed_where >= upto)
+
+    def on_answer(self, batch: _Batch, durable: bool) -> None:
+        """Flush thread: queue ``batch``'s answer; one wake-up of the loop carries every
+        answer queued until the loop takes them."""
+        self._answered.append((batch, durable))
+        if not self._answering:
+            self._answering = True
+            try:
+                self._loop.call_soon_threadsafe(self._resolve_answered)
+            except RuntimeError:  # the loop closed: nobody waits for these any more
+                self._answered.clear()
+
+    def _resolve_answered(self) -> None:
+        self._answering = False  # before taking: an answer queued from now on wakes again
+        answered = self._answered
+        while answered:
+            batch, durable = answered.popleft()
+            _resolve(batch, durable)
+
+    # ------------------------------------------------------------------ on the loop
     def _commit(self) -> None:
         self._scheduled = False
         waiting, self._waiting = self._waiting, []
@@ -195,3 +337,28 @@ class LoopGroupCommit:
         for next_offset, fut in waiting:
             if not fut.done():
                 fut.set_result(flushed >= next_offset)
+
+
+class _Batch:
+    """The waiters of one loop iteration, handed to :class:`GroupCommitService` as one
+    request (for the highest of their offsets), and its timeout timer."""
+
+    __slots__ = ("timer", "waiting")
+
+    def __init__(self, waiting: list[tuple[int, asyncio.Future[bool]]]) -> None:
+        self.waiting = waiting
+        self.timer: asyncio.TimerHandle | None = None
+
+    def answered_by(self, commit: LoopGroupCommit) -> Callable[[bool], None]:
+        return lambda durable: commit.on_answer(self, durable)
+
+
+def _resolve(batch: _Batch, durable: bool) -> None:
+    """Loop: answer ``batch``'s waiters (the first answer wins: the thread's, or the timer's)."""
+    timer = batch.timer
+    if timer is not None:
+        batch.timer = None
+        timer.cancel()
+    for _offset, fut in batch.waiting:
+        if not fut.done():
+            fut.set_result(durable)

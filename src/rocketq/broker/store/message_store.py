@@ -416,7 +416,8 @@ class MessageStore:
         serves its waiters)."""
         lgc = self._loop_group_commit
         if lgc is None or lgc.loop is not loop:
-            lgc = self._loop_group_commit = LoopGroupCommit(self.commit_log, loop, self.flush_latency)
+            thread = None if self.config.sync_flush_on_loop else self._group_commit
+            lgc = self._loop_group_commit = LoopGroupCommit(self.commit_log, loop, self.flush_latency, thread)
         return lgc
 
     def put_message(self, msg: MessageExtBrokerInner, *, defer_flush: bool = False) -> PutMessageResult:
