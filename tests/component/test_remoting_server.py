@@ -497,3 +497,56 @@ def test_server_thread_reports_bind_errors() -> None:
     finally:
         first.stop()
     assert not [t for t in threading.enumerate() if t.name in ("one-loop", "two-loop")]
+
+
+class Immediate:
+    """An immediate handler: "now" answers at once, "wait" returns a coroutine that answers
+    after a sleep, "boom" raises; ``process`` must never be called."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def now(self, channel: Channel, request: RemotingCommand) -> object:
+        mode = request.ext("mode") or ""
+        self.calls.append(mode)
+        if mode == "boom":
+            raise KeyError("immediate failed")
+        if mode == "none":
+            return None
+        if mode == "wait":
+            return self._later(request)
+        return request.make_response(0, remark="now", body=request.body)
+
+    async def _later(self, request: RemotingCommand) -> RemotingCommand:
+        await asyncio.sleep(0.01)
+        return request.make_response(0, remark="later", body=request.body)
+
+    async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        raise AssertionError("a processor with an immediate handler is served through it")
+
+
+def test_immediate_handler_answers_now_later_or_with_system_error() -> None:
+    srv = RemotingServer(name="timmediate")
+    handler = Immediate()
+    srv.register_processor(1005, handler, immediate=handler.now)  # type: ignore[arg-type]
+    st = ServerThread(srv)
+    st.start()
+    try:
+        with connect(st) as sock:
+            dec = FrameDecoder()
+            frames = b""
+            for opaque, mode in enumerate(("wait", "now", "boom", "none", "now"), start=1):
+                cmd = RemotingCommand.request(1005, {"mode": mode}, mode.encode())
+                cmd.opaque = opaque
+                frames += cmd.encode()
+            sock.sendall(frames)
+            got = {c.opaque: c for c in read_frames(sock, dec, 4)}
+            sock.settimeout(0.2)
+            assert not is_closed_by_peer(sock)  # no fifth answer ("none") and still open
+    finally:
+        st.stop()
+    assert handler.calls == ["wait", "now", "boom", "none", "now"]
+    assert sorted(got) == [1, 2, 3, 5]
+    assert (got[1].code, got[1].remark, got[1].body, got[1].flag) == (0, "later", b"wait", FLAG_RESPONSE)
+    assert (got[2].remark, got[5].remark) == ("now", "now")
+    assert got[3].code == ResponseCode.SYSTEM_ERROR and "KeyError" in (got[3].remark or "")

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rocketq.errors import FrameTooLargeError, MalformedFrameError
-from rocketq.protocol.codes import LanguageCode, SerializeType
+from rocketq.protocol.codes import CURRENT_VERSION, LanguageCode, SerializeType
 from rocketq.protocol.frame import LARGE_FRAME, MAX_FRAME_LENGTH, FrameDecoder, RemotingCommand, decode_frame
 from tests.conftest import GoldenFrame, load_golden_frames
 
@@ -523,3 +523,28 @@ def test_json_header_with_non_string_ext_values_uses_the_general_encoder() -> No
     cmd = RemotingCommand(code=10, ext_fields=ext)  # type: ignore[arg-type]
     assert cmd.encode_header() == _reference_json_header(cmd)
     assert b'"extFields":{"queueId":3,"topic":"T"}' in cmd.encode_header()
+
+
+def test_remoting_command_keeps_the_dataclass_constructor_equality_and_repr() -> None:
+    """RemotingCommand is a plain slotted class (a native constructor when compiled): the
+    positional order, defaults, value equality, unhashability and repr are the dataclass's."""
+    a = RemotingCommand(10, 0, 7, 3, 317, "r", {"k": "v"}, b"body", 0)
+    b = RemotingCommand(
+        code=10, opaque=7, language=3, version=317, remark="r", ext_fields={"k": "v"}, body=b"body"
+    )
+    assert a == b
+    assert (a != b) is False
+    b.ext_fields = {"k": "w"}
+    assert a != b
+    assert a != "not a command"
+    d = RemotingCommand(code=1)
+    assert (d.flag, d.opaque, d.remark, d.ext_fields, d.body) == (0, 0, None, None, b"")
+    assert d.language == LanguageCode.PYTHON and d.version == CURRENT_VERSION
+    assert d.serialize_type == SerializeType.JSON
+    with pytest.raises(TypeError):
+        hash(d)
+    assert repr(a) == (
+        "RemotingCommand(code=10, flag=0, opaque=7, language=3, version=317, remark='r', "
+        "ext_fields={'k': 'v'}, body=b'body', serialize_type=0)"
+    )
+    assert not hasattr(a, "__dict__")

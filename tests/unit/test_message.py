@@ -409,6 +409,20 @@ def test_encode_properties_refuses_exactly_the_maps_with_a_separator_inside(prop
             )
 
 
+def test_encode_properties_java_order_is_memoized_by_insertion_order() -> None:
+    """The memo is keyed by the names in insertion order: keys sharing a Java bucket keep
+    their insertion order, so each order of the same names gets its own (correct) answer,
+    the first time and from the memo."""
+    import itertools
+
+    names = ["UNIQ_KEY", "WAIT", "TAGS", "KEYS", "CLUSTER", "a", "q", "Aa", "BB"]  # "Aa"/"BB" collide
+    for perm in itertools.islice(itertools.permutations(names), 0, 200, 7):
+        props = {name: name.lower() for name in perm}
+        want = "\x02".join(f"{k}\x01{props[k]}" for k in hashmap_order(list(perm)))
+        assert encode_properties(props, java_order=True) == want
+        assert encode_properties(props, java_order=True) == want
+
+
 def test_encode_properties() -> None:
     assert encode_properties({}) == ""
     assert encode_properties({"a": "1", "b": "2"}) == "a\x011\x02b\x012"

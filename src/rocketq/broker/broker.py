@@ -302,7 +302,7 @@ class BrokerController:
             RequestCode.SEND_BATCH_MESSAGE,
             RequestCode.CONSUMER_SEND_MSG_BACK,
         ):
-            server.register_processor(code, send)
+            server.register_processor(code, send, immediate=send.process_now)
         server.register_processor(RequestCode.PULL_MESSAGE, pull)
         server.register_processor(RequestCode.END_TRANSACTION, EndTransactionProcessor(self))
         reply = ReplyMessageProcessor(self)

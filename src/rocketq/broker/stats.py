@@ -120,7 +120,9 @@ class BrokerStats:
     def inc_topic_put(self, topic: str, msgs: int, size: int) -> None:
         """A put of ``msgs`` messages (``size`` bytes) into ``topic`` succeeded."""
         with self._lock:
-            item = self.topic_put.setdefault(topic, StatsItem())
+            item = self.topic_put.get(topic)  # not setdefault: no StatsItem built per put
+            if item is None:
+                item = self.topic_put[topic] = StatsItem()
             item.msgs += msgs
             item.size += size
             item.times += 1
@@ -134,7 +136,10 @@ class BrokerStats:
     def inc_group_get(self, group: str, topic: str, msgs: int, size: int) -> None:
         """A pull by ``group`` returned ``msgs`` messages of ``topic`` (0 = a miss)."""
         with self._lock:
-            item = self.group_get.setdefault(f"{topic}@{group}", StatsItem())
+            key = f"{topic}@{group}"
+            item = self.group_get.get(key)
+            if item is None:
+                item = self.group_get[key] = StatsItem()
             item.msgs += msgs
             item.size += size
             item.times += 1

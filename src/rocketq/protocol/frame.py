@@ -36,7 +36,6 @@ import json.scanner
 import math
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 from json.encoder import encode_basestring as _json_quote
 from typing import cast
 
@@ -65,6 +64,7 @@ FLAG_ONEWAY = 0x2
 
 _INT = struct.Struct(">i")
 _PREFIX = struct.Struct(">iI")
+_MARK = struct.Struct(">I")  # headerMark: serialize type << 24 | header length
 _BIN_FIXED = struct.Struct(">hbhiii")  # code, language, version, opaque, flag, remarkLength
 _MAX_HEADER_LENGTH = 0xFFFFFF
 
@@ -90,19 +90,78 @@ def _json_flat_map(ext: dict[str, str]) -> str:
     return "{" + ",".join(parts) + "}"
 
 
-@dataclass(slots=True)
-class RemotingCommand:
-    """One request or response (``org.apache.rocketmq.remoting.protocol.RemotingCommand``)."""
+_LANG_PYTHON = int(LanguageCode.PYTHON)
+_JSON = int(SerializeType.JSON)
 
-    code: int
-    flag: int = 0
-    opaque: int = 0
-    language: int = LanguageCode.PYTHON
-    version: int = CURRENT_VERSION
-    remark: str | None = None
-    ext_fields: dict[str, str] | None = None
-    body: bytes = b""
-    serialize_type: int = SerializeType.JSON
+
+class RemotingCommand:
+    """One request or response (``org.apache.rocketmq.remoting.protocol.RemotingCommand``).
+
+    A plain slotted class with the constructor, equality and repr a ``dataclass`` would
+    generate: a compiled build gets a native ``__init__`` (a dataclass's is generated
+    Python, run twice per request: the decoded request and its response)."""
+
+    __slots__ = (
+        "body",
+        "code",
+        "ext_fields",
+        "flag",
+        "language",
+        "opaque",
+        "remark",
+        "serialize_type",
+        "version",
+    )
+
+    def __init__(
+        self,
+        code: int,
+        flag: int = 0,
+        opaque: int = 0,
+        language: int = _LANG_PYTHON,
+        version: int = CURRENT_VERSION,
+        remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
+        body: bytes = b"",
+        serialize_type: int = _JSON,
+    ) -> None:
+        self.code = code
+        self.flag = flag
+        self.opaque = opaque
+        self.language = language
+        self.version = version
+        self.remark = remark
+        self.ext_fields = ext_fields
+        self.body = body
+        self.serialize_type = serialize_type
+
+    def _astuple(self) -> tuple[object, ...]:
+        return (
+            self.code,
+            self.flag,
+            self.opaque,
+            self.language,
+            self.version,
+            self.remark,
+            self.ext_fields,
+            self.body,
+            self.serialize_type,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RemotingCommand):
+            return NotImplemented
+        return self._astuple() == other._astuple()
+
+    def __hash__(self) -> int:  # mutable and compared by value: unhashable, as the dataclass was
+        raise TypeError("unhashable type: 'RemotingCommand'")
+
+    def __repr__(self) -> str:
+        return (
+            f"RemotingCommand(code={self.code!r}, flag={self.flag!r}, opaque={self.opaque!r}, "
+            f"language={self.language!r}, version={self.version!r}, remark={self.remark!r}, "
+            f"ext_fields={self.ext_fields!r}, body={self.body!r}, serialize_type={self.serialize_type!r})"
+        )
 
     # ------------------------------------------------------------------ factories
     @classmethod
@@ -431,7 +490,7 @@ def _decode_after_length(mv: memoryview) -> RemotingCommand:
     """Decode ``headerMark + header + body`` (the frame without its length prefix)."""
     if len(mv) < 4:
         raise MalformedFrameError(f"frame of {len(mv)} bytes has no header mark")
-    (mark,) = struct.unpack_from(">I", mv, 0)
+    (mark,) = _MARK.unpack_from(mv, 0)
     stype = mark >> 24
     hlen = mark & 0xFFFFFF
     if 4 + hlen > len(mv):
@@ -555,8 +614,11 @@ class FrameDecoder:
                     large[: self._filled] = memoryview(buf)[pos + 4 : end]
                     pos = end
                 break
-            with memoryview(buf) as mv:
+            mv = memoryview(buf)  # released by hand: a with block costs two method calls
+            try:
                 out.append(_decode_after_length(mv[pos + 4 : pos + 4 + total]))
+            finally:
+                mv.release()
             pos += 4 + total
         if pos == end:
             buf.clear()

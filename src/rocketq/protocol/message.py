@@ -260,6 +260,12 @@ def tags_code(tags: str | None) -> int:
 
 
 # --------------------------------------------------------------------------- properties
+#: property-name tuple -> its Java HashMap order: the same few name sets come back on every
+#: send (a dict lookup here instead of a call into java.hashmap_order's memo)
+_JAVA_ORDER: dict[tuple[str, ...], tuple[str, ...]] = {}
+_JAVA_ORDER_MAX = 4096
+
+
 def encode_properties(props: Mapping[str, str], *, java_order: bool = False) -> str:
     """``MessageDecoder.messageProperties2String``: ``n\\x01v\\x02...``, no trailing ``\\x02``.
 
@@ -268,7 +274,15 @@ def encode_properties(props: Mapping[str, str], *, java_order: bool = False) -> 
     :class:`IllegalArgumentError` when a name or value contains ``\\x01`` or ``\\x02``
     (Java would silently corrupt the string).
     """
-    keys: Iterable[str] = hashmap_order(props) if java_order else props
+    keys: Iterable[str] = props
+    if java_order:
+        names = tuple(props)
+        order = _JAVA_ORDER.get(names)
+        if order is None:
+            if len(_JAVA_ORDER) >= _JAVA_ORDER_MAX:
+                _JAVA_ORDER.clear()
+            order = _JAVA_ORDER[names] = tuple(hashmap_order(names))
+        keys = order
     parts = []
     for name in keys:
         value = props[name]

@@ -70,6 +70,7 @@ __all__ = [
     "DEFAULT_MAX_PENDING_FRAME_BYTES",
     "Channel",
     "ChannelListener",
+    "ImmediateHandler",
     "LoopThread",
     "RemotingServer",
     "RequestProcessor",
@@ -92,6 +93,14 @@ ChannelListener = Callable[["Channel"], None]
 #: ``(remote "ip:port", request) -> None`` to go on, or the refusal to answer with
 #: (the server RPC hook of the ACL: ``PlainAccessValidator``).
 RequestValidator = Callable[[str, RemotingCommand], RemotingCommand | None]
+
+#: ``(channel, request) ->`` the answer now (a response, or None for none), or a coroutine
+#: for an answer that must wait (run as :meth:`RequestProcessor.process`'s would be): a
+#: processor's request path without a coroutine per request when it needs none
+#: (``RemotingServer.register_processor(..., immediate=...)``).
+ImmediateHandler = Callable[
+    ["Channel", RemotingCommand], "RemotingCommand | Coroutine[Any, Any, RemotingCommand | None] | None"
+]
 
 
 class RequestProcessor(Protocol):
@@ -493,6 +502,18 @@ class _PeekProtocol(asyncio.Protocol):
         self._finish()
 
 
+class _Route:
+    """How one request code is served: its processor, the processor's ``reject_request``
+    (None when it defines none) and its :data:`ImmediateHandler` (None: ``process``)."""
+
+    __slots__ = ("immediate", "processor", "reject")
+
+    def __init__(self, processor: RequestProcessor, immediate: ImmediateHandler | None) -> None:
+        self.processor = processor
+        self.immediate = immediate
+        self.reject: Callable[[], bool] | None = getattr(processor, "reject_request", None)
+
+
 class _Resumed:
     """Awaitable that carries on a processor coroutine which was started by hand.
 
@@ -574,6 +595,9 @@ class RemotingServer:
         self.log_limiter = LogLimiter(log)
         self._processors: dict[int, RequestProcessor] = {}
         self._default_processor: RequestProcessor | None = None
+        #: code -> how it is served, worked out at registration (no attribute probing per request)
+        self._routes: dict[int, _Route] = {}
+        self._default_route: _Route | None = None
         self._connect_listeners: list[ChannelListener] = []
         self._close_listeners: list[ChannelListener] = []
         self._channels: set[Channel] = set()
@@ -589,13 +613,20 @@ class RemotingServer:
         self._peeking: set[asyncio.Transport] = set()
 
     # ------------------------------------------------------------------ configuration
-    def register_processor(self, code: int, processor: RequestProcessor) -> None:
-        """Route requests with ``code`` to ``processor`` (``registerProcessor``)."""
+    def register_processor(
+        self, code: int, processor: RequestProcessor, *, immediate: ImmediateHandler | None = None
+    ) -> None:
+        """Route requests with ``code`` to ``processor`` (``registerProcessor``).
+
+        ``immediate``: the processor's handler that answers without a coroutine when it can
+        (:data:`ImmediateHandler`); the server then calls it instead of ``process``."""
         self._processors[int(code)] = processor
+        self._routes[int(code)] = _Route(processor, immediate)
 
     def register_default_processor(self, processor: RequestProcessor) -> None:
         """Route every code without its own processor here (``registerDefaultProcessor``)."""
         self._default_processor = processor
+        self._default_route = _Route(processor, None)
 
     def set_request_validator(self, validator: RequestValidator | None) -> None:
         """Check every request with ``validator`` before its processor runs (the ACL hook)."""
@@ -747,8 +778,10 @@ class RemotingServer:
             self._respond_error(channel, cmd, exc)
 
     def _dispatch_one(self, channel: Channel, cmd: RemotingCommand) -> None:
-        processor = self._processors.get(cmd.code, self._default_processor)
-        if processor is None:
+        route = self._routes.get(cmd.code)
+        if route is None:
+            route = self._default_route
+        if route is None:
             # NettyRemotingAbstract.processRequestCommand: no processor and no default ->
             # REQUEST_CODE_NOT_SUPPORTED, remark with a leading space, written even for oneway.
             remark = f" request type {cmd.code} not supported"
@@ -770,7 +803,7 @@ class RemotingServer:
                 if not cmd.flag & FLAG_ONEWAY:
                     channel._write_bytes(refusal.encode())
                 return
-        reject = getattr(processor, "reject_request", None)
+        reject = route.reject
         if reject is not None and reject():
             # NettyRemotingAbstract.processRequestCommand: rejectRequest() -> SYSTEM_BUSY.
             channel._write_bytes(
@@ -781,9 +814,22 @@ class RemotingServer:
                 ).encode()
             )
             return
-        # Run the processor eagerly: most answer without suspending, and then the response
-        # leaves in this very loop iteration with no task created at all.
-        coro = processor.process(channel, cmd)
+        coro: Coroutine[Any, Any, RemotingCommand | None]
+        immediate = route.immediate
+        if immediate is not None:
+            try:
+                outcome = immediate(channel, cmd)
+            except Exception as exc:
+                self._respond_error(channel, cmd, exc)
+                return
+            if outcome is None or isinstance(outcome, RemotingCommand):
+                self._respond(channel, cmd, outcome)
+                return
+            coro = outcome
+        else:
+            # Run the processor eagerly: most answer without suspending, and then the
+            # response leaves in this very loop iteration with no task created at all.
+            coro = route.processor.process(channel, cmd)
         try:
             yielded = coro.send(None)
         except StopIteration as stop:

@@ -17,6 +17,9 @@ Mirrors ``org.apache.rocketmq.broker.processor.SendMessageProcessor`` and
   iteration wait together (``MessageStore.loop_group_commit``): on one request to the
   ``GroupCommitService`` thread (Java's), or with ``sync_flush_on_loop`` on one sync made on the
   loop.
+* The server calls :meth:`SendMessageProcessor.process_now` (its immediate handler): checks,
+  put and answer are plain calls, no coroutine per send; only an ack that waits for the disk
+  returns a coroutine (the put is already in the commit log then, the answer waits).
 * A message with ``TRAN_MSG=true`` is stored as a half message in
   ``RMQ_SYS_TRANS_HALF_TOPIC`` (:mod:`rocketq.broker.transaction`), or refused with
   NO_PERMISSION under ``rejectTransactionMessage``; the answer names the half's offsets.
@@ -35,7 +38,8 @@ import asyncio
 import logging
 import random
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
 
 from rocketq.broker.processors import decode_request_header
 from rocketq.broker.store import (
@@ -128,6 +132,9 @@ def _max_reconsume_times(request: RemotingCommand, from_header: int | None, grou
 
 #: Peer addresses whose parsed born host is kept (SendMessageProcessor._born_host).
 _BORN_HOSTS_MAX = 4096
+#: Topic names remembered as valid send targets (SendMessageProcessor._msg_check).
+_SENDABLE_TOPICS_MAX = 4096
+_SUCCESS = int(ResponseCode.SUCCESS)
 
 #: Answers to a message that was stored: they carry the SendMessageResponseHeader fields.
 _STORED_CODES = frozenset(
@@ -205,6 +212,30 @@ class SendFields:
 
 #: what the send paths read: a decoded header, or the same values read directly
 _SendValues = SendMessageRequestHeader | SendMessageRequestHeaderV2 | SendFields
+
+
+class _StoredPut:
+    """A put made for one send request: what its answer needs. Returned instead of the
+    answer when the producer waits for the disk (SYNC_FLUSH, ``WAIT`` not false), for
+    :meth:`SendMessageProcessor._ack_when_durable` to answer later."""
+
+    __slots__ = ("msgs", "queue_id", "request", "result", "size", "topic")
+
+    def __init__(
+        self,
+        request: RemotingCommand,
+        result: PutMessageResult,
+        topic: str,
+        queue_id: int,
+        msgs: int,
+        size: int,
+    ) -> None:
+        self.request = request
+        self.result = result
+        self.topic = topic
+        self.queue_id = queue_id
+        self.msgs = msgs
+        self.size = size
 
 
 def _wire_names(cls: type[SendMessageRequestHeader] | type[SendMessageRequestHeaderV2]) -> tuple[str, ...]:
@@ -331,17 +362,49 @@ class SendMessageProcessor:
         self.broker = broker
         self._random = random.Random()
         self._born_hosts: dict[str, HostAddr] = {}
+        #: Topic names that passed ``validate_topic`` and ``is_not_allowed_send_topic`` (both
+        #: depend on the name alone): the usual send checks its name with one set lookup.
+        self._sendable_topics: set[str] = set()
+        #: ``broker.store_host``, read once the server is bound (the first request comes after)
+        self._store_host: HostAddr | None = None
 
     async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        outcome = self.process_now(channel, request)
+        if outcome is None or isinstance(outcome, RemotingCommand):
+            return outcome
+        return await outcome
+
+    def process_now(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand | Coroutine[Any, Any, RemotingCommand | None] | None:
+        """The server's immediate handler (:data:`~rocketq.remoting.server.ImmediateHandler`):
+        the answer, without a coroutine, unless the ack waits for the disk (SYNC_FLUSH): then
+        the coroutine that answers once it is durable."""
         started = time.perf_counter()
         try:
-            return await self._process(channel, request)
-        finally:
-            self.broker.stats.send_latency.observe((time.perf_counter() - started) * 1000.0)
+            outcome = self._process(channel, request)
+        except BaseException:
+            self._observe_latency(started)
+            raise
+        if isinstance(outcome, _StoredPut):
+            return self._ack_later(outcome, started)
+        self._observe_latency(started)
+        return outcome
 
-    async def _process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+    async def _ack_later(self, pending: _StoredPut, started: float) -> RemotingCommand:
+        try:
+            return await self._ack_when_durable(pending)
+        finally:
+            self._observe_latency(started)
+
+    def _observe_latency(self, started: float) -> None:
+        self.broker.stats.send_latency.observe((time.perf_counter() - started) * 1000.0)
+
+    def _process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | _StoredPut | None:
+        """Everything but the wait for the disk, without suspending (:meth:`process_now`):
+        the answer, or the stored put whose ack waits for its flush."""
         if request.code == RequestCode.CONSUMER_SEND_MSG_BACK:
-            return await self._consumer_send_msg_back(channel, request)
+            return self._consumer_send_msg_back(channel, request)
         v1 = request.code == RequestCode.SEND_MESSAGE
         header: _SendValues
         fields = read_send_fields(request.ext_fields, V1_WIRE if v1 else V2_WIRE)
@@ -357,8 +420,8 @@ class SendMessageProcessor:
             header = fields
         try:
             if header.batch:
-                return await self._send_batch(channel, request, header, queue_id)
-            return await self._send_one(channel, request, header, queue_id)
+                return self._send_batch(channel, request, header, queue_id)
+            return self._send_one(channel, request, header, queue_id)
         except IllegalArgumentError as exc:
             # encode_properties refuses a property value holding a separator (Java's
             # string2messageProperties keeps the rest of the segment, \x01 included, and
@@ -397,6 +460,14 @@ class SendMessageProcessor:
             host = hosts[addr] = parse_addr(addr)
         return host
 
+    def _store_host_of(self, broker: BrokerController) -> HostAddr:
+        """``broker.store_host``, one tuple for every record (the port is bound before the
+        first request arrives)."""
+        host = self._store_host
+        if host is None:
+            host = self._store_host = broker.store_host
+        return host
+
     def _response(self, request: RemotingCommand, code: int, remark: str | None) -> RemotingCommand:
         cfg = self.broker.config
         resp = request.make_response(code, remark)
@@ -426,16 +497,23 @@ class SendMessageProcessor:
                 ),
                 0,
             )
-        problem = validate_topic(topic)
-        if problem is not None:
-            return self._response(request, ResponseCode.SYSTEM_ERROR, problem), 0
-        if is_not_allowed_send_topic(topic):
-            return (
-                self._response(
-                    request, ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
-                ),
-                0,
-            )
+        sendable = self._sendable_topics
+        if topic not in sendable:
+            problem = validate_topic(topic)
+            if problem is not None:
+                return self._response(request, ResponseCode.SYSTEM_ERROR, problem), 0
+            if is_not_allowed_send_topic(topic):
+                return (
+                    self._response(
+                        request,
+                        ResponseCode.NO_PERMISSION,
+                        f"Sending message to topic[{topic}] is forbidden.",
+                    ),
+                    0,
+                )
+            if len(sendable) >= _SENDABLE_TOPICS_MAX:
+                sendable.clear()
+            sendable.add(topic)
         tc = tcm.select_topic_config(topic)
         if tc is None:
             tc = tcm.create_topic_in_send_message_method(
@@ -472,9 +550,9 @@ class SendMessageProcessor:
         return None, queue_id
 
     # ------------------------------------------------------------------ single message
-    async def _send_one(
+    def _send_one(
         self, channel: Channel, request: RemotingCommand, header: _SendValues, queue_id: int
-    ) -> RemotingCommand | None:
+    ) -> RemotingCommand | _StoredPut:
         broker = self.broker
         topic = str(header.topic)
         props = decode_properties(header.properties or "")
@@ -500,7 +578,7 @@ class SendMessageProcessor:
             sys_flag=int(header.sys_flag or 0),
             born_timestamp=int(header.born_timestamp or 0),
             born_host=self._born_host(channel),
-            store_host=broker.store_host,
+            store_host=self._store_host_of(broker),
             reconsume_times=reconsume_times,
         )
         if (props.get(MessageConst.TRAN_MSG) or "").lower() == "true":  # Boolean.parseBoolean
@@ -515,9 +593,8 @@ class SendMessageProcessor:
         else:
             result = broker.store.put_message(inner, defer_flush=True)
         wait_flush = wait != "false"
-        return await self._handle_put_result(
-            request, result, topic, queue_id, 1, len(request.body), wait_flush
-        )
+        put = _StoredPut(request, result, topic, queue_id, 1, len(request.body))
+        return self._handle_put_result(put, wait_flush)
 
     def _handle_retry_and_dlq(
         self,
@@ -551,9 +628,9 @@ class SendMessageProcessor:
         return topic, queue_id
 
     # ------------------------------------------------------------------ batch
-    async def _send_batch(
+    def _send_batch(
         self, channel: Channel, request: RemotingCommand, header: _SendValues, queue_id: int
-    ) -> RemotingCommand | None:
+    ) -> RemotingCommand | _StoredPut:
         broker = self.broker
         topic = str(header.topic)
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
@@ -611,36 +688,51 @@ class SendMessageProcessor:
         result = broker.store.put_messages(inners, batch_body_size=len(request.body), defer_flush=True)
         size = sum(len(e.body) for e in entries)
         wait_flush = batch_props.get(MessageConst.WAIT) != "false"
-        return await self._handle_put_result(request, result, topic, queue_id, len(entries), size, wait_flush)
+        return self._handle_put_result(
+            _StoredPut(request, result, topic, queue_id, len(entries), size), wait_flush
+        )
 
     # ------------------------------------------------------------------ result
-    async def _handle_put_result(
-        self,
-        request: RemotingCommand,
-        result: PutMessageResult,
-        topic: str,
-        queue_id: int,
-        msgs: int,
-        size: int,
-        wait_flush: bool,
-    ) -> RemotingCommand:
-        status = result.status
-        if status == PutMessageStatus.PUT_OK and wait_flush:
-            durable = True
-            if result.flush_offset >= 0:
-                # SYNC_FLUSH: one group-commit request (or sync) for every put of this loop
-                # iteration, then the ack leaves
-                group_commit = self.broker.store.loop_group_commit(asyncio.get_running_loop())
-                durable = await group_commit.wait_durable(result.flush_offset)
-            elif result.flush_future is not None:
-                durable = await asyncio.wrap_future(result.flush_future)
-            if not durable:
-                status = PutMessageStatus.FLUSH_DISK_TIMEOUT
-        code, remark = _PUT_STATUS_RESPONSE.get(status, (ResponseCode.SYSTEM_ERROR, status.name))
-        append = result.append
+    def _handle_put_result(self, put: _StoredPut, wait_flush: bool) -> RemotingCommand | _StoredPut:
+        """The answer to a put, or (SYNC_FLUSH, the producer waits) the put itself, whose
+        answer :meth:`_ack_when_durable` writes once the disk has it."""
+        result = put.result
+        if (
+            wait_flush
+            and result.status is PutMessageStatus.PUT_OK
+            and (result.flush_offset >= 0 or result.flush_future is not None)
+        ):
+            return put
+        return self._answer(put, result.status)
+
+    async def _ack_when_durable(self, pending: _StoredPut) -> RemotingCommand:
+        """Wait until the put is durable (or the flush timed out: FLUSH_DISK_TIMEOUT, the
+        message *is* stored), then answer."""
+        result = pending.result
+        durable = True
+        if result.flush_offset >= 0:
+            # SYNC_FLUSH: one group-commit request (or sync) for every put of this loop
+            # iteration, then the ack leaves
+            group_commit = self.broker.store.loop_group_commit(asyncio.get_running_loop())
+            durable = await group_commit.wait_durable(result.flush_offset)
+        elif result.flush_future is not None:
+            durable = await asyncio.wrap_future(result.flush_future)
+        return self._answer(
+            pending, PutMessageStatus.PUT_OK if durable else PutMessageStatus.FLUSH_DISK_TIMEOUT
+        )
+
+    def _answer(self, put: _StoredPut, status: PutMessageStatus) -> RemotingCommand:
+        """The send answer for ``put`` with ``status`` (the put's, or its flush outcome)."""
+        request = put.request
+        queue_id = put.queue_id
+        if status is PutMessageStatus.PUT_OK:  # no Enum hash (a Python-level call) when stored
+            code, remark = _SUCCESS, None
+        else:
+            code, remark = _PUT_STATUS_RESPONSE.get(status, (ResponseCode.SYSTEM_ERROR, status.name))
+        append = put.result.append
         if append is None or code not in _STORED_CODES:
             return self._response(request, code, remark)
-        self.broker.stats.inc_topic_put(topic, msgs, size)
+        self.broker.stats.inc_topic_put(put.topic, put.msgs, put.size)
         if request.serialize_type == SerializeType.JSON:
             # the map the header codec would build, in its order, without the header object
             cfg = self.broker.config
@@ -661,7 +753,7 @@ class SendMessageProcessor:
         return response
 
     # ------------------------------------------------------------------ send back
-    async def _consumer_send_msg_back(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+    def _consumer_send_msg_back(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """``asyncConsumerSendMsgBack`` (5.3): re-store a failed message to %RETRY% or %DLQ%."""
         broker = self.broker
         header = decode_request_header(request, ConsumerSendMsgBackRequestHeader)

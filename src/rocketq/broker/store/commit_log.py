@@ -198,6 +198,8 @@ class CommitLog:
         CREATE_MAPEDFILE_FAILED if no segment could be created, SERVICE_NOT_AVAILABLE once
         closed for writing. The caller checked that the batch fits a segment.
         """
+        if len(records) != len(requests):
+            raise ValueError("one dispatch request per record")
         total = 0
         for rec in records:
             total += len(rec)
@@ -236,7 +238,9 @@ class CommitLog:
             # all bytes in one copy, then each record's offsets and store time patched in
             mm[start : start + total] = records[0] if len(records) == 1 else b"".join(records)
             pos = start
-            for rec, req in zip(records, requests, strict=True):
+            for i in range(len(records)):  # an index loop: native when compiled (zip is not)
+                rec = records[i]
+                req = requests[i]
                 phys = base + pos
                 sys_flag = req.sys_flag
                 tran = sys_flag & _TRANSACTION_MASK
@@ -268,10 +272,14 @@ class CommitLog:
         prefix = self._msg_id_prefix.get(store_host)
         if prefix is None:
             prefix = self._msg_id_prefix[store_host] = host_to_bytes(store_host).hex().upper()
+        # the offset as 16 upper-case hex digits: to_bytes/hex, not a format spec (which a
+        # compiled build runs through str.format)
         if len(requests) == 1:
-            msg_id = f"{prefix}{first_phys:016X}"
+            msg_id = prefix + first_phys.to_bytes(8, "big").hex().upper()
         else:
-            msg_id = ",".join([f"{prefix}{req.commit_log_offset:016X}" for req in requests])
+            msg_id = ",".join(
+                [prefix + req.commit_log_offset.to_bytes(8, "big").hex().upper() for req in requests]
+            )
         return AppendResult(
             wrote_offset=first_phys,
             wrote_bytes=total,

@@ -441,7 +441,7 @@ class MessageStore:
         if len(encoders) >= _ENCODER_CACHE_MAX:
             encoders.clear()
         prepared = self._prepare(msg, encoders)
-        if isinstance(prepared, PutMessageStatus):
+        if not isinstance(prepared, tuple):  # a status (a tuple check is native; an Enum one is not)
             self._count_failure()
             return PutMessageResult(prepared)
         record, request = prepared
