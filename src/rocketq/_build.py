@@ -72,6 +72,8 @@ HOT_MODULES: tuple[str, ...] = (
     "rocketq.broker.store.read_path",
     "rocketq.broker.store.message_ext_broker_inner",
     "rocketq.broker.store.index",
+    "rocketq.broker.store.status",
+    "rocketq.common.histogram",
     "rocketq.client.consumer.process_queue",
     "rocketq.client.consumer.consume_concurrently",
     "rocketq.client.consumer.stats",

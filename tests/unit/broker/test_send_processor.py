@@ -19,8 +19,8 @@ from rocketq.broker.processors.pull import PullMessageProcessor
 from rocketq.broker.processors.send import SendMessageProcessor
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.frame import RemotingCommand
-from rocketq.protocol.headers import PullMessageRequestHeader
-from rocketq.protocol.message import decode_records
+from rocketq.protocol.headers import PullMessageRequestHeader, SendMessageResponseHeader
+from rocketq.protocol.message import MessageConst, decode_records
 from rocketq.protocol.route import TopicConfig
 from rocketq.remoting.server import Channel
 from tests.conftest import send_request
@@ -219,3 +219,16 @@ def test_write_only_broker_refuses_pulls_naming_its_ip(tmp_path: Path) -> None:
         assert refused.remark == "the broker[127.0.0.1] pulling message is forbidden"
     finally:
         b.store.shutdown()
+
+
+def test_json_send_answer_is_the_header_codecs_map_in_its_order(broker: BrokerController) -> None:
+    # _answer builds the map literally (one dict); it must be what preSend + the header codec
+    # (SendMessageResponseHeader over MSG_REGION/TRACE_ON, HashMap order) would write.
+    response = _send(broker, "%RETRY%G", 0, reconsume_times=0)
+    assert response.code == ResponseCode.SUCCESS and response.ext_fields is not None
+    fields = response.ext_fields
+    cfg = broker.config
+    expected = SendMessageResponseHeader(msg_id=fields["msgId"], queue_id=0, queue_offset=0).to_ext_fields(
+        {MessageConst.MSG_REGION: cfg.region_id, MessageConst.TRACE_ON: "true" if cfg.trace_on else "false"}
+    )
+    assert list(fields.items()) == list(expected.items())

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from rocketq.broker.store import (
     GetMessageStatus,
     MessageStore,
+    PutMessageResult,
     PutMessageStatus,
 )
 from rocketq.protocol.java import string_hash
@@ -226,6 +227,32 @@ def test_delay_rewrite(factory: StoreFactory) -> None:
     assert r.append is not None and r.append.logics_offset == 0
     assert store.find_consume_queue("Half", 0) is None
     assert store.look_message_by_offset(r.append.wrote_offset) is not None
+
+
+def test_put_counters_exact_under_concurrent_puts(store: MessageStore) -> None:
+    """The put counters are updated under the append lock (CommitLogDispatcher.appended):
+    exact with several putting threads, a batch counts its messages, a refused put counts
+    only as a failure."""
+    results: list[PutMessageResult] = []
+
+    def put_many(queue_id: int) -> None:
+        for _ in range(200):
+            results.append(store.put_message(make_msg(queue_id=queue_id)))  # list.append: atomic
+
+    threads = [threading.Thread(target=put_many, args=(q,)) for q in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    batch = store.put_messages([make_msg(queue_id=1), make_msg(queue_id=1), make_msg(queue_id=1)])
+    refused = store.put_message(make_msg(topic="T" * 200))
+    assert batch.append is not None and refused.status is PutMessageStatus.MESSAGE_ILLEGAL
+    stats = store.stats
+    assert stats.put_message_times_total == 803
+    wrote = [r.append.wrote_bytes for r in [*results, batch] if r.append is not None]
+    assert len(wrote) == 801
+    assert stats.put_message_size_total == sum(wrote)
+    assert stats.put_message_failed_times == 1
 
 
 def test_listener_called_after_dispatch(store: MessageStore) -> None:

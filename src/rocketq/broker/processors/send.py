@@ -159,6 +159,11 @@ _ANSWER_WIRE = {field.attr: field.wire for field in SendMessageResponseHeader.wi
 _MSG_ID = _ANSWER_WIRE["msg_id"]
 _QUEUE_ID = _ANSWER_WIRE["queue_id"]
 _QUEUE_OFFSET = _ANSWER_WIRE["queue_offset"]
+#: The order :meth:`SendMessageProcessor._answer` builds its map in, literally (one dict, no
+#: second pass): checked against the codec's order here, so a codec change fails at import.
+_ANSWER_LITERAL_ORDER = (_QUEUE_ID, MessageConst.TRACE_ON, MessageConst.MSG_REGION, _MSG_ID, _QUEUE_OFFSET)
+if _ANSWER_ORDER != _ANSWER_LITERAL_ORDER:  # pragma: no cover - a codec change
+    raise AssertionError(f"send answer order {_ANSWER_ORDER} != {_ANSWER_LITERAL_ORDER}")
 
 #: SEND_MESSAGE's V1 header or the V2 one (same attributes, one-letter wire names)
 _SendHeader = SendMessageRequestHeader | SendMessageRequestHeaderV2
@@ -735,15 +740,19 @@ class SendMessageProcessor:
         self.broker.stats.inc_topic_put(put.topic, put.msgs, put.size)
         if request.serialize_type == SerializeType.JSON:
             # the map the header codec would build, in its order, without the header object
+            # (in _ANSWER_LITERAL_ORDER, checked against the codec at import)
             cfg = self.broker.config
-            values = {
-                _MSG_ID: append.msg_id,
-                _QUEUE_ID: str(queue_id),
-                _QUEUE_OFFSET: str(append.logics_offset),
-                MessageConst.MSG_REGION: cfg.region_id,
-                MessageConst.TRACE_ON: "true" if cfg.trace_on else "false",
-            }
-            return request.make_response(code, remark, {key: values[key] for key in _ANSWER_ORDER})
+            return request.make_response(
+                code,
+                remark,
+                {
+                    _QUEUE_ID: str(queue_id),
+                    MessageConst.TRACE_ON: "true" if cfg.trace_on else "false",
+                    MessageConst.MSG_REGION: cfg.region_id,
+                    _MSG_ID: append.msg_id,
+                    _QUEUE_OFFSET: str(append.logics_offset),
+                },
+            )
         response = self._response(request, code, remark)
         header = SendMessageResponseHeader(
             msg_id=append.msg_id, queue_id=queue_id, queue_offset=append.logics_offset

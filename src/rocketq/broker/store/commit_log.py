@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from rocketq.broker.store.config import MessageStoreConfig
 from rocketq.broker.store.index import index_key_hashes
-from rocketq.broker.store.mapped_file import MappedFile, MappedFileQueue
+from rocketq.broker.store.mapped_file import MappedFile, MappedFileQueue, now_ms
 from rocketq.broker.store.status import AppendResult, PutMessageStatus
 from rocketq.common.log_limiter import LogLimiter
 from rocketq.errors import MalformedFrameError
@@ -58,6 +58,7 @@ from rocketq.protocol.mixall import RMQ_SYS_SCHEDULE_TOPIC
 __all__ = [
     "END_FILE_MIN_BLANK_LENGTH",
     "CommitLog",
+    "CommitLogDispatcher",
     "DispatchRequest",
 ]
 
@@ -154,6 +155,34 @@ def delay_ms_for(topic: str, properties: Mapping[str, str], delay_levels_ms: Seq
     return delay_levels_ms[level - 1]
 
 
+class CommitLogDispatcher:
+    """What an append asks of the store it belongs to, under the append lock: room for the
+    dispatch, leave to create a segment, and the dispatch itself
+    (``CommitLogDispatcherBuildConsumeQueue`` + ``CommitLogDispatcherBuildIndex``).
+
+    ``MessageStore`` is one: a compiled build calls these methods natively, without a
+    callback object or an argument list per put. This base dispatches nothing (a bare log)."""
+
+    def reserve_dispatch(self, requests: Sequence[DispatchRequest]) -> None:
+        """Make room for the dispatch of ``requests`` (consume-queue files) before anything
+        is written; raises ``OSError`` if it cannot."""
+
+    def may_create_segment(self) -> bool:
+        """Asked before a new segment is created (free space); False refuses the put."""
+        return True
+
+    def dispatch(self, request: DispatchRequest) -> None:
+        """Dispatch one appended record (its offsets and store time are set)."""
+
+    def dispatch_batch(self, requests: Sequence[DispatchRequest]) -> None:
+        """Dispatch the records of one batch, in order."""
+
+    def appended(self, msgs: int, wrote_bytes: int) -> None:
+        """Count a successful append of ``msgs`` records, ``wrote_bytes`` bytes (after its
+        dispatch, still under the lock: the store's put counters are exact without a lock
+        of their own)."""
+
+
 class CommitLog:
     """The commit log: append, read, recover, retention (``CommitLog``)."""
 
@@ -162,6 +191,8 @@ class CommitLog:
         self.file_size = config.mapped_file_size_commit_log
         self.queue = MappedFileQueue(config.commit_log_dir, self.file_size, keep_fd=True)
         self._clock_ms = clock_ms
+        #: The default clock is called natively (a compiled build), an injected one through Python.
+        self._default_clock = clock_ms is now_ms
         #: One lock for the whole append path (``putMessageLock``).
         self.put_lock = threading.Lock()
         #: Serialises :meth:`flush` (the flush thread and SYNC_FLUSH acks on the server's loop
@@ -174,11 +205,8 @@ class CommitLog:
         self.flushed_store_timestamp = 0
         #: Cleared (under ``put_lock``) by ``close_for_writing`` at shutdown.
         self.writable = True
-        #: Called under ``put_lock`` before anything is written: make room for the
-        #: dispatch of these requests (consume-queue files); raises ``OSError`` if it can't.
-        self.reserve_dispatch: Callable[[Sequence[DispatchRequest]], None] | None = None
-        #: Asked before a new segment is created (free space); False refuses the put.
-        self.may_create_segment: Callable[[], bool] | None = None
+        #: Reserves, dispatches and vets new segments under ``put_lock`` (the store).
+        self.dispatcher = CommitLogDispatcher()
 
     # -- append -------------------------------------------------------------------------
 
@@ -187,14 +215,12 @@ class CommitLog:
         records: Sequence[bytes],
         requests: Sequence[DispatchRequest],
         store_host: HostAddr,
-        dispatch: Callable[[DispatchRequest], None],
-        dispatch_batch: Callable[[Sequence[DispatchRequest]], None],
     ) -> AppendResult | PutMessageStatus:
         """Append ``records`` (pre-encoded, one batch) in one segment, under one lock.
 
         Patches each record's queue offset, physical offset and store timestamp, publishes
-        the bytes, then (still under the lock) calls ``dispatch`` for a single record or
-        ``dispatch_batch`` once for all the records of a batch, in order. Returns
+        the bytes, then (still under the lock) calls ``dispatcher.dispatch`` for a single
+        record or ``dispatcher.dispatch_batch`` once for all the records of a batch, in order. Returns
         CREATE_MAPEDFILE_FAILED if no segment could be created, SERVICE_NOT_AVAILABLE once
         closed for writing. The caller checked that the batch fits a segment.
         """
@@ -204,20 +230,20 @@ class CommitLog:
         for rec in records:
             total += len(rec)
         file_size = self.file_size
+        dispatcher = self.dispatcher
         with self.put_lock:
             if not self.writable:
                 return PutMessageStatus.SERVICE_NOT_AVAILABLE
-            ts = self._clock_ms()
+            ts = now_ms() if self._default_clock else self._clock_ms()
             mf = self.queue.last_file()
             try:
-                if self.reserve_dispatch is not None:
-                    self.reserve_dispatch(requests)
+                dispatcher.reserve_dispatch(requests)
                 if (
                     mf is None
                     or mf.is_full
                     or mf.wrote_position + total + END_FILE_MIN_BLANK_LENGTH > file_size
                 ):
-                    if self.may_create_segment is not None and not self.may_create_segment():
+                    if not dispatcher.may_create_segment():
                         return PutMessageStatus.SERVICE_NOT_AVAILABLE
                     if mf is not None and not mf.is_full:
                         # DefaultAppendMessageCallback.doAppend: END_OF_FILE -> BLANK filler,
@@ -263,9 +289,10 @@ class CommitLog:
                     req.tags_code = ts + req.delay_ms
             mf.wrote_position = pos
             if len(requests) == 1:
-                dispatch(requests[0])
+                dispatcher.dispatch(requests[0])
             else:
-                dispatch_batch(requests)
+                dispatcher.dispatch_batch(requests)
+            dispatcher.appended(len(records), total)
             mf.last_modified_ms = ts
             mf.store_timestamp = ts
         # outside the lock: the offsetMsgIds (CommitLog's msgIdSupplier is lazy for the same reason)

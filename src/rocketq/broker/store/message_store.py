@@ -48,7 +48,7 @@ from rocketq.broker.store.clean_service import (
     CleanConsumeQueueService,
     default_disk_usage,
 )
-from rocketq.broker.store.commit_log import CommitLog, DispatchRequest, delay_ms_for
+from rocketq.broker.store.commit_log import CommitLog, CommitLogDispatcher, DispatchRequest, delay_ms_for
 from rocketq.broker.store.config import CQ_STORE_UNIT_SIZE, SYNC_FLUSH, MessageStoreConfig
 from rocketq.broker.store.consume_queue import ConsumeQueue
 from rocketq.broker.store.flush_service import FlushRealTimeService, GroupCommitService, LoopGroupCommit
@@ -98,7 +98,7 @@ _ENCODER_CACHE_MAX = 1024
 _RECORD_OVERHEAD_ALLOWANCE = 64 * 1024
 
 
-class MessageStore:
+class MessageStore(CommitLogDispatcher):
     """The message store (``DefaultMessageStore``)."""
 
     def __init__(
@@ -150,8 +150,7 @@ class MessageStore:
         self.read_only_reason: str | None = None
         #: (file, first byte to allocate or None for its wrote position) still unbacked.
         self._unallocated: list[tuple[MappedFile, int | None]] = []
-        self.commit_log.reserve_dispatch = self._reserve_dispatch
-        self.commit_log.may_create_segment = self._may_create_segment
+        self.commit_log.dispatcher = self
 
     def update_config(self, config: MessageStoreConfig) -> None:
         """Use ``config`` from now on (updateBrokerConfig). Only the settings read per call or
@@ -259,8 +258,8 @@ class MessageStore:
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
         return None
 
-    def _reserve_dispatch(self, requests: Sequence[DispatchRequest]) -> None:
-        """``CommitLog.reserve_dispatch``: the consume-queue file(s) the units of these
+    def reserve_dispatch(self, requests: Sequence[DispatchRequest]) -> None:
+        """``CommitLogDispatcher.reserve_dispatch``: the consume-queue file(s) the units of these
         requests (one record, or a batch of one topic-queue) go to, created now. Under the
         append lock; raises ``OSError`` when a file cannot be allocated."""
         first = requests[0]
@@ -273,8 +272,8 @@ class MessageStore:
             cq = self._create_consume_queue(first.topic, first.queue_id)
         cq.reserve(self.commit_log.topic_queue_table.get(key, 0), len(requests), None)
 
-    def _may_create_segment(self) -> bool:
-        """``CommitLog.may_create_segment``: measure the disk before every new segment."""
+    def may_create_segment(self) -> bool:
+        """``CommitLogDispatcher.may_create_segment``: measure the disk before every new segment."""
         self._clean_commit_log.check_disk()
         return not self._clean_commit_log.disk_full
 
@@ -512,14 +511,10 @@ class MessageStore:
         wait: bool,
         defer_flush: bool,
     ) -> PutMessageResult:
-        result = self.commit_log.append(records, requests, store_host, self._dispatch, self._dispatch_batch)
+        result = self.commit_log.append(records, requests, store_host)
         if isinstance(result, PutMessageStatus):
             self._count_failure()
             return PutMessageResult(result)
-        stats = self.stats
-        with self._stats_lock:
-            stats.put_message_times_total += len(records)
-            stats.put_message_size_total += result.wrote_bytes
         future = None
         flush_offset = -1
         group_commit = self._group_commit
@@ -546,8 +541,14 @@ class MessageStore:
                         )
         return PutMessageResult(PutMessageStatus.PUT_OK, result, future, flush_offset)
 
-    def _dispatch_batch(self, requests: Sequence[DispatchRequest]) -> None:
-        """:meth:`_dispatch` for the records of one ``put_messages`` batch: the consume-queue
+    def appended(self, msgs: int, wrote_bytes: int) -> None:
+        """``CommitLogDispatcher.appended``: the put counters, under the append lock."""
+        stats = self.stats
+        stats.put_message_times_total += msgs
+        stats.put_message_size_total += wrote_bytes
+
+    def dispatch_batch(self, requests: Sequence[DispatchRequest]) -> None:
+        """:meth:`dispatch` for the records of one ``put_messages`` batch: the consume-queue
         units written together, the index entries with one header write.
 
         ``put_messages`` refused anything else, so the records are consecutive, of one
@@ -568,7 +569,7 @@ class MessageStore:
             )
         self._last_dispatch_ts = requests[-1].store_timestamp
 
-    def _dispatch(self, request: DispatchRequest) -> None:
+    def dispatch(self, request: DispatchRequest) -> None:
         """``CommitLogDispatcherBuildConsumeQueue`` + ``CommitLogDispatcherBuildIndex``.
         Runs under the append lock (or single-threaded during recovery)."""
         tran = request.sys_flag & _TRANSACTION_MASK
@@ -680,7 +681,7 @@ class MessageStore:
         reput_from = max(reput_from, min_phy)
         redispatched = 0
         for msg in commit_log.iter_records(reput_from, valid_end):
-            self._dispatch(commit_log.dispatch_request_for(msg, self._delay_levels))
+            self.dispatch(commit_log.dispatch_request_for(msg, self._delay_levels))
             redispatched += 1
         if redispatched:
             _log.info("re-dispatched %d records from offset %d", redispatched, reput_from)

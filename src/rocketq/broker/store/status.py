@@ -64,25 +64,43 @@ class GetMessageStatus(enum.Enum):
     NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
 
 
-@dataclass(slots=True)
 class AppendResult:
-    """``AppendMessageResult`` of a successful append (single message or batch)."""
+    """``AppendMessageResult`` of a successful append (single message or batch).
 
-    #: Physical (commit-log) offset of the first record written.
-    wrote_offset: int
-    #: Bytes written for the message(s), fillers excluded.
-    wrote_bytes: int
-    #: offsetMsgId of the record; comma-joined for a batch (the SEND_BATCH response ``msgId``).
-    msg_id: str
-    #: Store timestamp (ms) stamped on the record(s).
-    store_timestamp: int
-    #: Consume-queue offset of the (first) message; 0 for prepared/rollback transactional ones.
-    logics_offset: int
-    #: Number of messages appended.
-    msg_num: int = 1
+    A plain slotted class, not a dataclass: it is made on every put, natively when compiled."""
+
+    __slots__ = ("logics_offset", "msg_id", "msg_num", "store_timestamp", "wrote_bytes", "wrote_offset")
+
+    def __init__(
+        self,
+        wrote_offset: int,
+        wrote_bytes: int,
+        msg_id: str,
+        store_timestamp: int,
+        logics_offset: int,
+        msg_num: int = 1,
+    ) -> None:
+        #: Physical (commit-log) offset of the first record written.
+        self.wrote_offset = wrote_offset
+        #: Bytes written for the message(s), fillers excluded.
+        self.wrote_bytes = wrote_bytes
+        #: offsetMsgId of the record; comma-joined for a batch (the SEND_BATCH response ``msgId``).
+        self.msg_id = msg_id
+        #: Store timestamp (ms) stamped on the record(s).
+        self.store_timestamp = store_timestamp
+        #: Consume-queue offset of the (first) message; 0 for prepared/rollback transactional ones.
+        self.logics_offset = logics_offset
+        #: Number of messages appended.
+        self.msg_num = msg_num
+
+    def __repr__(self) -> str:
+        return (
+            f"AppendResult(wrote_offset={self.wrote_offset}, wrote_bytes={self.wrote_bytes}, "
+            f"msg_id={self.msg_id!r}, store_timestamp={self.store_timestamp}, "
+            f"logics_offset={self.logics_offset}, msg_num={self.msg_num})"
+        )
 
 
-@dataclass(slots=True)
 class PutMessageResult:
     """``PutMessageResult``: status, the append result when written, and the flush future.
 
@@ -94,17 +112,34 @@ class PutMessageResult:
     ``flush_offset`` is set instead of the future for such a put made with
     ``defer_flush=True``: the commit-log offset that must be durable before the ack, which
     the caller waits for itself (``MessageStore.loop_group_commit``); -1 otherwise.
+
+    A plain slotted class, not a dataclass: it is made on every put, natively when compiled.
     """
 
-    status: PutMessageStatus
-    append: AppendResult | None = None
-    flush_future: Future[bool] | None = None
-    flush_offset: int = -1
+    __slots__ = ("append", "flush_future", "flush_offset", "status")
+
+    def __init__(
+        self,
+        status: PutMessageStatus,
+        append: AppendResult | None = None,
+        flush_future: Future[bool] | None = None,
+        flush_offset: int = -1,
+    ) -> None:
+        self.status = status
+        self.append = append
+        self.flush_future = flush_future
+        self.flush_offset = flush_offset
 
     @property
     def ok(self) -> bool:
         """``PutMessageResult.isOk``: appended (the flush outcome is in ``flush_future``)."""
         return self.append is not None and self.status is PutMessageStatus.PUT_OK
+
+    def __repr__(self) -> str:
+        return (
+            f"PutMessageResult(status={self.status}, append={self.append!r}, "
+            f"flush_future={self.flush_future!r}, flush_offset={self.flush_offset})"
+        )
 
 
 @dataclass(slots=True)
