@@ -105,6 +105,7 @@ class RemotingCommand:
         "body",
         "code",
         "ext_fields",
+        "ext_json",
         "flag",
         "language",
         "opaque",
@@ -124,6 +125,7 @@ class RemotingCommand:
         ext_fields: dict[str, str] | None = None,
         body: bytes = b"",
         serialize_type: int = _JSON,
+        ext_json: str | None = None,
     ) -> None:
         self.code = code
         self.flag = flag
@@ -134,6 +136,11 @@ class RemotingCommand:
         self.ext_fields = ext_fields
         self.body = body
         self.serialize_type = serialize_type
+        #: ``ext_fields`` already written as a JSON map, exactly as :func:`_json_flat_map`
+        #: writes it, by a sender that builds both from its own values (the broker's send
+        #: answer): the JSON header takes it instead of encoding the map again. A cache of
+        #: ``ext_fields``, not part of equality: whoever changes the map resets it to None.
+        self.ext_json = ext_json
 
     def _astuple(self) -> tuple[object, ...]:
         return (
@@ -226,8 +233,12 @@ class RemotingCommand:
 
     def _encode_json_header(self) -> bytes:
         lang = _LANG_NAME.get(self.language, "OTHER")
-        ext = self.ext_fields
-        ext_part = "" if ext is None else f'"extFields":{_json_flat_map(ext)},'
+        ext_json = self.ext_json
+        if ext_json is None:
+            ext = self.ext_fields
+            ext_part = "" if ext is None else f'"extFields":{_json_flat_map(ext)},'
+        else:
+            ext_part = f'"extFields":{ext_json},'
         remark = self.remark
         remark_part = "" if remark is None else f'"remark":{_json_quote(remark)},'
         return (
