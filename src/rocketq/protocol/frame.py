@@ -92,6 +92,7 @@ def _json_flat_map(ext: dict[str, str]) -> str:
 
 _LANG_PYTHON = int(LanguageCode.PYTHON)
 _JSON = int(SerializeType.JSON)
+_JSON_TYPE = SerializeType.JSON  # what a decoded JSON frame's serialize_type holds (the enum)
 
 
 class RemotingCommand:
@@ -382,7 +383,7 @@ def _flat_string(value: object, where: str) -> str:
 
 def _decode_json_header(data: bytes | memoryview) -> RemotingCommand:
     try:
-        obj = _parse_json_header(bytes(data).decode("utf-8"))
+        obj = _parse_json_header(str(data, "utf-8"))  # decoded from the view: no bytes copy
     except UnicodeDecodeError as exc:
         raise MalformedFrameError(f"header is not valid UTF-8: {exc}") from exc
     except RecursionError:
@@ -425,7 +426,12 @@ def _decode_json_header(data: bytes | memoryview) -> RemotingCommand:
     ext_raw = obj.get("extFields")
     ext: dict[str, str] | None = None
     if type(ext_raw) is dict:
-        if all(type(v) is str for v in ext_raw.values()):
+        flat = True
+        for v in ext_raw.values():  # a loop, not all(<generator>): no generator per frame
+            if type(v) is not str:
+                flat = False
+                break
+        if flat:
             ext = ext_raw  # the common case: already a flat map of strings
         else:
             # fastjson is lenient: scalar values are accepted and stringified, nulls dropped.
@@ -435,16 +441,9 @@ def _decode_json_header(data: bytes | memoryview) -> RemotingCommand:
                     ext[k] = v if type(v) is str else _flat_string(v, f"extFields value of {k!r:.40}")
     elif ext_raw is not None:
         raise MalformedFrameError("extFields is not an object")
-    return RemotingCommand(
-        code=code,
-        flag=flag,
-        opaque=opaque,
-        language=language,
-        version=version,
-        remark=remark,
-        ext_fields=ext,
-        serialize_type=SerializeType.JSON,
-    )
+    # positional (code, flag, opaque, language, version, remark, ext_fields, body, serialize
+    # type): an interpreted call binds no keywords
+    return RemotingCommand(code, flag, opaque, language, version, remark, ext, b"", _JSON_TYPE)
 
 
 def _decode_binary_header(data: bytes | memoryview) -> RemotingCommand:
