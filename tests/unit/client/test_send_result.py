@@ -78,7 +78,9 @@ def test_transaction_result_extends_the_fields() -> None:
     assert isinstance(t, SendResult)
     assert t != _result()  # another class: never equal, as dataclasses compare
     assert repr(t).startswith("TransactionSendResult(status=")
-    assert repr(t).endswith("trace_on=True, local_transaction_state=<LocalTransactionState.UNKNOW: 'UNKNOW'>)")
+    assert repr(t).endswith(
+        "trace_on=True, local_transaction_state=<LocalTransactionState.UNKNOW: 'UNKNOW'>)"
+    )
 
 
 def test_match_by_position() -> None:
