@@ -128,7 +128,7 @@ class _Connection(asyncio.Protocol):
     def __init__(self, client: AsyncRemotingClient, addr: str, max_frame_length: int) -> None:
         self.client = client
         self.addr = addr
-        self.decoder = FrameDecoder(max_frame_length, canonical_json=True)
+        self.decoder = FrameDecoder(max_frame_length)
         self.pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self.transport: asyncio.Transport | None = None
         self.closed = False

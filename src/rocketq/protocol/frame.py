@@ -34,7 +34,6 @@ from __future__ import annotations
 import json
 import json.scanner
 import math
-import re
 import struct
 from collections.abc import Callable
 from json.encoder import encode_basestring as _json_quote
@@ -370,78 +369,6 @@ def _flat_string(value: object, where: str) -> str:
     raise MalformedFrameError(f"JSON header {where} is not a string: {type(value).__name__}")
 
 
-# The JSON header exactly as rocketq and Java (fastjson, SortField) write it: the keys in
-# canonical order, no whitespace, int32-looking numbers without leading zeros, strings
-# without escapes or control characters, extFields a flat map of such strings and
-# serializeTypeCurrentRPC "JSON". ``[0-9]``, not ``\d``: a str pattern's ``\d`` matches
-# every Unicode digit.
-_J_STR = r'[^"\\\x00-\x1f]*'
-_J_INT = r"(-?(?:0|[1-9][0-9]{0,9}))"
-_CANONICAL_HEADER = re.compile(
-    r'\{"code":'
-    + _J_INT
-    + r',(?:"extFields":\{((?:"'
-    + _J_STR
-    + r'":"'
-    + _J_STR
-    + r'"(?:,"'
-    + _J_STR
-    + r'":"'
-    + _J_STR
-    + r'")*)?)\},)?"flag":'
-    + _J_INT
-    + r',"language":"('
-    + _J_STR
-    + r')","opaque":'
-    + _J_INT
-    + r',(?:"remark":"('
-    + _J_STR
-    + r')",)?'
-    r'"serializeTypeCurrentRPC":"JSON","version":' + _J_INT + r"\}"
-)
-_match_canonical = _CANONICAL_HEADER.fullmatch
-_EXT_PAIR = re.compile(r'"(' + _J_STR + r')":"(' + _J_STR + r')"')
-_ext_pairs = _EXT_PAIR.findall
-
-
-def _decode_canonical_json_header(text: str) -> RemotingCommand | None:
-    """The command of a JSON header written in the canonical form (:data:`_CANONICAL_HEADER`)
-    read by one regular expression instead of the JSON scanner and the general field
-    checks; None for anything else (whitespace, another key order, an escape, a number
-    past int32, a nested value...), which :func:`_decode_json_header` then decodes the
-    general way. Equal to the general decoder's command on every header it accepts
-    (``tests/unit/protocol/test_frame_canonical.py``); a client's answers only
-    (``FrameDecoder(canonical_json=True)``)."""
-    m = _match_canonical(text)
-    if m is None:
-        return None
-    code_s, ext_s, flag_s, lang, opaque_s, remark, version_s = m.groups()
-    code = int(code_s)
-    flag = int(flag_s)
-    opaque = int(opaque_s)
-    version = int(version_s)
-    if not (
-        _INT32_MIN <= code <= _INT32_MAX
-        and _INT32_MIN <= flag <= _INT32_MAX
-        and _INT32_MIN <= opaque <= _INT32_MAX
-        and _INT32_MIN <= version <= _INT32_MAX
-    ):
-        return None
-    ext: dict[str, str] | None = None
-    if ext_s is not None:
-        ext = dict(_ext_pairs(ext_s)) if ext_s else {}
-    return RemotingCommand(
-        code=code,
-        flag=flag,
-        opaque=opaque,
-        language=_LANG_VALUE.get(lang, _LANG_OTHER),
-        version=version,
-        remark=remark,
-        ext_fields=ext,
-        serialize_type=_JSON,
-    )
-
-
 def _decode_json_header(data: bytes | memoryview) -> RemotingCommand:
     try:
         obj = _parse_json_header(bytes(data).decode("utf-8"))
@@ -559,10 +486,8 @@ def _decode_binary_header(data: bytes | memoryview) -> RemotingCommand:
     )
 
 
-def _decode_after_length(mv: memoryview, canonical: bool = False) -> RemotingCommand:
-    """Decode ``headerMark + header + body`` (the frame without its length prefix);
-    with ``canonical``, a JSON header is first tried as the canonical form
-    (:func:`_decode_canonical_json_header`)."""
+def _decode_after_length(mv: memoryview) -> RemotingCommand:
+    """Decode ``headerMark + header + body`` (the frame without its length prefix)."""
     if len(mv) < 4:
         raise MalformedFrameError(f"frame of {len(mv)} bytes has no header mark")
     (mark,) = _MARK.unpack_from(mv, 0)
@@ -572,13 +497,7 @@ def _decode_after_length(mv: memoryview, canonical: bool = False) -> RemotingCom
         raise MalformedFrameError(f"header length {hlen} runs past the frame of {len(mv)} bytes")
     header = mv[4 : 4 + hlen]
     if stype == SerializeType.JSON:
-        fast: RemotingCommand | None = None
-        if canonical:
-            try:
-                fast = _decode_canonical_json_header(str(header, "utf-8"))
-            except UnicodeDecodeError:  # the general decoder raises its error
-                fast = None
-        cmd = fast if fast is not None else _decode_json_header(header)
+        cmd = _decode_json_header(header)
     elif stype == SerializeType.ROCKETMQ:
         cmd = _decode_binary_header(header)
     else:
@@ -614,23 +533,11 @@ class FrameDecoder:
     :meth:`filled` takes the count received. A server leaves it off: there a length
     prefix alone must not make it allocate up to :data:`MAX_FRAME_LENGTH` bytes per
     connection (the shared buffer only grows with the bytes that arrive, as Netty's).
-
-    With ``canonical_json`` (a client's answers: the sync send's and every other), JSON
-    headers in the canonical form are read by :func:`_decode_canonical_json_header` (one
-    regular expression instead of the JSON scanner and the general checks; the same
-    command), anything else by the general decoder.
     """
 
-    __slots__ = ("_buf", "_canonical", "_direct", "_filled", "_large", "_max", "_pos")
+    __slots__ = ("_buf", "_direct", "_filled", "_large", "_max", "_pos")
 
-    def __init__(
-        self,
-        max_frame_length: int = MAX_FRAME_LENGTH,
-        *,
-        direct_large: bool = False,
-        canonical_json: bool = False,
-    ) -> None:
-        self._canonical = canonical_json
+    def __init__(self, max_frame_length: int = MAX_FRAME_LENGTH, *, direct_large: bool = False) -> None:
         self._buf = bytearray()
         self._pos = 0
         self._max = max_frame_length
@@ -674,7 +581,7 @@ class FrameDecoder:
         self._large = None
         self._filled = 0
         with memoryview(large) as mv:
-            return [_decode_after_length(mv, self._canonical)]
+            return [_decode_after_length(mv)]
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
         out: list[RemotingCommand] = []
@@ -694,7 +601,6 @@ class FrameDecoder:
         buf += data
         pos = self._pos
         end = len(buf)
-        canonical = self._canonical
         while end - pos >= 4:
             (total,) = _INT.unpack_from(buf, pos)
             if total < 4:
@@ -710,7 +616,7 @@ class FrameDecoder:
                 break
             mv = memoryview(buf)  # released by hand: a with block costs two method calls
             try:
-                out.append(_decode_after_length(mv[pos + 4 : pos + 4 + total], canonical))
+                out.append(_decode_after_length(mv[pos + 4 : pos + 4 + total]))
             finally:
                 mv.release()
             pos += 4 + total

@@ -165,7 +165,7 @@ class Connection:
         self.sock = sock
         self.fd = sock.fileno()  # what the poller knows it by (fileno() is -1 once closed)
         # TLS: records are decrypted by the SSL object, so no direct reads into frame buffers.
-        self.decoder = FrameDecoder(max_frame_length, direct_large=not tls, canonical_json=True)
+        self.decoder = FrameDecoder(max_frame_length, direct_large=not tls)
         self.tls = tls
         self.pending: dict[int, Waiter] = {}
         self.out_queue: collections.deque[bytes] = collections.deque()
