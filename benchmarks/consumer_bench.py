@@ -62,10 +62,10 @@ def _produce(producer: Producer, topic: str, n: int) -> None:
         sent += size
 
 
-def _thread_cpu() -> dict[str, tuple[str, float, float, int]]:
+def thread_cpu() -> dict[str, tuple[str, float, float, int, int]]:
     """Thread id -> (Python name without numbers or instance name, user s, system s, voluntary
-    context switches) of this process (Linux)."""
-    out: dict[str, tuple[str, float, float, int]] = {}
+    and involuntary context switches) of this process (Linux). ``drain_probe.py`` uses it too."""
+    out: dict[str, tuple[str, float, float, int, int]] = {}
     names = {str(t.native_id): t.name for t in threading.enumerate()}
     tck = os.sysconf("SC_CLK_TCK")
     try:
@@ -83,19 +83,26 @@ def _thread_cpu() -> dict[str, tuple[str, float, float, int]]:
         name = names.get(tid, stat[stat.index("(") + 1 : stat.rindex(")")])
         name = re.sub(r"\[.*\]", "[instance]", name).rstrip("0123456789_-")
         fields = stat[stat.rindex(")") + 2 :].split()
-        switches = re.search(r"^voluntary_ctxt_switches:\s*(\d+)", status, re.M)
-        out[tid] = (name, int(fields[11]) / tck, int(fields[12]) / tck, int(switches[1]) if switches else 0)
+        vol = re.search(r"^voluntary_ctxt_switches:\s*(\d+)", status, re.M)
+        invol = re.search(r"^nonvoluntary_ctxt_switches:\s*(\d+)", status, re.M)
+        out[tid] = (
+            name,
+            int(fields[11]) / tck,
+            int(fields[12]) / tck,
+            int(vol[1]) if vol else 0,
+            int(invol[1]) if invol else 0,
+        )
     return out
 
 
-def _print_threads(before: dict[str, tuple[str, float, float, int]], n: int) -> None:
+def _print_threads(before: dict[str, tuple[str, float, float, int, int]], n: int) -> None:
     """The drain's client CPU split by thread name, µs per message (user + system), and the
     voluntary context switches (the thread slept and was woken) per pull of 32."""
     user: collections.Counter[str] = collections.Counter()
     system: collections.Counter[str] = collections.Counter()
     woken: collections.Counter[str] = collections.Counter()
-    for tid, (name, u, s, w) in _thread_cpu().items():
-        _, u0, s0, w0 = before.get(tid, (name, 0.0, 0.0, 0))
+    for tid, (name, u, s, w, _) in thread_cpu().items():
+        _, u0, s0, w0, _ = before.get(tid, (name, 0.0, 0.0, 0, 0))
         user[name] += u - u0
         system[name] += s - s0
         woken[name] += w - w0
@@ -196,7 +203,7 @@ def drain(
         members.append(consumer)
     if profiler is not None:
         profiler.start()
-    per_thread = _thread_cpu() if threads else {}
+    per_thread = thread_cpu() if threads else {}
     cpu0 = time.process_time()
     start = time.perf_counter()
     for consumer in members:

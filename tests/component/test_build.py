@@ -216,7 +216,7 @@ def test_stray_extensions_are_those_of_modules_outside_the_hot_set(tmp_path: Pat
     root = _fake_tree(tmp_path)
     assert _build.stray_extensions(root) == []  # every hot module's extension belongs
     # a module that left the hot set keeps its extension from an earlier build: it would shadow the .py
-    gone = root / "rocketq" / "client" / "consumer" / ("stats" + _EXT[0])
+    gone = root / "rocketq" / "client" / "consumer" / ("rebalance" + _EXT[0])
     gone.parent.mkdir(parents=True, exist_ok=True)
     gone.write_bytes(b"")
     assert _build.stray_extensions(root) == [gone]

@@ -161,6 +161,7 @@ def fail_caching_twice(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return failures
 
 
+@pytest.mark.pure_python  # replaces ProcessQueue.put_messages, which the compiled PushConsumer calls natively
 def test_a_failure_while_caching_a_pull_pulls_the_batch_again(
     embedded_cluster: EmbeddedCluster,
     producer: Producer,
@@ -597,3 +598,65 @@ def test_broker_restart_is_survived_without_loss(unique_name: Callable[..., str]
         finally:
             consumer.shutdown()
             producer.shutdown()
+
+
+@pytest.mark.pure_python  # wraps PullAPIWrapper.process_pull_answer, a compiled method
+def test_pulls_during_a_rebalance_heartbeat_are_not_refused_as_not_latest(
+    embedded_cluster: EmbeddedCluster, producer: Producer, unique_name: Callable[..., str]
+) -> None:
+    """A rebalance that changes the owned set bumps the subscription's subVersion and sends a
+    heartbeat carrying it. The pulls of the queues the consumer keeps go on meanwhile; they
+    must not carry the new version before the broker has it (SUBSCRIPTION_NOT_LATEST would
+    park each such queue for pull_time_delay_mills_when_exception_ms). The heartbeat is held
+    back 0.5 s here so that several pulls fall in that window for certain."""
+    topic, group = unique_name("T"), unique_name("G")
+    embedded_cluster.create_topic(topic, 2)
+    for _ in range(100):
+        producer.send([Message(topic, b"x" * 100) for _ in range(32)])
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        time.sleep(0.001)  # pacing: the backlog lasts seconds, so the queues keep pulling
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = _consumer(
+        embedded_cluster,
+        group,
+        topic,
+        listener,
+        consume_thread_min=1,
+        consume_thread_max=1,
+        pull_threshold_for_queue=64,
+    )
+    consumer.start()
+    try:
+        instance, wrapper = consumer._instance, consumer._wrapper
+        assert instance is not None and wrapper is not None
+        wait_until(lambda: len(consumer.assigned_queues(topic)) == 2, 10, "both queues")
+        refused: list[int] = []
+        held = threading.Event()
+        real_heartbeat = instance.send_heartbeat_to_all_broker_with_lock
+        real_answer = wrapper.process_pull_answer
+
+        def slow_heartbeat() -> bool:
+            if "rebalance" in threading.current_thread().name:
+                time.sleep(0.5)
+                held.set()
+            return real_heartbeat()
+
+        def answer(*args: object, **kwargs: object) -> object:
+            try:
+                return real_answer(*args, **kwargs)  # type: ignore[arg-type]
+            except RocketqError as exc:
+                refused.append(getattr(exc, "code", -1))
+                raise
+
+        instance.send_heartbeat_to_all_broker_with_lock = slow_heartbeat  # type: ignore[method-assign]
+        wrapper.process_pull_answer = answer  # type: ignore[method-assign]
+        embedded_cluster.create_topic(topic, 4)  # two more queues: the owned set changes
+        wait_until(lambda: len(consumer.assigned_queues(topic)) == 4, 15, "the new queues")
+        wait_until(held.is_set, 5, "the rebalance's heartbeat")
+        wait_until(lambda: consumer.stats.pull_tps.find(f"{topic}@{group}") is not None, 5, "pulls")
+        assert 25 not in refused  # ResponseCode.SUBSCRIPTION_NOT_LATEST
+        assert not refused
+    finally:
+        consumer.shutdown()

@@ -66,6 +66,23 @@ def instance() -> Iterator[MQClientInstance]:
         inst.shutdown()
 
 
+class _FixedBroker:
+    """A PullAPIHost whose route table answers one broker (PullAPIWrapper is compiled: its
+    methods cannot be replaced, so the host is)."""
+
+    def __init__(self, instance: MQClientInstance, found: FindBrokerResult) -> None:
+        self.api = instance.api
+        self.found = found
+
+    def find_broker_address_in_subscribe(
+        self, broker_name: str, broker_id: int, only_this_broker: bool
+    ) -> FindBrokerResult | None:
+        return self.found
+
+    def update_topic_route_info_from_name_server(self, topic: str) -> bool:
+        return False
+
+
 @pytest.mark.parametrize("seq", [13, 23, 25, 27, 29, 31, 33, 38])
 def test_pull_requests_match_golden(seq: int, instance: MQClientInstance) -> None:
     golden = GOLDEN[seq]
@@ -73,8 +90,9 @@ def test_pull_requests_match_golden(seq: int, instance: MQClientInstance) -> Non
     mq = MessageQueue(ext["topic"], ext["bname"], int(ext["queueId"]))
     block = int(ext["sysFlag"]) & 2 != 0
     sd = build_subscription_data(mq.topic, ext["subscription"], sub_version=0)
-    wrapper = PullAPIWrapper(instance, "GoldenPullGroup")
-    wrapper._find_broker = lambda _mq: FindBrokerResult("127.0.0.1:10911", False)  # type: ignore[method-assign]
+    wrapper = PullAPIWrapper(
+        _FixedBroker(instance, FindBrokerResult("127.0.0.1:10911", False)), "GoldenPullGroup"
+    )
     addr, header = wrapper.build_request(
         mq,
         sd.sub_string,
@@ -93,10 +111,9 @@ def test_pull_requests_match_golden(seq: int, instance: MQClientInstance) -> Non
 
 
 def test_pull_from_slave_never_commits(instance: MQClientInstance) -> None:
-    wrapper = PullAPIWrapper(instance, "G")
+    wrapper = PullAPIWrapper(_FixedBroker(instance, FindBrokerResult("h:1", True)), "G")
     flag = build_pull_sys_flag(commit_offset=True, suspend=True, subscription=False)
     assert flag == 3
-    wrapper._find_broker = lambda _mq: FindBrokerResult("h:1", True)  # type: ignore[method-assign]
     _, header = wrapper.build_request(MQ0, "*", "TAG", 0, 0, 32, flag, 5, 15_000)
     assert header.sys_flag == 2
     assert build_pull_sys_flag(commit_offset=False, suspend=True, subscription=True, lite_pull=True) == 0x16

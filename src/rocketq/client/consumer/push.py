@@ -669,7 +669,7 @@ class PushConsumer(ServiceLifecycle):
                 pr.message_queue,
                 sub_expression,
                 sd.expression_type,
-                sd.sub_version or 0,
+                reb.pull_sub_version(sd),
                 pr.next_offset,
                 cfg.pull_batch_size,
                 sys_flag,

@@ -1,0 +1,170 @@
+"""The push-consumer drain (workloads 4a/4b) with the figures a drain's cost splits into.
+
+The suite's own pieces (``RocketqBench``): its pre-published topic of 4 queues
+(``prepare_drain``, 100-byte bodies) and its PushConsumers (``_push_consumer``: each its own
+client instance, batches of 32, CONSUME_FROM_FIRST_OFFSET, fast route/rebalance polling), a new
+group per drain, and the suite's listener (a lock and a set of (queue, offset)) that also notes
+the first delivery. One JSON line per drain:
+
+* ``rate`` msgs/s and ``cpu_us`` client µs CPU per message (``time.process_time``), from the
+  first ``start()`` to the last new message, as ``run_suite.py`` times it;
+* ``first_ms`` the first ``start()`` to the first message delivered, ``start_s`` the time
+  the ``start()`` calls took;
+* ``redelivered`` messages delivered again (rebalance hand-overs), ``refused`` pulls a broker
+  refused as SUBSCRIPTION_NOT_LATEST (each parks its queue for
+  ``pull_time_delay_mills_when_exception_ms``), ``flow_control`` flow-control pauses;
+* ``vsw_pull`` / ``nvsw_pull`` voluntary / involuntary context switches of all the process's
+  threads per pull of 32 (``/proc/self/task/*/status``); ``--threads`` adds client CPU and
+  voluntary switches per thread kind (10 ms ticks: coarse for short drains).
+
+Run it with ``PYTHONPATH=<a tree's src>`` to A/B two trees, alternating, and with
+``ROCKETQ_PURE_PYTHON=1`` for the pure build:
+
+    .venv/bin/python benchmarks/drain_probe.py --messages 200000 --rounds 3 --consumers 1,4
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import itertools
+import json
+import logging
+import os
+import re
+import threading
+import time
+
+from consumer_bench import thread_cpu  # the sibling script (run as benchmarks/drain_probe.py)
+from suite.common import FULL
+from suite.rocketq_bench import RocketqBench
+
+from rocketq.client import ConsumeConcurrentlyStatus, MessageExt
+from rocketq.client.consumer.listener import ConsumeConcurrentlyContext
+from rocketq.testing.cluster import EmbeddedCluster
+
+_ids = itertools.count(1)
+
+
+def _threads() -> dict[str, tuple[str, float, int, int]]:
+    """``consumer_bench.thread_cpu`` with the probe's group and client ids folded too: thread
+    id -> (kind, CPU s, voluntary and involuntary context switches)."""
+    return {
+        tid: (re.sub(r"drain_\w+|[\d.]+@\S*?(?=-|$)", "*", name), user + system, vol, invol)
+        for tid, (name, user, system, vol, invol) in thread_cpu().items()
+    }
+
+
+class _Refusals(logging.Handler):
+    """Counts the push consumer's 'pull ... failed: CODE: 25' lines (SUBSCRIPTION_NOT_LATEST)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "CODE: 25 " in record.getMessage():
+            self.count += 1
+
+
+def drain(bench: RocketqBench, total: int, consumers: int, per_thread: bool) -> dict[str, object]:
+    """One drain of the suite's pre-published topic by ``consumers`` new members of a group."""
+    group = f"drain_{bench._run}_{next(_ids)}"
+    lock = threading.Lock()
+    seen: set[tuple[int, int]] = set()
+    redelivered = [0]
+    first = [0.0]
+    finished = threading.Event()
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        # the suite's listener (RocketqBench.drain), plus the first delivery's time
+        with lock:
+            if not first[0]:
+                first[0] = time.perf_counter()
+            before = len(seen)
+            seen.update((m.queue_id, m.queue_offset) for m in msgs)
+            redelivered[0] += len(msgs) - (len(seen) - before)
+            if len(seen) >= total:
+                finished.set()
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    members = [bench._push_consumer(group, bench._drain_topic, listener, 32) for _ in range(consumers)]
+    refusals = _Refusals()
+    push_log = logging.getLogger("rocketq.client.consumer.push")
+    push_log.addHandler(refusals)
+    threads0 = _threads()
+    cpu0 = time.process_time()
+    t0 = time.perf_counter()
+    for consumer in members:
+        consumer.start()
+    started = time.perf_counter()
+    if not finished.wait(300):
+        raise RuntimeError(f"drain: {len(seen)} of {total}")
+    t1 = time.perf_counter()
+    cpu = time.process_time() - cpu0
+    threads1 = _threads()
+    push_log.removeHandler(refusals)
+    flow_control = sum(c._queue_flow_control_times for c in members)
+    for consumer in members:
+        consumer.shutdown()
+    n = len(seen)
+    pulls = n / 32
+    by_kind: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0, 0.0])
+    vol = invol = 0
+    for tid, (name, c1, v1, i1) in threads1.items():
+        _, c0, v0, i0 = threads0.get(tid, (name, 0.0, 0, 0))
+        vol += v1 - v0
+        invol += i1 - i0
+        kind = by_kind[name]
+        kind[0] += (c1 - c0) * 1e6 / n
+        kind[1] += (v1 - v0) / pulls
+        kind[2] += 1
+    row: dict[str, object] = {
+        "consumers": consumers,
+        "rate": round(n / (t1 - t0)),
+        "cpu_us": round(cpu * 1e6 / n, 3),
+        "first_ms": round((first[0] - t0) * 1000, 1),
+        "start_s": round(started - t0, 3),
+        "wall_s": round(t1 - t0, 3),
+        "redelivered": redelivered[0],
+        "refused": refusals.count,
+        "flow_control": flow_control,
+        "vsw_pull": round(vol / pulls, 2),
+        "nvsw_pull": round(invol / pulls, 2),
+        "build": "pure" if os.environ.get("ROCKETQ_PURE_PYTHON") else "compiled",
+    }
+    if per_thread:
+        busiest = sorted(by_kind.items(), key=lambda kv: -kv[1][0])[:6]
+        row["threads"] = {
+            name: {"us_msg": round(k[0], 2), "vsw_pull": round(k[1], 2), "n": int(k[2])}
+            for name, k in busiest
+        }
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=200_000)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--consumers", default="1,4", help="comma-separated consumer counts")
+    parser.add_argument("--label", default="", help="added to every line (e.g. the tree's name)")
+    parser.add_argument("--threads", action="store_true", help="CPU and switches per thread kind")
+    args = parser.parse_args()
+    sizes = dataclasses.replace(FULL, drain_messages=args.messages // 32 * 32)
+    cluster = EmbeddedCluster(mapped_file_size_commit_log=256 * 1024 * 1024)
+    with cluster:
+        bench = RocketqBench(cluster)
+        try:
+            bench.prepare_drain(sizes)
+            for _ in range(args.rounds):
+                for consumers in (int(c) for c in args.consumers.split(",")):
+                    row = drain(bench, sizes.drain_messages, consumers, args.threads)
+                    row["label"] = args.label
+                    print(json.dumps(row), flush=True)
+        finally:
+            bench.close()
+
+
+if __name__ == "__main__":
+    main()
