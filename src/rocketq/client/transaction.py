@@ -9,7 +9,6 @@ import it, so the client instance can dispatch checks without an import cycle.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import logging
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 from rocketq.protocol.message import Message, MessageConst, MessageExt, decode_record
 from rocketq.protocol.message_id import decode_offset_msg_id
+from rocketq.protocol.message_queue import MessageQueue
 
 if TYPE_CHECKING:
     from rocketq.client.instance import MQClientInstance
@@ -73,11 +73,36 @@ class TransactionListener(Protocol):
         ...
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
 class TransactionSendResult(SendResult):
-    """``TransactionSendResult``: the half message's send result and the local outcome."""
+    """``TransactionSendResult``: the half message's send result and the local outcome
+    (a plain slotted class like :class:`SendResult`: same fields plus the outcome)."""
 
-    local_transaction_state: LocalTransactionState = LocalTransactionState.UNKNOW
+    __slots__ = ("_local_transaction_state",)
+    __match_args__ = (*SendResult.__match_args__, "local_transaction_state")
+
+    def __init__(
+        self,
+        status: SendStatus,
+        msg_id: str,
+        offset_msg_id: str,
+        message_queue: MessageQueue,
+        queue_offset: int,
+        transaction_id: str | None = None,
+        region_id: str | None = None,
+        trace_on: bool = True,
+        local_transaction_state: LocalTransactionState = LocalTransactionState.UNKNOW,
+    ) -> None:
+        super().__init__(
+            status, msg_id, offset_msg_id, message_queue, queue_offset, transaction_id, region_id, trace_on
+        )
+        self._local_transaction_state = local_transaction_state
+
+    @property
+    def local_transaction_state(self) -> LocalTransactionState:
+        return self._local_transaction_state
+
+    def _astuple(self) -> tuple[object, ...]:
+        return (*super()._astuple(), self._local_transaction_state)
 
 
 def state_or_unknown(state: object) -> LocalTransactionState:
