@@ -92,6 +92,7 @@ def _json_flat_map(ext: dict[str, str]) -> str:
 
 _LANG_PYTHON = int(LanguageCode.PYTHON)
 _JSON = int(SerializeType.JSON)
+_JSON_TYPE = SerializeType.JSON  # what a decoded JSON frame's serialize_type holds (the enum)
 
 
 class RemotingCommand:
@@ -105,6 +106,7 @@ class RemotingCommand:
         "body",
         "code",
         "ext_fields",
+        "ext_json",
         "flag",
         "language",
         "opaque",
@@ -124,6 +126,7 @@ class RemotingCommand:
         ext_fields: dict[str, str] | None = None,
         body: bytes = b"",
         serialize_type: int = _JSON,
+        ext_json: str | None = None,
     ) -> None:
         self.code = code
         self.flag = flag
@@ -134,6 +137,11 @@ class RemotingCommand:
         self.ext_fields = ext_fields
         self.body = body
         self.serialize_type = serialize_type
+        #: ``ext_fields`` already written as a JSON map, exactly as :func:`_json_flat_map`
+        #: writes it, by a sender that builds both from its own values (the broker's send
+        #: answer): the JSON header takes it instead of encoding the map again. A cache of
+        #: ``ext_fields``, not part of equality: whoever changes the map resets it to None.
+        self.ext_json = ext_json
 
     def _astuple(self) -> tuple[object, ...]:
         return (
@@ -226,8 +234,12 @@ class RemotingCommand:
 
     def _encode_json_header(self) -> bytes:
         lang = _LANG_NAME.get(self.language, "OTHER")
-        ext = self.ext_fields
-        ext_part = "" if ext is None else f'"extFields":{_json_flat_map(ext)},'
+        ext_json = self.ext_json
+        if ext_json is None:
+            ext = self.ext_fields
+            ext_part = "" if ext is None else f'"extFields":{_json_flat_map(ext)},'
+        else:
+            ext_part = f'"extFields":{ext_json},'
         remark = self.remark
         remark_part = "" if remark is None else f'"remark":{_json_quote(remark)},'
         return (
@@ -371,7 +383,7 @@ def _flat_string(value: object, where: str) -> str:
 
 def _decode_json_header(data: bytes | memoryview) -> RemotingCommand:
     try:
-        obj = _parse_json_header(bytes(data).decode("utf-8"))
+        obj = _parse_json_header(str(data, "utf-8"))  # decoded from the view: no bytes copy
     except UnicodeDecodeError as exc:
         raise MalformedFrameError(f"header is not valid UTF-8: {exc}") from exc
     except RecursionError:
@@ -414,7 +426,12 @@ def _decode_json_header(data: bytes | memoryview) -> RemotingCommand:
     ext_raw = obj.get("extFields")
     ext: dict[str, str] | None = None
     if type(ext_raw) is dict:
-        if all(type(v) is str for v in ext_raw.values()):
+        flat = True
+        for v in ext_raw.values():  # a loop, not all(<generator>): no generator per frame
+            if type(v) is not str:
+                flat = False
+                break
+        if flat:
             ext = ext_raw  # the common case: already a flat map of strings
         else:
             # fastjson is lenient: scalar values are accepted and stringified, nulls dropped.
@@ -424,16 +441,9 @@ def _decode_json_header(data: bytes | memoryview) -> RemotingCommand:
                     ext[k] = v if type(v) is str else _flat_string(v, f"extFields value of {k!r:.40}")
     elif ext_raw is not None:
         raise MalformedFrameError("extFields is not an object")
-    return RemotingCommand(
-        code=code,
-        flag=flag,
-        opaque=opaque,
-        language=language,
-        version=version,
-        remark=remark,
-        ext_fields=ext,
-        serialize_type=SerializeType.JSON,
-    )
+    # positional (code, flag, opaque, language, version, remark, ext_fields, body, serialize
+    # type): an interpreted call binds no keywords
+    return RemotingCommand(code, flag, opaque, language, version, remark, ext, b"", _JSON_TYPE)
 
 
 def _decode_binary_header(data: bytes | memoryview) -> RemotingCommand:

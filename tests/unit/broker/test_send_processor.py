@@ -7,18 +7,21 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rocketq.broker.broker import BrokerController
 from rocketq.broker.processors.pull import PullMessageProcessor
-from rocketq.broker.processors.send import SendMessageProcessor
+from rocketq.broker.processors.send import _ANSWER_LITERAL_ORDER, SendMessageProcessor, answer_ext_json
 from rocketq.protocol.codes import RequestCode, ResponseCode
-from rocketq.protocol.frame import RemotingCommand
+from rocketq.protocol.frame import RemotingCommand, _json_flat_map
 from rocketq.protocol.headers import PullMessageRequestHeader, SendMessageResponseHeader
 from rocketq.protocol.message import MessageConst, decode_records
 from rocketq.protocol.route import TopicConfig
@@ -232,3 +235,51 @@ def test_json_send_answer_is_the_header_codecs_map_in_its_order(broker: BrokerCo
         {MessageConst.MSG_REGION: cfg.region_id, MessageConst.TRACE_ON: "true" if cfg.trace_on else "false"}
     )
     assert list(fields.items()) == list(expected.items())
+
+
+def test_json_send_answer_frame_is_what_the_generic_encoder_writes(broker: BrokerController) -> None:
+    # the answer carries its map pre-written (ext_json): the frame must be byte for byte what
+    # the generic map encoder writes for the same command, and the map itself unchanged
+    for _ in range(3):  # growing queue offsets
+        response = _send(broker, "%RETRY%G", 0, reconsume_times=0)
+        assert response.code == ResponseCode.SUCCESS and response.ext_json is not None
+        generic = RemotingCommand(
+            code=response.code,
+            flag=response.flag,
+            opaque=response.opaque,
+            language=response.language,
+            version=response.version,
+            remark=response.remark,
+            ext_fields=dict(response.ext_fields or {}),
+            body=response.body,
+            serialize_type=response.serialize_type,
+        )
+        assert generic.ext_json is None
+        assert response.encode() == generic.encode()
+        assert response == generic
+
+
+_answer_text = st.text(st.characters(codec="utf-8"), max_size=40)
+_digits = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1).map(str)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    queue_id=_digits,
+    trace_on=st.sampled_from(["true", "false"]),
+    region=_answer_text,
+    msg_id=st.one_of(_answer_text, st.binary(min_size=16, max_size=16).map(lambda b: b.hex().upper())),
+    queue_offset=_digits,
+)
+def test_send_answer_template_is_the_generic_map_encoding(
+    queue_id: str, trace_on: str, region: str, msg_id: str, queue_offset: str
+) -> None:
+    # answer_ext_json against the generic flat-map encoder over the map _answer builds (its
+    # keys in _ANSWER_LITERAL_ORDER), and the whole frame with and without the cache
+    ext = dict(zip(_ANSWER_LITERAL_ORDER, (queue_id, trace_on, region, msg_id, queue_offset), strict=True))
+    template = answer_ext_json(queue_id, trace_on, region, msg_id, queue_offset)
+    assert template == _json_flat_map(ext)
+    assert json.loads(template) == ext
+    plain = RemotingCommand(code=0, flag=1, opaque=7, remark=None, ext_fields=ext)
+    cached = RemotingCommand(code=0, flag=1, opaque=7, remark=None, ext_fields=ext, ext_json=template)
+    assert cached.encode() == plain.encode()

@@ -30,6 +30,10 @@ Mirrors ``org.apache.rocketmq.broker.processor.SendMessageProcessor`` and
   its extFields into a :class:`SendFields` (:func:`read_send_fields`: no header object, no
   generic codec); anything else goes through the header codec, so every refusal keeps its
   code and remark. Tests hold the two equal on the values the processor reads.
+* A JSON send answer carries its extFields map written once from its values
+  (:func:`answer_ext_json`, ``RemotingCommand.ext_json``): the frame encoder does not walk
+  the map again. Byte-identical to the generic map encoding (checked at import, and by
+  tests on generated answers).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import logging
 import random
 import time
 from collections.abc import Coroutine
+from json.encoder import encode_basestring as _json_quote
 from typing import TYPE_CHECKING, Any
 
 from rocketq.broker.processors import decode_request_header
@@ -50,7 +55,7 @@ from rocketq.broker.store import (
 from rocketq.broker.topics import is_not_allowed_send_topic, validate_topic
 from rocketq.errors import IllegalArgumentError
 from rocketq.protocol.codes import PermName, RequestCode, ResponseCode, SerializeType, Version
-from rocketq.protocol.frame import RemotingCommand
+from rocketq.protocol.frame import RemotingCommand, _json_flat_map
 from rocketq.protocol.headers import (
     ConsumerSendMsgBackRequestHeader,
     SendMessageRequestHeader,
@@ -164,6 +169,28 @@ _QUEUE_OFFSET = _ANSWER_WIRE["queue_offset"]
 _ANSWER_LITERAL_ORDER = (_QUEUE_ID, MessageConst.TRACE_ON, MessageConst.MSG_REGION, _MSG_ID, _QUEUE_OFFSET)
 if _ANSWER_ORDER != _ANSWER_LITERAL_ORDER:  # pragma: no cover - a codec change
     raise AssertionError(f"send answer order {_ANSWER_ORDER} != {_ANSWER_LITERAL_ORDER}")
+
+
+def answer_ext_json(queue_id: str, trace_on: str, region: str, msg_id: str, queue_offset: str) -> str:
+    """The send answer's extFields map as JSON, in :data:`_ANSWER_LITERAL_ORDER`: what
+    ``_json_flat_map`` writes for the map :meth:`SendMessageProcessor._answer` builds, from
+    one template (the keys pre-written; ``queue_id``, ``trace_on`` and ``queue_offset`` are
+    digits or ``true``/``false``, which JSON quoting leaves alone; region and msgId are
+    quoted as the map encoder quotes them)."""
+    return (
+        f'{{"queueId":"{queue_id}","TRACE_ON":"{trace_on}","MSG_REGION":{_json_quote(region)},'
+        f'"msgId":{_json_quote(msg_id)},"queueOffset":"{queue_offset}"}}'
+    )
+
+
+def _check_answer_template() -> None:
+    values = ("3", "true", 'Region "\\x\u00e9\n', "C0A8000100002A9F0000000000000001", "-1")
+    literal = _json_flat_map(dict(zip(_ANSWER_LITERAL_ORDER, values, strict=True)))
+    if answer_ext_json(*values) != literal:  # pragma: no cover - a codec change
+        raise AssertionError(f"send answer template {answer_ext_json(*values)} != {literal}")
+
+
+_check_answer_template()
 
 #: SEND_MESSAGE's V1 header or the V2 one (same attributes, one-letter wire names)
 _SendHeader = SendMessageRequestHeader | SendMessageRequestHeaderV2
@@ -741,18 +768,26 @@ class SendMessageProcessor:
         if request.serialize_type == SerializeType.JSON:
             # the map the header codec would build, in its order, without the header object
             # (in _ANSWER_LITERAL_ORDER, checked against the codec at import)
+            # and the same map written once from the answer template (answer_ext_json)
             cfg = self.broker.config
-            return request.make_response(
+            qid = str(queue_id)
+            trace = "true" if cfg.trace_on else "false"
+            region = cfg.region_id
+            msg_id = append.msg_id
+            offset = str(append.logics_offset)
+            response = request.make_response(
                 code,
                 remark,
                 {
-                    _QUEUE_ID: str(queue_id),
-                    MessageConst.TRACE_ON: "true" if cfg.trace_on else "false",
-                    MessageConst.MSG_REGION: cfg.region_id,
-                    _MSG_ID: append.msg_id,
-                    _QUEUE_OFFSET: str(append.logics_offset),
+                    _QUEUE_ID: qid,
+                    MessageConst.TRACE_ON: trace,
+                    MessageConst.MSG_REGION: region,
+                    _MSG_ID: msg_id,
+                    _QUEUE_OFFSET: offset,
                 },
             )
+            response.ext_json = answer_ext_json(qid, trace, region, msg_id, offset)
+            return response
         response = self._response(request, code, remark)
         header = SendMessageResponseHeader(
             msg_id=append.msg_id, queue_id=queue_id, queue_offset=append.logics_offset
