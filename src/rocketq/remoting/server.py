@@ -593,8 +593,6 @@ class RemotingServer:
         #: Repeated warnings (bad frames, slow peers, unknown codes): one line per kind and
         #: peer host every 10 s, with a count of those left out.
         self.log_limiter = LogLimiter(log)
-        self._processors: dict[int, RequestProcessor] = {}
-        self._default_processor: RequestProcessor | None = None
         #: code -> how it is served, worked out at registration (no attribute probing per request)
         self._routes: dict[int, _Route] = {}
         self._default_route: _Route | None = None
@@ -620,12 +618,10 @@ class RemotingServer:
 
         ``immediate``: the processor's handler that answers without a coroutine when it can
         (:data:`ImmediateHandler`); the server then calls it instead of ``process``."""
-        self._processors[int(code)] = processor
         self._routes[int(code)] = _Route(processor, immediate)
 
     def register_default_processor(self, processor: RequestProcessor) -> None:
         """Route every code without its own processor here (``registerDefaultProcessor``)."""
-        self._default_processor = processor
         self._default_route = _Route(processor, None)
 
     def set_request_validator(self, validator: RequestValidator | None) -> None:
@@ -656,7 +652,7 @@ class RemotingServer:
     @property
     def registered_codes(self) -> frozenset[int]:
         """The request codes with a processor of their own (the default one not counted)."""
-        return frozenset(self._processors)
+        return frozenset(self._routes)
 
     @property
     def port(self) -> int:
