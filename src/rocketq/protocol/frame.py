@@ -233,20 +233,12 @@ class RemotingCommand:
         return self._encode_json_header()
 
     def _encode_json_header(self) -> bytes:
-        lang = _LANG_NAME.get(self.language, "OTHER")
         ext_json = self.ext_json
-        if ext_json is None:
-            ext = self.ext_fields
-            ext_part = "" if ext is None else f'"extFields":{_json_flat_map(ext)},'
-        else:
-            ext_part = f'"extFields":{ext_json},'
-        remark = self.remark
-        remark_part = "" if remark is None else f'"remark":{_json_quote(remark)},'
-        return (
-            f'{{"code":{self.code},{ext_part}"flag":{self.flag},"language":"{lang}",'
-            f'"opaque":{self.opaque},{remark_part}"serializeTypeCurrentRPC":"JSON",'
-            f'"version":{self.version}}}'
-        ).encode()
+        if ext_json is None and self.ext_fields is not None:
+            ext_json = _json_flat_map(self.ext_fields)
+        return _json_header(
+            self.code, ext_json, self.flag, self.language, self.opaque, self.remark, self.version
+        )
 
     def _encode_binary_header(self) -> bytes:
         # RocketMQSerializable.rocketMQProtocolEncode: fixed part, remark, then the map as
@@ -282,14 +274,34 @@ class RemotingCommand:
         """Length prefix and header of a frame whose body of ``body_length`` bytes is
         written after it by the caller (``RemotingCommand.encodeHeader(bodyLength)``), not
         taken from :attr:`body`."""
-        header = self.encode_header()
-        hlen = len(header)
-        if hlen > _MAX_HEADER_LENGTH:
-            raise MalformedFrameError(f"header of {hlen} bytes does not fit in 24 bits")
-        total = 4 + hlen + body_length
-        if total + 4 > MAX_FRAME_LENGTH:
-            raise FrameTooLargeError(f"frame of {total + 4} bytes exceeds {MAX_FRAME_LENGTH}")
-        return _PREFIX.pack(total, (self.serialize_type << 24) | hlen) + header
+        return _frame_head(self.encode_header(), body_length, self.serialize_type)
+
+
+def _json_header(
+    code: int, ext_json: str | None, flag: int, language: int, opaque: int, remark: str | None, version: int
+) -> bytes:
+    """A JSON header as fastjson writes ``RemotingCommand`` (keys sorted, nulls left out),
+    with the ``extFields`` map given already written (``{...}``, :func:`_json_flat_map`)."""
+    lang = _LANG_NAME.get(language, "OTHER")
+    ext_part = "" if ext_json is None else f'"extFields":{ext_json},'
+    remark_part = "" if remark is None else f'"remark":{_json_quote(remark)},'
+    return (
+        f'{{"code":{code},{ext_part}"flag":{flag},"language":"{lang}",'
+        f'"opaque":{opaque},{remark_part}"serializeTypeCurrentRPC":"JSON",'
+        f'"version":{version}}}'
+    ).encode()
+
+
+def _frame_head(header: bytes, body_length: int, serialize_type: int) -> bytes:
+    """Length prefix, header mark and ``header`` of a frame whose body of ``body_length``
+    bytes follows; the header must fit 24 bits and the frame ``MAX_FRAME_LENGTH``."""
+    hlen = len(header)
+    if hlen > _MAX_HEADER_LENGTH:
+        raise MalformedFrameError(f"header of {hlen} bytes does not fit in 24 bits")
+    total = 4 + hlen + body_length
+    if total + 4 > MAX_FRAME_LENGTH:
+        raise FrameTooLargeError(f"frame of {total + 4} bytes exceeds {MAX_FRAME_LENGTH}")
+    return _PREFIX.pack(total, (serialize_type << 24) | hlen) + header
 
 
 def encode_json_request(code: int, ext_json: str, language: int, opaque: int, body: bytes) -> bytes:
@@ -298,18 +310,8 @@ def encode_json_request(code: int, ext_json: str, language: int, opaque: int, bo
     it): what ``RemotingCommand(code, opaque=opaque, language=language, ext_fields=...,
     body=body).encode()`` makes, for a sender that writes the map straight from its own
     fields (``rocketq.client.send_prep.send_frame_of``; tested equal)."""
-    lang = _LANG_NAME.get(language, "OTHER")
-    header = (
-        f'{{"code":{code},"extFields":{ext_json},"flag":0,"language":"{lang}","opaque":{opaque},'
-        f'"serializeTypeCurrentRPC":"JSON","version":{CURRENT_VERSION}}}'
-    ).encode()
-    hlen = len(header)
-    if hlen > _MAX_HEADER_LENGTH:
-        raise MalformedFrameError(f"header of {hlen} bytes does not fit in 24 bits")
-    total = 4 + hlen + len(body)
-    if total + 4 > MAX_FRAME_LENGTH:
-        raise FrameTooLargeError(f"frame of {total + 4} bytes exceeds {MAX_FRAME_LENGTH}")
-    return _PREFIX.pack(total, hlen) + header + body
+    header = _json_header(code, ext_json, 0, language, opaque, None, CURRENT_VERSION)
+    return _frame_head(header, len(body), _JSON) + body
 
 
 # ---------------------------------------------------------------------- decoding
