@@ -256,11 +256,8 @@ class RemotingClient:
         ``NettyRemotingClient.invokeSync`` counts it), :class:`ClientError` when called on
         the I/O thread or on a closed client.
         """
-        opaque = self.next_opaque()
-        request.opaque = opaque
-        if self._rpc_hook is not None:
-            self._rpc_hook(request)
-        return self.invoke_sync_frame(addr, request.encode(), opaque, request.code, timeout_ms)
+        frame = self._stamp(request)
+        return self.invoke_sync_frame(addr, frame, request.opaque, request.code, timeout_ms)
 
     @property
     def signs_requests(self) -> bool:
@@ -343,10 +340,7 @@ class RemotingClient:
         self._check_open()
         conn = self._connection(addr)
         request.flag |= FLAG_ONEWAY
-        request.opaque = self.next_opaque()
-        if self._rpc_hook is not None:
-            self._rpc_hook(request)
-        frame = request.encode()
+        frame = self._stamp(request)
         if conn.closed:
             raise ConnectError("connection closed before the oneway request was written", addr=addr)
         self._write(conn, frame)
@@ -372,13 +366,17 @@ class RemotingClient:
         if not self._started:
             raise ClientError(f"remoting client {self.name} is not started")
 
-    def _send_request(self, conn: Connection, request: RemotingCommand, fut: Waiter) -> int:
-        opaque = self.next_opaque()
-        request.opaque = opaque
+    def _stamp(self, request: RemotingCommand) -> bytes:
+        """Give ``request`` a fresh opaque, let the ``rpc_hook`` see it, and encode it."""
+        request.opaque = self.next_opaque()
         if self._rpc_hook is not None:
             self._rpc_hook(request)
-        self._send_frame(conn, request.encode(), opaque, fut)
-        return opaque
+        return request.encode()
+
+    def _send_request(self, conn: Connection, request: RemotingCommand, fut: Waiter) -> int:
+        frame = self._stamp(request)
+        self._send_frame(conn, frame, request.opaque, fut)
+        return request.opaque
 
     def _send_frame(self, conn: Connection, frame: bytes, opaque: int, fut: Waiter) -> None:
         """Register ``fut`` for ``opaque``, then write ``frame``."""
