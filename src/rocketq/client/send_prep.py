@@ -147,22 +147,11 @@ class PreparedSend:
         )
 
 
-#: topics :func:`validate_topic` passed for sends (it runs on every send; an interpreted call
-#: and its own cache's lookup cost more than this set's), forgotten all at once when full
-_sendable_topics: set[str] = set()
-_SENDABLE_TOPICS_MAX = 1024
-
-
 def check_message(msg: Message, config: ProducerConfig) -> None:
     """``Validators.checkMessage``: topic, non-empty body, ``max_message_size``."""
     if not isinstance(msg, Message):
         raise IllegalArgumentError(f"the message is not a Message: {msg!r}")
-    topic = msg.topic
-    if type(topic) is not str or topic not in _sendable_topics:  # (a non-str: validate_topic says so)
-        validate_topic(topic, for_send=True)
-        if len(_sendable_topics) >= _SENDABLE_TOPICS_MAX:
-            _sendable_topics.clear()
-        _sendable_topics.add(topic)
+    validate_topic(msg.topic, for_send=True)  # (it remembers the valid names)
     if not msg.body:
         raise IllegalArgumentError("the message body length is zero")
     if len(msg.body) > config.max_message_size:
