@@ -62,8 +62,7 @@ from rocketq.client.send_prep import (
     prepare_message,
     prepare_send,
     select_with,
-    send_code_of,
-    send_frame_of,
+    send_frame_for,
     send_request_of,
     send_result_of,
 )
@@ -483,10 +482,11 @@ class AsyncProducer:
             # as the blocking producer's hot path: the frame written straight from the
             # prepared send (send_prep.send_frame_of), the answer read straight into the
             # SendResult (send_prep.send_result_of)
-            opaque = remoting.next_opaque()
-            code = send_code_of(prep)
-            frame = send_frame_of(prep, mq, self.config, api.language, api.serialize_type, opaque, code)
-            if frame is not None:
+            framed = send_frame_for(
+                remoting.next_opaque, prep, mq, self.config, api.language, api.serialize_type
+            )
+            if framed is not None:
+                frame, opaque, code = framed
                 response = await remoting.invoke_frame(addr, frame, opaque, code, timeout_ms)
                 return send_result_of(response, mq, prep.uniq_id, addr)
         # the request straight from the prepared send, the answer straight into the

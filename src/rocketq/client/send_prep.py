@@ -89,6 +89,7 @@ __all__ = [
     "retry_after_result",
     "select_with",
     "send_code_of",
+    "send_frame_for",
     "send_frame_of",
     "send_frame_sync",
     "send_header",
@@ -435,14 +436,32 @@ def send_frame_sync(
     """One sync send attempt as a frame (:func:`send_frame_of`, ``invoke_sync_frame``,
     :func:`send_result_of`), for a client that does not sign its requests; None (nothing
     sent) when the request must go as a command object (the binary header)."""
-    opaque = remoting.next_opaque()
-    code = send_code_of(prep)
-    frame = send_frame_of(prep, mq, config, language, serialize_type, opaque, code)
-    if frame is None:
+    framed = send_frame_for(remoting.next_opaque, prep, mq, config, language, serialize_type)
+    if framed is None:
         return None
+    frame, opaque, code = framed
     return send_result_of(
         remoting.invoke_sync_frame(addr, frame, opaque, code, timeout_ms), mq, prep.uniq_id, addr
     )
+
+
+def send_frame_for(
+    next_opaque: Callable[[], int],
+    prep: PreparedSend,
+    mq: MessageQueue,
+    config: ProducerConfig,
+    language: int,
+    serialize_type: int,
+) -> tuple[bytes, int, int] | None:
+    """(frame, opaque, code) of one send attempt written as a frame (:func:`send_frame_of`
+    with a fresh opaque from ``next_opaque``), for the blocking and the asyncio producer;
+    None (no opaque taken) for the binary header, which goes as a command object."""
+    if serialize_type != _JSON:
+        return None
+    opaque = next_opaque()
+    code = send_code_of(prep)
+    frame = send_frame_of(prep, mq, config, language, serialize_type, opaque, code)
+    return None if frame is None else (frame, opaque, code)
 
 
 def _plain_digits(text: str | None, most: int) -> bool:
