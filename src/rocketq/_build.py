@@ -77,6 +77,7 @@ HOT_MODULES: tuple[str, ...] = (
     "rocketq.client.consumer.process_queue",
     "rocketq.client.consumer.consume_concurrently",
     "rocketq.client.consumer.listener",
+    "rocketq.client.consumer.offset_store",
     "rocketq.client.consumer.stats",
     "rocketq.client.impl.pull_api_wrapper",
     "rocketq.client.consumer.push",

@@ -196,7 +196,9 @@ def test_ack_index_acknowledges_a_prefix() -> None:
     assert sorted(o for o, _ in host.sent_back) == [2, 3]
 
 
-@pytest.mark.parametrize(("ack_index", "sent_back"), [(3, []), (2**31 - 1, []), (7, []), (2, [3]), (-1, [0, 1, 2, 3])])
+@pytest.mark.parametrize(
+    ("ack_index", "sent_back"), [(3, []), (2**31 - 1, []), (7, []), (2, [3]), (-1, [0, 1, 2, 3])]
+)
 def test_ack_index_at_and_past_the_last_message(ack_index: int, sent_back: list[int]) -> None:
     """The all-acknowledged fast path of ``process_consume_result`` and its edge: an ack_index
     at or past the last message sends nothing back, one below it retries the last message."""
