@@ -251,18 +251,24 @@ def group_commit() -> Iterator[tuple[_FakeCommitLog, GroupCommitService, Histogr
         service.shutdown()
 
 
+def _record_requests(service: GroupCommitService) -> list[int]:
+    """The offsets of the requests ``service`` is handed from now on, in order."""
+    requests: list[int] = []
+    real_request = service.request
+
+    def recording(next_offset: int, done: Callable[[bool], None]) -> bool:
+        requests.append(next_offset)
+        return real_request(next_offset, done)
+
+    service.request = recording  # type: ignore[method-assign]
+    return requests
+
+
 def test_loop_group_commit_hands_the_thread_one_request_per_iteration(
     group_commit: tuple[_FakeCommitLog, GroupCommitService, Histogram],
 ) -> None:
     log, service, latency = group_commit
-    requests: list[int] = []
-    real_request = service.request
-
-    def counting(next_offset: int, done: Callable[[bool], None]) -> bool:
-        requests.append(next_offset)
-        return real_request(next_offset, done)
-
-    service.request = counting  # type: ignore[method-assign]
+    requests = _record_requests(service)
 
     async def run() -> list[bool]:
         commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service)  # type: ignore[arg-type]
@@ -380,14 +386,7 @@ def test_loop_group_commit_requests_the_highest_offset_of_the_iteration(
     """The iteration's one request covers its highest offset, whatever order its waiters came in
     (a request for the last waiter's offset would let an earlier, higher one be acked unsynced)."""
     log, service, _latency = group_commit
-    requests: list[int] = []
-    real_request = service.request
-
-    def counting(next_offset: int, done: Callable[[bool], None]) -> bool:
-        requests.append(next_offset)
-        return real_request(next_offset, done)
-
-    service.request = counting  # type: ignore[method-assign]
+    requests = _record_requests(service)
 
     async def run() -> list[bool]:
         commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service)  # type: ignore[arg-type]

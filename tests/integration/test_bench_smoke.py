@@ -108,21 +108,25 @@ def test_quick_pure_build_runs_in_a_pure_child(tmp_path: Path) -> None:
     assert "pure Python, forced by ROCKETQ_PURE_PYTHON=1" in server["version"]
 
 
+def _row(system: str, workload: Workload, rate: float, variant: Variant = Variant.DEFAULT) -> Measurement:
+    """One round's measurement of ``rate`` msgs/s (for workload 5 a p99 of ``rate`` ms)."""
+    p99 = {"p99": rate} if workload is Workload.LATENCY else {}
+    return Measurement(
+        system=system,
+        variant=variant,
+        workload=workload,
+        round=1,
+        messages=int(rate),
+        seconds=1.0,
+        server_cpu_s=0.1,
+        server_peak_rss_bytes=2**20,
+        client_cpu_s=0.1,
+        latency_ms=p99,
+    )
+
+
 def test_targets_table_says_pass_or_miss_per_build() -> None:
-    def row(system: str, workload: Workload, rate: float, variant: Variant = Variant.DEFAULT) -> Measurement:
-        p99 = {"p99": rate} if workload is Workload.LATENCY else {}
-        return Measurement(
-            system=system,
-            variant=variant,
-            workload=workload,
-            round=1,
-            messages=int(rate),
-            seconds=1.0,
-            server_cpu_s=0.1,
-            server_peak_rss_bytes=2**20,
-            client_cpu_s=0.1,
-            latency_ms=p99,
-        )
+    row = _row
 
     ms = [row("redis", w, 10_000.0) for w in Workload]
     ms += [row("redis", w, 10_000.0, Variant.DURABLE) for w in DURABLE_WORKLOADS]
@@ -285,17 +289,7 @@ def test_onloop_rows_sit_beside_the_default_durable_rows() -> None:
     Must (in the compiled build's column) and a ratio line; the Must rows stay the default's."""
 
     def row(system: str, workload: Workload, rate: float) -> Measurement:
-        return Measurement(
-            system=system,
-            variant=Variant.DURABLE,
-            workload=workload,
-            round=1,
-            messages=int(rate),
-            seconds=1.0,
-            server_cpu_s=0.1,
-            server_peak_rss_bytes=2**20,
-            client_cpu_s=0.1,
-        )
+        return _row(system, workload, rate, Variant.DURABLE)
 
     ms = [row("redis", w, 10_000.0) for w in DURABLE_WORKLOADS]
     ms += [row("rocketq", w, 6_000.0) for w in DURABLE_WORKLOADS]
