@@ -114,6 +114,14 @@ def _wait(cond: Callable[[], bool]) -> None:
     wait_until(cond, 5.0, interval_s=0.005)
 
 
+def _consume_all(host: FakeHost, service: ConsumeMessageConcurrentlyService, msgs: list[MessageExt]) -> None:
+    """Cache ``msgs``, submit them, wait until every one left the ProcessQueue, stop the service."""
+    host.pq.put_messages(msgs)
+    service.submit_consume_request(msgs, host.pq, MQ)
+    _wait(lambda: host.pq.msg_count == 0)
+    service.shutdown()
+
+
 def test_concurrent_success_commits_and_counts() -> None:
     host = FakeHost()
     seen: list[int] = []
@@ -123,11 +131,7 @@ def test_concurrent_success_commits_and_counts() -> None:
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
     service = ConsumeMessageConcurrentlyService(host, listener, consume_message_batch_max_size=3)
-    msgs = _msgs(7)
-    host.pq.put_messages(msgs)
-    service.submit_consume_request(msgs, host.pq, MQ)
-    _wait(lambda: host.pq.msg_count == 0)
-    service.shutdown()
+    _consume_all(host, service, _msgs(7))
     assert sorted(seen) == list(range(7))
     assert max(o for o, _ in host.offsets) == 7
     assert all(inc for _, inc in host.offsets)
@@ -180,28 +184,14 @@ def test_classify_consume_result_like_consume_request_run() -> None:
     )
 
 
-def test_ack_index_acknowledges_a_prefix() -> None:
-    host = FakeHost()
-
-    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
-        ctx.ack_index = 1
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-    service = ConsumeMessageConcurrentlyService(host, listener, consume_message_batch_max_size=4)
-    msgs = _msgs(4)
-    host.pq.put_messages(msgs)
-    service.submit_consume_request(msgs, host.pq, MQ)
-    _wait(lambda: host.pq.msg_count == 0)
-    service.shutdown()
-    assert sorted(o for o, _ in host.sent_back) == [2, 3]
-
-
 @pytest.mark.parametrize(
-    ("ack_index", "sent_back"), [(3, []), (2**31 - 1, []), (7, []), (2, [3]), (-1, [0, 1, 2, 3])]
+    ("ack_index", "sent_back"),
+    [(3, []), (2**31 - 1, []), (7, []), (2, [3]), (1, [2, 3]), (-1, [0, 1, 2, 3])],
 )
-def test_ack_index_at_and_past_the_last_message(ack_index: int, sent_back: list[int]) -> None:
-    """The all-acknowledged fast path of ``process_consume_result`` and its edge: an ack_index
-    at or past the last message sends nothing back, one below it retries the last message."""
+def test_ack_index_acknowledges_a_prefix(ack_index: int, sent_back: list[int]) -> None:
+    """CONSUME_SUCCESS acknowledges messages 0..ack_index and sends the rest back; at or past
+    the last message (the all-acknowledged fast path of ``process_consume_result``) nothing is
+    sent back, one below it retries the last message."""
     host = FakeHost()
 
     def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
@@ -209,11 +199,7 @@ def test_ack_index_at_and_past_the_last_message(ack_index: int, sent_back: list[
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
     service = ConsumeMessageConcurrentlyService(host, listener, consume_message_batch_max_size=4)
-    msgs = _msgs(4)
-    host.pq.put_messages(msgs)
-    service.submit_consume_request(msgs, host.pq, MQ)
-    _wait(lambda: host.pq.msg_count == 0)
-    service.shutdown()
+    _consume_all(host, service, _msgs(4))
     assert sorted(o for o, _ in host.sent_back) == sent_back
     assert host.stats.consume_ok_tps.get("T@G").total_sum == 4 - len(sent_back)
     failed = host.stats.consume_failed_tps.find("T@G")
@@ -420,9 +406,5 @@ def test_a_hook_keeps_its_own_state_between_before_and_after() -> None:
     service = ConsumeMessageConcurrentlyService(
         host, lambda msgs, ctx: ConsumeConcurrentlyStatus.CONSUME_SUCCESS, consume_message_batch_max_size=2
     )
-    msgs = _msgs(2)
-    host.pq.put_messages(msgs)
-    service.submit_consume_request(msgs, host.pq, MQ)
-    _wait(lambda: host.pq.msg_count == 0)
-    service.shutdown()
+    _consume_all(host, service, _msgs(2))
     assert hook.state == [{"span": 2}]
