@@ -23,10 +23,10 @@ from rocketq.protocol.headers import (
     GetMaxOffsetResponseHeader,
     PullMessageRequestHeader,
     PullMessageResponseHeader,
-    SendMessageRequestHeader,
 )
 from rocketq.protocol.message import decode_records
 from rocketq.testing.cluster import EmbeddedCluster
+from tests.conftest import send_request
 
 pytestmark = pytest.mark.integration
 
@@ -94,18 +94,7 @@ def _pull(queue_id: int, offset: int, hold_ms: int) -> RemotingCommand:
 
 
 def _send(queue_id: int, body: bytes) -> RemotingCommand:
-    header = SendMessageRequestHeader(
-        producer_group="wake_writer",
-        topic=_TOPIC,
-        default_topic="TBW102",
-        default_topic_queue_nums=4,
-        queue_id=queue_id,
-        sys_flag=0,
-        born_timestamp=int(time.time() * 1000),
-        flag=0,
-        properties="",
-    )
-    return RemotingCommand.request(RequestCode.SEND_MESSAGE, header.to_ext_fields(), body=body)
+    return send_request(_TOPIC, body, queue_id=queue_id, code=RequestCode.SEND_MESSAGE)
 
 
 def _max_offset(wire: _Wire, queue_id: int) -> int:
