@@ -8,8 +8,6 @@ socket."""
 
 from __future__ import annotations
 
-import socket
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,14 +17,13 @@ from rocketq.broker.broker import BrokerController
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.processors.pull import PullMessageProcessor
 from rocketq.broker.store.config import MessageStoreConfig
-from rocketq.client.impl.pull_api_wrapper import build_pull_sys_flag
 from rocketq.protocol.codes import RequestCode, ResponseCode, SerializeType
-from rocketq.protocol.frame import FrameDecoder, RemotingCommand
-from rocketq.protocol.headers import GetMaxOffsetRequestHeader, PullMessageRequestHeader
+from rocketq.protocol.frame import RemotingCommand
+from rocketq.protocol.headers import GetMaxOffsetRequestHeader
 from rocketq.protocol.message import decode_records
 from rocketq.protocol.route import TopicConfig
 from rocketq.remoting.server import LoopThread
-from tests.conftest import send_request
+from tests.conftest import RawWire, pull_request, send_request
 
 _TOPIC = "PullNow"
 
@@ -49,68 +46,24 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerControlle
         yield b
 
 
-class _Wire:
-    """One raw connection: frames numbered and written as given, answers read in order."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.decoder = FrameDecoder()
-        self.opaque = 0
-
-    def write(self, *requests: RemotingCommand) -> list[int]:
-        opaques = []
-        data = b""
-        for request in requests:
-            self.opaque += 1
-            request.opaque = self.opaque
-            opaques.append(self.opaque)
-            data += request.encode()
-        self.sock.sendall(data)  # one write: the broker reads them as one chunk, or a few
-        return opaques
-
-    def read(self, count: int, timeout_s: float = 10.0) -> list[RemotingCommand]:
-        got: list[RemotingCommand] = []
-        deadline = time.monotonic() + timeout_s
-        while len(got) < count:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError(f"{len(got)} of {count} answers arrived: {got!r}")
-            self.sock.settimeout(left)
-            data = self.sock.recv(1 << 16)
-            if not data:
-                raise AssertionError("the broker closed the connection")
-            got += self.decoder.feed(data)
-        return got
+def _write(wire: RawWire, *requests: RemotingCommand) -> list[int]:
+    """``requests`` in one write (the broker reads them as one chunk, or a few); their opaques."""
+    frames = [wire.frame(request) for request in requests]
+    wire.sock.sendall(b"".join(data for _, data in frames))
+    return [opaque for opaque, _ in frames]
 
 
 @pytest.fixture
-def wire(broker: BrokerController) -> Iterator[_Wire]:
-    w = _Wire(broker.server.port)
+def wire(broker: BrokerController) -> Iterator[RawWire]:
+    w = RawWire(f"127.0.0.1:{broker.server.port}")
     try:
         yield w
     finally:
-        w.sock.close()
+        w.close()
 
 
 def _pull(queue_id: int, offset: int, *, suspend: bool, topic: str = _TOPIC) -> RemotingCommand:
-    header = PullMessageRequestHeader(
-        consumer_group="pull_now_reader",
-        topic=topic,
-        queue_id=queue_id,
-        queue_offset=offset,
-        max_msg_nums=32,
-        sys_flag=build_pull_sys_flag(commit_offset=False, suspend=suspend, subscription=True),
-        commit_offset=0,
-        suspend_timeout_millis=10_000,
-        subscription="*",
-        sub_version=0,
-        expression_type="TAG",
-    )
-    return RemotingCommand.request(
-        RequestCode.PULL_MESSAGE,
-        header.to_ext_fields(serialize_type=SerializeType.ROCKETMQ),
-        serialize_type=SerializeType.ROCKETMQ,
-    )
+    return pull_request(topic, queue_id, offset, group="pull_now_reader", suspend=suspend)
 
 
 def _max_offset(queue_id: int) -> RemotingCommand:
@@ -125,9 +78,10 @@ def test_pull_is_routed_to_the_immediate_handler(broker: BrokerController) -> No
     assert route.immediate == pull.process_now
 
 
-def test_ready_pulls_are_answered_in_order_and_a_held_pull_after_a_send(wire: _Wire) -> None:
+def test_ready_pulls_are_answered_in_order_and_a_held_pull_after_a_send(wire: RawWire) -> None:
     sends = [send_request(_TOPIC, b"now-%d" % i, queue_id=0) for i in range(3)]
-    opaques = wire.write(
+    opaques = _write(
+        wire,
         *sends,
         _pull(0, 0, suspend=True),  # messages found: answered at once despite SUSPEND
         _pull(0, 3, suspend=False),  # nothing, suspend off: PULL_NOT_FOUND at once
@@ -147,11 +101,11 @@ def test_ready_pulls_are_answered_in_order_and_a_held_pull_after_a_send(wire: _W
 
     # A pull at the end with SUSPEND is held (no answer now); a send wakes it: the send's ack
     # first, then the held pull's answer, written by the hold service in JSON.
-    (held,) = wire.write(_pull(1, 0, suspend=True))
-    (probe,) = wire.write(_max_offset(1))
+    (held,) = _write(wire, _pull(1, 0, suspend=True))
+    (probe,) = _write(wire, _max_offset(1))
     (probe_answer,) = wire.read(1)
     assert probe_answer.opaque == probe  # answered while the pull sent before it is parked
-    (sent,) = wire.write(send_request(_TOPIC, b"wakes", queue_id=1))
+    (sent,) = _write(wire, send_request(_TOPIC, b"wakes", queue_id=1))
     ack, woken = wire.read(2)
     assert (ack.opaque, ack.code) == (sent, ResponseCode.SUCCESS)
     assert (woken.opaque, woken.code) == (held, ResponseCode.SUCCESS)
@@ -161,7 +115,7 @@ def test_ready_pulls_are_answered_in_order_and_a_held_pull_after_a_send(wire: _W
 
 @pytest.mark.pure_python  # replaces methods of PullMessageProcessor, a compiled class
 def test_a_failing_pull_answers_system_error_and_keeps_the_connection(
-    broker: BrokerController, wire: _Wire, monkeypatch: pytest.MonkeyPatch
+    broker: BrokerController, wire: RawWire, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pull = broker.pull_processor
     assert pull is not None
@@ -174,7 +128,7 @@ def test_a_failing_pull_answers_system_error_and_keeps_the_connection(
 
     monkeypatch.setattr(pull, "process", not_this_way)
     monkeypatch.setattr(pull, "process_request", boom)
-    failing, after = wire.write(_pull(0, 0, suspend=True), _max_offset(0))
+    failing, after = _write(wire, _pull(0, 0, suspend=True), _max_offset(0))
     error, answer = wire.read(2)
     assert (error.opaque, error.code) == (failing, ResponseCode.SYSTEM_ERROR)
     assert error.remark == "RuntimeError: store on fire"
