@@ -120,6 +120,7 @@ from rocketq.protocol.mixall import (
     RETRY_GROUP_TOPIC_PREFIX,
     retry_topic,
 )
+from rocketq.remoting.connection import AsyncCallback
 from rocketq.remoting.helper import host_addr_to_string
 
 __all__ = ["PushConsumer", "PushConsumerConfig", "queue_thresholds"]
@@ -663,20 +664,6 @@ class PushConsumer(ServiceLifecycle):
             commit_offset=commit, suspend=True, subscription=sub_expression is not None
         )
         begin = time.monotonic()
-        consume = self._consume_service
-
-        def done(response: RemotingCommand | None, error: BaseException | None) -> None:
-            # on the I/O thread: hop off it onto a free consume thread (concurrent listener),
-            # which then issues the next pull and runs the first batch itself; else the pull
-            # thread
-            if not (
-                isinstance(consume, ConsumeMessageConcurrentlyService)
-                and consume.execute_if_free(self._on_pull_done, pr, sd, response, error, addr, begin, True)
-            ):
-                service.execute_task_later(
-                    lambda: self._on_pull_done(pr, sd, response, error, addr, begin, False), 0
-                )
-
         try:
             addr, header = wrapper.build_request(
                 pr.message_queue,
@@ -691,7 +678,12 @@ class PushConsumer(ServiceLifecycle):
             )
             # the raw answer: decoded by whichever thread handles it, not on the I/O thread;
             # a plain callback, no Future per pull (called once: answer, timeout or loss)
-            wrapper.api.pull_message_async_callback(addr, header, CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND, done)
+            wrapper.api.pull_message_async_callback(
+                addr,
+                header,
+                CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND,
+                self._pull_callback(pr, sd, addr, begin, service),
+            )
         except Exception as exc:
             _log_limiter.warning(
                 ("pullMessage", pr.message_queue.broker_name),
@@ -718,6 +710,25 @@ class PushConsumer(ServiceLifecycle):
         service = self._pull_service
         if service is not None:
             service.execute_pull_request_later(pr, PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL)
+
+    def _pull_callback(
+        self, pr: PullRequest, sd: SubscriptionData, addr: str, begin: float, service: PullMessageService
+    ) -> AsyncCallback:
+        """The completion callback of one pull (runs on the I/O thread, exactly once)."""
+        consume = self._consume_service
+
+        def done(response: RemotingCommand | None, error: BaseException | None) -> None:
+            # hop off the I/O thread: onto a free consume thread (concurrent listener), which
+            # then issues the next pull and runs the first batch itself; else the pull thread
+            if not (
+                isinstance(consume, ConsumeMessageConcurrentlyService)
+                and consume.execute_if_free(self._on_pull_done, pr, sd, response, error, addr, begin, True)
+            ):
+                service.execute_task_later(
+                    lambda: self._on_pull_done(pr, sd, response, error, addr, begin, False), 0
+                )
+
+        return done
 
     def _on_pull_done(
         self,
