@@ -3,6 +3,7 @@ async call (``invoke_async_callback``), against real sockets on 127.0.0.1."""
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -199,3 +200,37 @@ def test_client_closed_with_callback_calls_pending_fails_each_once() -> None:
         ((response, error, _),) = o.calls
         assert response is None and isinstance(error, ConnectError)
     peer.join()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # (3.12: fork of a threaded process)
+def test_a_forked_child_starts_clients_on_an_io_thread_of_its_own(echo_addr: str) -> None:
+    """The child of a process whose I/O thread runs gets its own (the parent's thread does
+    not exist in the child, and its epoll descriptor is the parent's kernel object)."""
+    with RemotingClient(name="parent") as parent:
+        assert parent.invoke_sync(echo_addr, _req(1), 5000).body == b"body-1"
+        pid = os.fork()
+        if pid == 0:  # the child: exit 0 only if a fresh client works
+            code = 1
+            try:
+                with RemotingClient(name="child") as child:
+                    ok = child.invoke_sync(echo_addr, _req(2), 5000).body == b"body-2"
+                    fut = child.invoke_async(echo_addr, _req(3), 5000)
+                    ok = ok and fut.result(5).body == b"body-3"
+                    code = 0 if ok else 2
+            finally:
+                os._exit(code)
+        deadline = time.monotonic() + 20
+        status = None
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.02)
+        else:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung")
+        assert status is not None and os.waitstatus_to_exitcode(status) == 0
+        # the parent's client is undisturbed
+        assert parent.invoke_sync(echo_addr, _req(4), 5000).body == b"body-4"

@@ -84,6 +84,7 @@ import functools
 import heapq
 import itertools
 import logging
+import os
 import select
 import socket
 import ssl
@@ -363,6 +364,19 @@ class _Reactor:
 
 _reactor_lock = threading.Lock()
 _reactor: _Reactor | None = None
+
+
+def _forget_reactor_in_child() -> None:
+    """A forked child has no I/O thread (only the forking thread survives a fork), and its
+    epoll descriptor is the parent's kernel object: clients the child starts get a reactor
+    of their own. (Clients started before the fork do not work in the child.)"""
+    global _reactor, _reactor_lock
+    _reactor = None
+    _reactor_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_reactor_in_child)
 
 
 def _acquire_reactor() -> _Reactor:
