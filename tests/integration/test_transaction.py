@@ -305,12 +305,12 @@ def test_a_checker_that_never_knows_gets_the_half_discarded(
             return states[-1].state is not TransactionState.UNKNOWN
 
         wait_until(known, 10, "the half topic's route (made by the first check scan)")
-        prepared = states[-1]  # seen within moments of that scan; the half's first check comes a scan later
-        assert (prepared.state, prepared.half_copies, prepared.check_times) == (
-            TransactionState.PREPARED,
-            1,
-            0,
-        )
+        # Usually seen within moments of that scan, before the half's first check (a scan
+        # later, 1 s); on a loaded machine a check may come first: each check adds one copy
+        # of the half whose TRANSACTION_CHECK_TIMES counts it.
+        prepared = states[-1]
+        assert prepared.state is TransactionState.PREPARED
+        assert prepared.check_times < 3 and prepared.half_copies == prepared.check_times + 1, prepared
 
         def discarded() -> list[MessageExt]:
             try:
