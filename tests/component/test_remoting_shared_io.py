@@ -46,6 +46,13 @@ class Outcomes:
         self.calls.append((response, error, threading.current_thread().name))
         self.event.set()
 
+    def error(self) -> BaseException:
+        """The error of the one call made so far (waits for it)."""
+        assert self.event.wait(5)
+        ((response, error, _),) = self.calls
+        assert response is None and error is not None
+        return error
+
 
 def test_clients_share_one_io_thread_that_ends_with_the_last(echo_addr: str) -> None:
     assert not _io_threads()  # (the tests before closed their clients)
@@ -139,9 +146,7 @@ def test_callback_call_times_out_once_and_a_late_answer_is_dropped() -> None:
     with RemotingClient(name="cbt") as c:
         o = Outcomes()
         c.invoke_async_callback(peer.addr, _req(1), 100, o)
-        assert o.event.wait(5)
-        ((response, error, _),) = o.calls
-        assert response is None and isinstance(error, RequestTimeoutError)
+        assert isinstance(o.error(), RequestTimeoutError)
         # the late answer (after 0.4 s) is dropped; the connection still works
         assert c.invoke_sync(peer.addr, _req(2), 5000).body == b"fine"
         assert len(o.calls) == 1
@@ -157,9 +162,7 @@ def test_callback_call_fails_once_when_the_connection_is_lost() -> None:
     with RemotingClient(name="cbl") as c:
         o = Outcomes()
         c.invoke_async_callback(peer.addr, _req(1), 20_000, o)
-        assert o.event.wait(5)
-        ((response, error, _),) = o.calls
-        assert response is None and isinstance(error, ConnectError)
+        assert isinstance(o.error(), ConnectError)
         wait_until(lambda: not c.is_connected(peer.addr), 5, "the connection dropped")
         assert len(o.calls) == 1
     peer.join()
@@ -196,9 +199,7 @@ def test_client_closed_with_callback_calls_pending_fails_each_once() -> None:
     finally:
         c.close()
     for o in outcomes:
-        assert o.event.wait(5)
-        ((response, error, _),) = o.calls
-        assert response is None and isinstance(error, ConnectError)
+        assert isinstance(o.error(), ConnectError)
     peer.join()
 
 
