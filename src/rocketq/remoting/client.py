@@ -121,7 +121,7 @@ from rocketq.remoting.connection import (
 from rocketq.remoting.helper import RequestIdCounter, answer_frame, machinery_response, parse_addr
 from rocketq.remoting.poller import EVENT_READ, EVENT_WRITE, Poller, new_poller
 
-__all__ = ["RemotingClient", "RequestHandler", "RpcHook"]
+__all__ = ["IO_THREAD_NAME", "RemotingClient", "RequestHandler", "RpcHook"]
 
 log = logging.getLogger(__name__)
 
