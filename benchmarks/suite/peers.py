@@ -8,7 +8,10 @@
   older servers (Debian 12 ships 2.9.10) cannot fsync every write, which
   :attr:`NatsServer.durability_note` says and the report repeats.
 * :class:`RocketqServer` - an :class:`~rocketq.testing.cluster.EmbeddedCluster` (name server
-  and broker in one process); DURABLE sets ``flushDiskType=SYNC_FLUSH``.
+  and broker in one process); DURABLE sets ``flushDiskType=SYNC_FLUSH`` (the acks wait for
+  GroupCommitService, Java's policy). System ``rocketq-onloop`` (:data:`ONLOOP_SYSTEM`, durable
+  variant only) adds ``syncFlushOnLoop=true``: the broker syncs on its event loop, as Redis does
+  under ``appendfsync always`` - the like-for-like policy, an opt-in of rocketq's.
 
 Invariants: a server is ready when :meth:`start` returns (it answered on its port); every
 child is SIGTERMed (SIGKILLed after 10 s) and its data dir removed by :meth:`stop`, also
@@ -35,6 +38,7 @@ from rocketq.testing.cluster import EmbeddedCluster
 from .common import Variant
 
 __all__ = [
+    "ONLOOP_SYSTEM",
     "NatsServer",
     "PeerMissing",
     "RedisServer",
@@ -45,6 +49,9 @@ __all__ = [
     "free_port",
     "make_server",
 ]
+
+#: rocketq with ``syncFlushOnLoop=true`` (durable variant only; see the module docstring).
+ONLOOP_SYSTEM = "rocketq-onloop"
 
 _SEARCH_DIRS = ("/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin", "/sbin", "/bin")
 
@@ -286,12 +293,23 @@ class RocketqServer(Server):
 
     system = "rocketq"
 
-    def __init__(self, variant: Variant) -> None:
+    def __init__(self, variant: Variant, *, sync_on_loop: bool = False) -> None:
         super().__init__(variant)
+        if sync_on_loop and variant is not Variant.DURABLE:
+            raise ValueError("syncFlushOnLoop only applies to the durable variant (SYNC_FLUSH)")
         conf = {"flushDiskType": "SYNC_FLUSH"} if variant is Variant.DURABLE else {}
+        if sync_on_loop:
+            self.system = ONLOOP_SYSTEM
+            conf["syncFlushOnLoop"] = "true"
         # 128 MiB segments: 200k messages must not roll segments every few thousand sends
         self.cluster = EmbeddedCluster(broker_conf=conf, mapped_file_size_commit_log=128 * 1024 * 1024)
-        self.durability_note = "SYNC_FLUSH (group commit)" if conf else "ASYNC_FLUSH (flush every 500 ms)"
+        self.durability_note = (
+            "SYNC_FLUSH, syncFlushOnLoop=true (the sync on the broker's event loop, opt-in)"
+            if sync_on_loop
+            else "SYNC_FLUSH (GroupCommitService thread, the default)"
+            if conf
+            else "ASYNC_FLUSH (flush every 500 ms)"
+        )
         from importlib.metadata import version
 
         from rocketq import _build
@@ -310,9 +328,11 @@ class RocketqServer(Server):
 
 
 def make_server(system: str, variant: Variant) -> Server:
-    """A not yet started server of ``system`` ("rocketq", "redis" or "nats")."""
+    """A not yet started server of ``system`` ("rocketq", "rocketq-onloop", "redis" or "nats")."""
     if system == "rocketq":
         return RocketqServer(variant)
+    if system == ONLOOP_SYSTEM:
+        return RocketqServer(variant, sync_on_loop=True)
     if system == "redis":
         return RedisServer(variant)
     if system == "nats":

@@ -1,10 +1,12 @@
 """Run the workloads against every system in alternation and reduce the rounds to medians.
 
 Order of one round: for each variant (default, then durable), each system in turn
-(rocketq, rocketq-pure, redis, nats) gets a fresh server (new process, new temporary data dir),
-runs its workloads, and the server is stopped before the next system starts - so only one server
-runs at a time and rounds alternate A B C D A B C D .... Workloads 1-5 run in the default
-variant; 1-3 in the durable one.
+(rocketq, rocketq-onloop, rocketq-pure, redis, nats) gets a fresh server (new process, new
+temporary data dir), runs its workloads, and the server is stopped before the next system
+starts - so only one server runs at a time and rounds alternate A B C D A B C D .... Workloads
+1-5 run in the default variant; 1-3 in the durable one. ``rocketq-onloop`` (the loaded build
+with ``syncFlushOnLoop=true``) runs in the durable variant only: under ASYNC_FLUSH the setting
+does nothing.
 
 Both rocketq builds (``rocketq._build``): ``rocketq`` is the build this process loaded (the
 mypyc-compiled hot set when it is built); ``rocketq-pure`` runs the same workloads in a child
@@ -35,7 +37,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from .common import Bench, Measurement, Meter, Sizes, Variant, Workload, read_busy_cpu_s
-from .peers import PeerMissing, Server, check_peer, make_server
+from .peers import ONLOOP_SYSTEM, PeerMissing, Server, check_peer, make_server
 
 __all__ = [
     "DEFAULT_WORKLOADS",
@@ -51,7 +53,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-SYSTEMS = ("rocketq", "rocketq-pure", "redis", "nats")
+SYSTEMS = ("rocketq", ONLOOP_SYSTEM, "rocketq-pure", "redis", "nats")
 #: The system run in a pure-Python child process (see the module docstring).
 PURE_SYSTEM = "rocketq-pure"
 DEFAULT_WORKLOADS = tuple(Workload)
@@ -96,7 +98,7 @@ class Row:
 
 
 def _bench_for(server: Server) -> Bench:
-    if server.system == "rocketq":
+    if server.system in ("rocketq", ONLOOP_SYSTEM):
         from .peers import RocketqServer
         from .rocketq_bench import RocketqBench
 
@@ -243,7 +245,7 @@ def run_suite(
     from rocketq import _build
 
     for system in systems:
-        if system == "rocketq":
+        if system in ("rocketq", ONLOOP_SYSTEM):
             present.append(system)
             continue
         if system == PURE_SYSTEM:
@@ -263,6 +265,8 @@ def run_suite(
         for variant in variants:
             workloads = DEFAULT_WORKLOADS if variant is Variant.DEFAULT else DURABLE_WORKLOADS
             for system in present:
+                if system == ONLOOP_SYSTEM and variant is not Variant.DURABLE:
+                    continue
                 if sizes.quiet_wait_s > 0:
                     wait_quiet(sizes, say)
                 try:

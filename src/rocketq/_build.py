@@ -76,6 +76,8 @@ HOT_MODULES: tuple[str, ...] = (
     "rocketq.common.histogram",
     "rocketq.client.consumer.process_queue",
     "rocketq.client.consumer.consume_concurrently",
+    "rocketq.client.consumer.listener",
+    "rocketq.client.consumer.offset_store",
     "rocketq.client.consumer.stats",
     "rocketq.client.impl.pull_api_wrapper",
     "rocketq.client.consumer.push",

@@ -251,18 +251,24 @@ def group_commit() -> Iterator[tuple[_FakeCommitLog, GroupCommitService, Histogr
         service.shutdown()
 
 
+def _record_requests(service: GroupCommitService) -> list[int]:
+    """The offsets of the requests ``service`` is handed from now on, in order."""
+    requests: list[int] = []
+    real_request = service.request
+
+    def recording(next_offset: int, done: Callable[[bool], None]) -> bool:
+        requests.append(next_offset)
+        return real_request(next_offset, done)
+
+    service.request = recording  # type: ignore[method-assign]
+    return requests
+
+
 def test_loop_group_commit_hands_the_thread_one_request_per_iteration(
     group_commit: tuple[_FakeCommitLog, GroupCommitService, Histogram],
 ) -> None:
     log, service, latency = group_commit
-    requests: list[int] = []
-    real_request = service.request
-
-    def counting(next_offset: int, done: Callable[[bool], None]) -> bool:
-        requests.append(next_offset)
-        return real_request(next_offset, done)
-
-    service.request = counting  # type: ignore[method-assign]
+    requests = _record_requests(service)
 
     async def run() -> list[bool]:
         commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service)  # type: ignore[arg-type]
@@ -372,3 +378,47 @@ def test_group_commit_shutdown_with_a_failing_disk_still_answers() -> None:
             assert waiting.result(timeout=5) is False
         # refused after shutdown, so answered at once (not queued for a thread that is gone)
         assert service.submit(100).result(timeout=5) is False
+
+
+def test_loop_group_commit_requests_the_highest_offset_of_the_iteration(
+    group_commit: tuple[_FakeCommitLog, GroupCommitService, Histogram],
+) -> None:
+    """The iteration's one request covers its highest offset, whatever order its waiters came in
+    (a request for the last waiter's offset would let an earlier, higher one be acked unsynced)."""
+    log, service, _latency = group_commit
+    requests = _record_requests(service)
+
+    async def run() -> list[bool]:
+        commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service)  # type: ignore[arg-type]
+        log.max_offset = 300
+        return list(await asyncio.gather(*(commit.wait_durable(o) for o in (200, 300, 100))))
+
+    assert asyncio.run(run()) == [True, True, True]
+    assert requests == [300]
+
+
+def test_group_commit_pass_answers_the_covered_and_keeps_the_rest_until_their_deadline(
+    group_commit: tuple[_FakeCommitLog, GroupCommitService, Histogram],
+) -> None:
+    """Requests queued together are taken in one pass: those the sync covered are answered
+    True at once, the one it did not stays waiting and is answered False at its deadline
+    (200 ms), not before."""
+    log, service, _latency = group_commit
+    log.max_offset, log.durable_to = 300, 200
+    gate = threading.Event()
+    real_flush = log.flush
+
+    def held_flush(least_pages: int = 0) -> bool:
+        gate.wait(5)  # the three requests queue up behind this pass
+        return real_flush(least_pages)
+
+    log.flush = held_flush  # type: ignore[method-assign]
+    started = time.monotonic()
+    first = service.submit(100)
+    second, third = service.submit(200), service.submit(300)
+    gate.set()
+    assert first.result(timeout=5) is True
+    assert second.result(timeout=5) is True
+    assert not third.done() or time.monotonic() - started >= 0.19
+    assert third.result(timeout=5) is False
+    assert time.monotonic() - started >= 0.19

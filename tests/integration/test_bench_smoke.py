@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -25,8 +26,9 @@ from benchmarks.suite.common import (
     read_proc,
     read_proc_table,
 )
+from benchmarks.suite.peers import RocketqServer, make_server
 from benchmarks.suite.profiling import reduce_collapsed
-from benchmarks.suite.report import TARGETS, spark_section, targets_table
+from benchmarks.suite.report import TARGETS, _ratios, spark_section, targets_table
 from benchmarks.suite.runner import DURABLE_WORKLOADS, summarize
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,21 +108,25 @@ def test_quick_pure_build_runs_in_a_pure_child(tmp_path: Path) -> None:
     assert "pure Python, forced by ROCKETQ_PURE_PYTHON=1" in server["version"]
 
 
+def _row(system: str, workload: Workload, rate: float, variant: Variant = Variant.DEFAULT) -> Measurement:
+    """One round's measurement of ``rate`` msgs/s (for workload 5 a p99 of ``rate`` ms)."""
+    p99 = {"p99": rate} if workload is Workload.LATENCY else {}
+    return Measurement(
+        system=system,
+        variant=variant,
+        workload=workload,
+        round=1,
+        messages=int(rate),
+        seconds=1.0,
+        server_cpu_s=0.1,
+        server_peak_rss_bytes=2**20,
+        client_cpu_s=0.1,
+        latency_ms=p99,
+    )
+
+
 def test_targets_table_says_pass_or_miss_per_build() -> None:
-    def row(system: str, workload: Workload, rate: float, variant: Variant = Variant.DEFAULT) -> Measurement:
-        p99 = {"p99": rate} if workload is Workload.LATENCY else {}
-        return Measurement(
-            system=system,
-            variant=variant,
-            workload=workload,
-            round=1,
-            messages=int(rate),
-            seconds=1.0,
-            server_cpu_s=0.1,
-            server_peak_rss_bytes=2**20,
-            client_cpu_s=0.1,
-            latency_ms=p99,
-        )
+    row = _row
 
     ms = [row("redis", w, 10_000.0) for w in Workload]
     ms += [row("redis", w, 10_000.0, Variant.DURABLE) for w in DURABLE_WORKLOADS]
@@ -276,3 +282,44 @@ def test_read_proc_table_of_a_root_holds_its_tree_only() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_onloop_rows_sit_beside_the_default_durable_rows() -> None:
+    """``rocketq-onloop`` (``syncFlushOnLoop=true``) gets its own Info row under each workload-6
+    Must (in the compiled build's column) and a ratio line; the Must rows stay the default's."""
+
+    def row(system: str, workload: Workload, rate: float) -> Measurement:
+        return _row(system, workload, rate, Variant.DURABLE)
+
+    ms = [row("redis", w, 10_000.0) for w in DURABLE_WORKLOADS]
+    ms += [row("rocketq", w, 6_000.0) for w in DURABLE_WORKLOADS]
+    ms += [row("rocketq-onloop", w, 9_000.0) for w in DURABLE_WORKLOADS]
+    rows = summarize(ms)
+    assert [r.system for r in rows[:3]] == ["rocketq", "rocketq-onloop", "redis"]
+    table = targets_table(rows)
+    assert table[0] == "| level | target | rocketq | rocketq: met? |"  # not a build of its own
+    text = "\n".join(table)
+    must = "| Must | 6 (fsync per ack): 1 publish, 1 per round trip >= 0.8x Redis `appendfsync always` |"
+    assert f"{must} 0.60x | **miss** |" in text
+    info = [line for line in table if line.startswith("| Info |") and "syncFlushOnLoop=true" in line]
+    assert len(info) == len(DURABLE_WORKLOADS)
+    assert all(line.endswith("| 0.90x | pass |") for line in info)
+    ratios = "\n".join(_ratios(rows, Variant.DURABLE))
+    assert "| 1 publish, 1 per round trip, rocketq-onloop (`syncFlushOnLoop=true`) | 0.90x |" in ratios
+
+
+def test_onloop_server_is_durable_only() -> None:
+    server = make_server("rocketq-onloop", Variant.DURABLE)
+    default = make_server("rocketq", Variant.DURABLE)
+    assert isinstance(server, RocketqServer)
+    assert isinstance(default, RocketqServer)
+    try:
+        assert server.system == "rocketq-onloop"
+        assert server.cluster.broker_conf["syncFlushOnLoop"] == "true"
+        assert server.cluster.broker_conf["flushDiskType"] == "SYNC_FLUSH"
+        assert "syncFlushOnLoop" not in default.cluster.broker_conf
+    finally:  # never started: only their temporary store dirs to remove
+        shutil.rmtree(server.cluster.store_dir, ignore_errors=True)
+        shutil.rmtree(default.cluster.store_dir, ignore_errors=True)
+    with pytest.raises(ValueError, match="durable"):
+        make_server("rocketq-onloop", Variant.DEFAULT)

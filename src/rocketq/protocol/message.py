@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from rocketq._build import state as _build_state
 from rocketq.errors import IllegalArgumentError, MalformedFrameError, ProtocolError
 from rocketq.protocol.codes import COMPRESSION_TYPE_MASK, MessageSysFlag
 from rocketq.protocol.java import hashmap_order, string_hash
@@ -78,9 +79,9 @@ __all__ = [
 ]
 
 #: ``MessageDecoder.MESSAGE_MAGIC_CODE`` (0xDAA320A7): a message record, 1-byte topic length.
-MAGIC_CODE_V1 = -626843481
+MAGIC_CODE_V1: Final = -626843481
 #: 5.x ``MessageVersion.MESSAGE_VERSION_V2`` (0xDAA320AB): 2-byte topic length. Decoded only.
-MAGIC_CODE_V2 = -626843477
+MAGIC_CODE_V2: Final = -626843477
 #: ``CommitLog.BLANK_MAGIC_CODE`` (0xCBD43194): end-of-file filler, not a message.
 BLANK_MAGIC_CODE = -875286124
 
@@ -94,7 +95,7 @@ POS_SYS_FLAG = 36
 POS_BORN_TIMESTAMP = 40
 
 #: The V1 topic length is a *signed* byte (``MessageDecoder.decode``: ``byte topicLen``).
-MAX_TOPIC_LENGTH = 127
+MAX_TOPIC_LENGTH: Final = 127
 #: The properties length is a signed short (``Short.MAX_VALUE``).
 MAX_PROPERTIES_LENGTH = 32767
 
@@ -104,8 +105,8 @@ PROPERTY_SEPARATOR = "\x02"
 # MessageSysFlag bits as plain ints (hot paths)
 _BORN_V6 = int(MessageSysFlag.BORNHOST_V6_FLAG)
 _STORE_V6 = int(MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)
-_V6_BITS = _BORN_V6 | _STORE_V6
-_COMPRESSED = int(MessageSysFlag.COMPRESSED_FLAG)
+_V6_BITS: Final = _BORN_V6 | _STORE_V6
+_COMPRESSED: Final = int(MessageSysFlag.COMPRESSED_FLAG)
 _COMPRESSION_TYPE_MASK = COMPRESSION_TYPE_MASK
 
 
@@ -914,13 +915,17 @@ def _hot_layout(born_len: int, store_len: int) -> struct.Struct:
     return struct.Struct(f">ii4xiiq8xi8x{born_len}x8x{store_len}xi8xi")
 
 
-_HOT_LAYOUTS = {
+_HOT_LAYOUTS: Final = {
     0x00: _hot_layout(8, 8),
     0x10: _hot_layout(20, 8),
     0x20: _hot_layout(8, 20),
     0x30: _hot_layout(20, 20),
 }
-_HOT_V4 = _HOT_LAYOUTS[0]
+_HOT_V4: Final = _HOT_LAYOUTS[0]
+#: whether this module runs compiled (the build is all or nothing: see ``rocketq._build``)
+_COMPILED: Final = _build_state().compiled
+#: the IPv4 layout's size: where an IPv4 record's body starts
+_HOT_V4_SIZE: Final = _HOT_V4.size
 
 
 def _decode_at(
@@ -939,24 +944,33 @@ def _decode_at(
     (:class:`MessageExt`). ``topics`` caches the topic from record to record of one body;
     ``extra`` is an encoded property string appended after the stored ones (a later entry
     wins when they are parsed), ``broker_name`` is stamped as is."""
+    # the fields typed: compiled, the arithmetic below is then native, not generic
+    size: int
+    magic: int
+    qid: int
+    flag: int
+    qoff: int
+    sysflag: int
+    recon: int
+    blen: int
+    head = _HOT_V4_SIZE
     try:
-        fields = _HOT_V4.unpack_from(b, pos)
-        v6 = fields[5] & _V6_BITS
-        layout = _HOT_V4
+        size, magic, qid, flag, qoff, sysflag, recon, blen = _HOT_V4.unpack_from(b, pos)
+        v6 = sysflag & _V6_BITS
         if v6:
             layout = _HOT_LAYOUTS[v6]
-            fields = layout.unpack_from(b, pos)
+            head = layout.size
+            size, magic, qid, flag, qoff, sysflag, recon, blen = layout.unpack_from(b, pos)
     except struct.error:
         raise MalformedFrameError(f"record at {pos} truncated: {end - pos} bytes left") from None
-    (size, magic, qid, flag, qoff, sysflag, recon, blen) = fields
     rec_end = pos + size
     if magic != MAGIC_CODE_V1 and magic != MAGIC_CODE_V2:  # noqa: PLR1714 - ints, hot path
         raise MalformedFrameError(f"record at {pos}: bad magic code {magic & 0xFFFFFFFF:#010x}")
-    if rec_end > end or size < layout.size + 3:
+    if rec_end > end or size < head + 3:
         raise MalformedFrameError(
             f"record at {pos}: size {size} past the end of the buffer ({end - pos} left)"
         )
-    tpos = pos + layout.size + blen
+    tpos = pos + head + blen
     if blen < 0 or tpos + 3 > rec_end:
         raise MalformedFrameError(f"record at {pos}: body length {blen} inconsistent with size {size}")
     if magic == MAGIC_CODE_V1:
@@ -976,11 +990,12 @@ def _decode_at(
     if ppos + 2 + plen != rec_end:
         raise MalformedFrameError(f"record at {pos}: properties length {plen} inconsistent with size {size}")
     # Every attribute is stored below. Interpreted, MessageExt.__new__ skips __init__; compiled,
-    # it runs __init__ without arguments (hence the defaulted topic); object.__new__, which
-    # skips it in both, is refused by a mypyc-compiled class.
-    m = MessageExt.__new__(MessageExt)
+    # it runs __init__ without arguments anyway (hence the defaulted topic), and the direct
+    # call does the same without looking ``__new__`` up; object.__new__, which skips it in
+    # both, is refused by a mypyc-compiled class.
+    m = MessageExt() if _COMPILED else MessageExt.__new__(MessageExt)
     if read_body:
-        body = b[pos + layout.size : tpos]
+        body = b[pos + head : tpos]
         if decompress and sysflag & _COMPRESSED:
             body = decompress_body(body, sysflag)
         m.body = body

@@ -114,6 +114,14 @@ def _wait(cond: Callable[[], bool]) -> None:
     wait_until(cond, 5.0, interval_s=0.005)
 
 
+def _consume_all(host: FakeHost, service: ConsumeMessageConcurrentlyService, msgs: list[MessageExt]) -> None:
+    """Cache ``msgs``, submit them, wait until every one left the ProcessQueue, stop the service."""
+    host.pq.put_messages(msgs)
+    service.submit_consume_request(msgs, host.pq, MQ)
+    _wait(lambda: host.pq.msg_count == 0)
+    service.shutdown()
+
+
 def test_concurrent_success_commits_and_counts() -> None:
     host = FakeHost()
     seen: list[int] = []
@@ -123,11 +131,7 @@ def test_concurrent_success_commits_and_counts() -> None:
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
     service = ConsumeMessageConcurrentlyService(host, listener, consume_message_batch_max_size=3)
-    msgs = _msgs(7)
-    host.pq.put_messages(msgs)
-    service.submit_consume_request(msgs, host.pq, MQ)
-    _wait(lambda: host.pq.msg_count == 0)
-    service.shutdown()
+    _consume_all(host, service, _msgs(7))
     assert sorted(seen) == list(range(7))
     assert max(o for o, _ in host.offsets) == 7
     assert all(inc for _, inc in host.offsets)
@@ -180,20 +184,27 @@ def test_classify_consume_result_like_consume_request_run() -> None:
     )
 
 
-def test_ack_index_acknowledges_a_prefix() -> None:
+@pytest.mark.parametrize(
+    ("ack_index", "sent_back"),
+    [(3, []), (2**31 - 1, []), (7, []), (2, [3]), (1, [2, 3]), (-1, [0, 1, 2, 3])],
+)
+def test_ack_index_acknowledges_a_prefix(ack_index: int, sent_back: list[int]) -> None:
+    """CONSUME_SUCCESS acknowledges messages 0..ack_index and sends the rest back; at or past
+    the last message (the all-acknowledged fast path of ``process_consume_result``) nothing is
+    sent back, one below it retries the last message."""
     host = FakeHost()
 
     def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
-        ctx.ack_index = 1
+        ctx.ack_index = ack_index
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
     service = ConsumeMessageConcurrentlyService(host, listener, consume_message_batch_max_size=4)
-    msgs = _msgs(4)
-    host.pq.put_messages(msgs)
-    service.submit_consume_request(msgs, host.pq, MQ)
-    _wait(lambda: host.pq.msg_count == 0)
-    service.shutdown()
-    assert sorted(o for o, _ in host.sent_back) == [2, 3]
+    _consume_all(host, service, _msgs(4))
+    assert sorted(o for o, _ in host.sent_back) == sent_back
+    assert host.stats.consume_ok_tps.get("T@G").total_sum == 4 - len(sent_back)
+    failed = host.stats.consume_failed_tps.find("T@G")
+    assert (failed.total_sum if failed else 0) == len(sent_back)
+    assert host.offsets == [(4, True)]
 
 
 def test_failed_send_back_keeps_the_message_and_blocks_the_offset() -> None:
@@ -371,3 +382,29 @@ def test_consume_timeout_sends_back_and_removes_the_oldest_stuck_messages() -> N
     assert host.sent_back == [(0, 3)]  # delay level 3, like cleanExpiredMsg
     assert host.pq.min_offset() == 1
     assert host.offsets == [(1, True)]
+
+
+def test_a_hook_keeps_its_own_state_between_before_and_after() -> None:
+    """``mq_trace_context`` (Java's ``mqTraceContext``) holds any object a hook puts there; the
+    compiled ``ConsumeMessageContext`` keeps it from the before- to the after-call."""
+
+    class TraceHook(Hook):
+        def __init__(self) -> None:
+            super().__init__()
+            self.state: list[object] = []
+
+        def consume_message_before(self, context: ConsumeMessageContext) -> None:
+            assert context.mq_trace_context is None
+            context.mq_trace_context = {"span": len(context.msg_list)}
+
+        def consume_message_after(self, context: ConsumeMessageContext) -> None:
+            self.state.append(context.mq_trace_context)
+
+    host = FakeHost()
+    hook = TraceHook()
+    host.hooks = [hook]
+    service = ConsumeMessageConcurrentlyService(
+        host, lambda msgs, ctx: ConsumeConcurrentlyStatus.CONSUME_SUCCESS, consume_message_batch_max_size=2
+    )
+    _consume_all(host, service, _msgs(2))
+    assert hook.state == [{"span": 2}]

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import logging
 import queue
 import threading
@@ -149,20 +148,24 @@ class GroupCommitService(ServiceThread):
 
     def run_once(self) -> None:
         # Java waitForRunning(10): a request or a wakeup ends the wait at once
-        with contextlib.suppress(queue.Empty):
-            self._take(self._queue.get(timeout=_GROUP_COMMIT_WAIT_S))
+        try:
+            item = self._queue.get(timeout=_GROUP_COMMIT_WAIT_S)
+        except queue.Empty:  # an idle pass
+            item = None
+        self._take(item)
         self._do_commit()
 
     def _take(self, item: _Request | None) -> None:
-        """Add ``item`` and everything queued behind it to the waiting requests."""
-        waiting, get = self._waiting, self._queue.get_nowait
-        while True:
+        """Add ``item`` and everything queued behind it to the waiting requests (this thread
+        is the queue's only consumer, so ``empty()`` is exact: no ``queue.Empty`` raised per
+        pass)."""
+        waiting, q = self._waiting, self._queue
+        if item is not None:
+            waiting.append(item)
+        while not q.empty():
+            item = q.get_nowait()
             if item is not None:
                 waiting.append(item)
-            try:
-                item = get()
-            except queue.Empty:
-                return
 
     def _do_commit(self) -> None:
         """One sync for everything appended so far; answer the requests it covered, and
@@ -180,6 +183,11 @@ class GroupCommitService(ServiceThread):
         if self.flush_latency is not None:
             self.flush_latency.observe((time.perf_counter() - started) * 1000.0)
         flushed = self._commit_log.flushed_where
+        if len(waiting) == 1 and flushed >= waiting[0][0]:
+            # the usual pass under the loop's puts: one request (an iteration's), covered
+            self._waiting = []
+            _answer(waiting[0][2], True)
+            return
         now = time.monotonic()
         keep: list[_Request] = []
         answers: list[tuple[Callable[[bool], None], bool]] = []
@@ -253,6 +261,7 @@ class LoopGroupCommit:
         "_loop",
         "_scheduled",
         "_thread",
+        "_upto",
         "_waiting",
     )
 
@@ -268,6 +277,7 @@ class LoopGroupCommit:
         self._flush_latency = flush_latency
         self._thread = thread
         self._waiting: list[tuple[int, asyncio.Future[bool]]] = []
+        self._upto = 0  # the highest offset in _waiting
         self._scheduled = False
         #: batches the thread answered, for the loop to resolve (appended by the thread)
         self._answered: collections.deque[tuple[_Batch, bool]] = collections.deque()
@@ -283,7 +293,10 @@ class LoopGroupCommit:
         self._waiting.append((next_offset, fut))
         if not self._scheduled:
             self._scheduled = True
+            self._upto = next_offset
             self._loop.call_soon(self._commit if self._thread is None else self._hand_over)
+        elif next_offset > self._upto:
+            self._upto = next_offset
         return fut
 
     # ------------------------------------------------------------------ GroupCommitService
@@ -293,12 +306,12 @@ class LoopGroupCommit:
         waiting, self._waiting = self._waiting, []
         thread = self._thread
         assert thread is not None
-        batch = _Batch(waiting)
-        upto = max(offset for offset, _ in waiting)
+        batch = _Batch(waiting, self)
+        upto = self._upto
         # the timer first: the request wakes the thread, which then needs the GIL this
         # thread holds until the loop goes back to waiting (the less done after, the better)
         batch.timer = self._loop.call_later(thread.timeout_s, _resolve, batch, False)
-        if not thread.request(upto, batch.answered_by(self)):
+        if not thread.request(upto, batch):
             # the service shut down: only what is durable already counts
             _resolve(batch, self._commit_log.flushed_where >= upto)
 
@@ -343,14 +356,16 @@ class _Batch:
     """The waiters of one loop iteration, handed to :class:`GroupCommitService` as one
     request (for the highest of their offsets), and its timeout timer."""
 
-    __slots__ = ("timer", "waiting")
+    __slots__ = ("commit", "timer", "waiting")
 
-    def __init__(self, waiting: list[tuple[int, asyncio.Future[bool]]]) -> None:
+    def __init__(self, waiting: list[tuple[int, asyncio.Future[bool]]], commit: LoopGroupCommit) -> None:
         self.waiting = waiting
+        self.commit = commit
         self.timer: asyncio.TimerHandle | None = None
 
-    def answered_by(self, commit: LoopGroupCommit) -> Callable[[bool], None]:
-        return lambda durable: commit.on_answer(self, durable)
+    def __call__(self, durable: bool) -> None:
+        """The request's ``done``, called on the flush thread."""
+        self.commit.on_answer(self, durable)
 
 
 def _resolve(batch: _Batch, durable: bool) -> None:

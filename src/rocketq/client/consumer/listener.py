@@ -112,8 +112,10 @@ class ConsumeMessageContext:
     success: bool = False
     status: str = ""
     props: dict[str, str] = field(default_factory=dict)
-    #: a hook's own state between before and after (Java's ``mqTraceContext``)
-    mq_trace_context: object = None
+    #: a hook's own state between before and after (Java's ``mqTraceContext``); typed
+    #: ``object | None`` rather than the equivalent ``object``: mypyc resolves a dataclass
+    #: field's bare ``object`` annotation as a module global and fails at import
+    mq_trace_context: object | None = None
 
 
 class ConsumeMessageHook(Protocol):

@@ -1,0 +1,83 @@
+"""Workload 6 (an fsync before every ack) interleaved finely: rocketq, rocketq-onloop, Redis.
+
+``make bench`` runs each system's three durable workloads back to back, ~15 s per system; on a
+disk whose ``fdatasync`` changes its speed from one minute to the next (this shared VM's moves
+between ~0.1 and ~4 ms) a round's ratios then compare different disks. This script starts the
+three servers once (``benchmarks.suite.peers``: rocketq SYNC_FLUSH with Java's GroupCommitService,
+``rocketq-onloop`` with ``syncFlushOnLoop=true``, Redis ``appendfsync always``) and, per
+repetition and per workload, runs the three back to back in short windows (order reversed every
+other repetition), with the suite's own workload code and meter. It prints every run, the median
+msgs/s and server CPU µs per message, and the median of the **per-repetition** ratios to Redis
+(each ratio taken seconds apart, on the same disk).
+
+    python benchmarks/durable_ab.py [--reps 4] [--seconds 2] [--systems rocketq,rocketq-onloop,redis]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.suite.common import Meter, Sizes, Variant, Workload
+from benchmarks.suite.peers import Server, make_server
+from benchmarks.suite.runner import DURABLE_WORKLOADS, _bench_for, _run_workload
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reps", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=2.0, help="measured window per run")
+    parser.add_argument("--systems", default="rocketq,rocketq-onloop,redis")
+    args = parser.parse_args()
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    sizes = Sizes(
+        publish_seconds=args.seconds, warmup_seconds=0.3, drain_messages=0, latency_messages=0, quiet_wait_s=0
+    )
+    servers: dict[str, Server] = {}
+    runs: dict[tuple[Workload, str], list[tuple[float, float]]] = {}
+    try:
+        for system in systems:
+            servers[system] = make_server(system, Variant.DURABLE)
+            servers[system].start()
+        benches = {s: _bench_for(servers[s]) for s in systems}
+        try:
+            for rep in range(args.reps):
+                for workload in DURABLE_WORKLOADS:
+                    for system in systems if rep % 2 == 0 else systems[::-1]:
+                        m = Meter(servers[system].pid)
+                        _run_workload(benches[system], workload, m, sizes)
+                        one = m.measurement(system, Variant.DURABLE, workload, rep)
+                        cpu_us = one.server_cpu_s / one.messages * 1e6 if one.messages else 0.0
+                        runs.setdefault((workload, system), []).append((one.throughput, cpu_us))
+                        print(
+                            f"r{rep} {workload.short} {system:<15} {one.throughput:>10,.0f} msg/s "
+                            f"server {cpu_us:6.1f} µs/msg",
+                            flush=True,
+                        )
+        finally:
+            for bench in benches.values():
+                bench.close()
+    finally:
+        for server in servers.values():
+            server.stop()
+    print("\nworkload | system | msgs/s | server µs/msg | ratio to redis (median of per-repetition ratios)")
+    for workload in DURABLE_WORKLOADS:
+        redis = runs.get((workload, "redis"))
+        for system in systems:
+            mine = runs[(workload, system)]
+            ratio = ""
+            if redis is not None:
+                ratios = [a[0] / b[0] for a, b in zip(mine, redis, strict=True) if b[0]]
+                ratio = f"{statistics.median(ratios):.2f}x ({', '.join(f'{x:.2f}' for x in ratios)})"
+            print(
+                f"{workload.short} | {system} | {statistics.median(x[0] for x in mine):,.0f} "
+                f"| {statistics.median(x[1] for x in mine):.1f} | {ratio}"
+            )
+
+
+if __name__ == "__main__":
+    main()
