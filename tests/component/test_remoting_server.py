@@ -550,3 +550,58 @@ def test_immediate_handler_answers_now_later_or_with_system_error() -> None:
     assert (got[1].code, got[1].remark, got[1].body, got[1].flag) == (0, "later", b"wait", FLAG_RESPONSE)
     assert (got[2].remark, got[5].remark) == ("now", "now")
     assert got[3].code == ResponseCode.SYSTEM_ERROR and "KeyError" in (got[3].remark or "")
+
+
+class AfterChunk:
+    """Asks the server to run a callback once the request's chunk has written its answers; the
+    callback writes one more frame. Records the order of what ran on the loop."""
+
+    def __init__(self, srv: RemotingServer) -> None:
+        self.srv = srv
+        self.events: list[str] = []
+
+    async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        n = request.ext("n")
+        asyncio.get_running_loop().call_soon(self.events.append, f"next iteration {n}")
+
+        def after() -> None:
+            self.events.append(f"after chunk {n}")
+            late = RemotingCommand(
+                code=0, remark=f"late {n}", flag=FLAG_RESPONSE, opaque=100 + request.opaque
+            )
+            channel.write(late)
+
+        assert self.srv.call_after_chunk(after)
+        self.events.append(f"request {n}")
+        return request.make_response(0, remark=f"answer {n}")
+
+
+def test_call_after_chunk_runs_once_the_chunk_answered_in_the_same_iteration() -> None:
+    srv = RemotingServer(name="tafter")
+    proc = AfterChunk(srv)
+    srv.register_processor(1006, proc)
+    st = ServerThread(srv)
+    st.start()
+    try:
+        with connect(st) as sock:
+            # two requests in one write: one chunk
+            sock.sendall(req(1006, 1, opaque=1).encode() + req(1006, 2, opaque=2).encode())
+            got = read_frames(sock, FrameDecoder(), 4)
+        # outside a request chunk nothing is kept: the caller schedules its callback itself
+        assert st.call(lambda: srv.call_after_chunk(lambda: proc.events.append("never"))) is False
+    finally:
+        st.stop()
+    assert [(c.opaque, c.remark) for c in got] == [
+        (1, "answer 1"),
+        (2, "answer 2"),
+        (101, "late 1"),
+        (102, "late 2"),
+    ]
+    assert proc.events == [
+        "request 1",
+        "request 2",
+        "after chunk 1",
+        "after chunk 2",
+        "next iteration 1",
+        "next iteration 2",
+    ]

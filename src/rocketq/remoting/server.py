@@ -364,6 +364,7 @@ class _ServerProtocol(asyncio.Protocol):
             dispatch = server._dispatch
             # Responses produced while this chunk is handled leave together, in one send.
             channel.hold_writes()
+            server._in_chunk = True
             try:
                 for cmd in commands:
                     if cmd.flag & FLAG_RESPONSE:
@@ -372,6 +373,9 @@ class _ServerProtocol(asyncio.Protocol):
                         dispatch(channel, cmd)
             finally:
                 channel.release_writes()
+                server._in_chunk = False
+                if server._after_chunk:
+                    server._run_after_chunk()
         if decoder.buffered:
             # an unfinished frame: its clock starts, and a large one takes from the budget
             if commands or channel.frame_started < 0:
@@ -609,6 +613,10 @@ class RemotingServer:
         self._tls_mode = TlsMode.DISABLED
         self._ssl_context: ssl.SSLContext | None = None
         self._peeking: set[asyncio.Transport] = set()
+        #: True while a chunk of requests read from one connection is being handled
+        self._in_chunk = False
+        #: run once that chunk has written its answers (:meth:`call_after_chunk`)
+        self._after_chunk: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------------ configuration
     def register_processor(
@@ -623,6 +631,25 @@ class RemotingServer:
     def register_default_processor(self, processor: RequestProcessor) -> None:
         """Route every code without its own processor here (``registerDefaultProcessor``)."""
         self._default_route = _Route(processor, None)
+
+    def call_after_chunk(self, callback: Callable[[], None]) -> bool:
+        """Run ``callback`` on the loop as soon as the chunk of requests being handled now has
+        written its answers, in the same loop iteration (e.g. a held pull woken by a send in
+        that chunk, answered right after the send's ack). Returns False, and keeps nothing,
+        when no chunk is being handled (the caller is not inside a request): the caller
+        schedules the callback itself. Loop thread only."""
+        if not self._in_chunk:
+            return False
+        self._after_chunk.append(callback)
+        return True
+
+    def _run_after_chunk(self) -> None:
+        callbacks, self._after_chunk = self._after_chunk, []
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:
+                log.exception("%s: a callback after a request chunk failed", self.name)
 
     def set_request_validator(self, validator: RequestValidator | None) -> None:
         """Check every request with ``validator`` before its processor runs (the ACL hook)."""

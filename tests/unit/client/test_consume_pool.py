@@ -97,3 +97,40 @@ def test_submit_if_free_takes_a_call_only_while_a_worker_can_run_it_now() -> Non
     shutdown_consume_pool(pool, 5000)
     assert not pool.submit_if_free(ran.append, "after shutdown")
     assert ran == ["idle"]
+
+
+def test_a_shutdown_racing_a_worker_start_never_joins_an_unstarted_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The window: submit made a worker and is starting it while a shutdown lists the workers
+    # to join them ("cannot join thread before it is started" when the list came first).
+    starting, go = threading.Event(), threading.Event()
+    real_start = threading.Thread.start
+
+    def slow_start(self: threading.Thread) -> None:
+        if self.name.startswith("Racy_"):
+            starting.set()
+            go.wait(5)
+        real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", slow_start)
+    pool = ConsumePool(1, "Racy")
+    errors: list[BaseException] = []
+
+    def shut() -> None:
+        try:
+            shutdown_consume_pool(pool, 5000)
+        except BaseException as exc:  # the failure under test, reported below
+            errors.append(exc)
+
+    submitter = threading.Thread(target=pool.submit, args=(lambda: None,), name="submitter")
+    submitter.start()
+    assert starting.wait(5)
+    shutter = threading.Thread(target=shut, name="shutter")
+    shutter.start()
+    shutter.join(0.2)  # the shutdown gets its chance to list the worker before it starts
+    go.set()
+    submitter.join(5)
+    shutter.join(5)
+    assert not shutter.is_alive() and errors == []
+    assert [t.is_alive() for t in pool.workers()] == [False]

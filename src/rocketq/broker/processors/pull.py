@@ -35,7 +35,7 @@ from rocketq.broker.store import GetMessageStatus, MessageExtBrokerInner
 from rocketq.errors import IllegalArgumentError, ProtocolError
 from rocketq.protocol import fastjson
 from rocketq.protocol.codes import PermName, PullSysFlag, ResponseCode, SerializeType
-from rocketq.protocol.frame import RemotingCommand
+from rocketq.protocol.frame import RemotingCommand, _json_flat_map
 from rocketq.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from rocketq.protocol.heartbeat import (
     ExpressionType,
@@ -62,6 +62,44 @@ _SUSPEND = int(PullSysFlag.SUSPEND)
 _COMMIT_OFFSET = int(PullSysFlag.COMMIT_OFFSET)
 _SUBSCRIPTION = int(PullSysFlag.SUBSCRIPTION)
 
+_ROCKETMQ = int(SerializeType.ROCKETMQ)
+
+
+def answer_fields(
+    suggest: int, next_begin: int, min_offset: int, max_offset: int, serialize_type: int
+) -> tuple[dict[str, str], str | None]:
+    """The pull answer's extFields, as ``PullMessageResponseHeader.to_ext_fields`` writes them
+    for ``serialize_type`` (HashMap order for JSON, the FastCodesHeader order for ROCKETMQ),
+    and for JSON the same map written as JSON (``RemotingCommand.ext_json``; the values are
+    decimal digits, which JSON quoting leaves alone). Checked against the codec at import."""
+    s, n, lo, hi = str(suggest), str(next_begin), str(min_offset), str(max_offset)
+    if serialize_type == _ROCKETMQ:
+        return {"suggestWhichBrokerId": s, "nextBeginOffset": n, "minOffset": lo, "maxOffset": hi}, None
+    return (
+        {"suggestWhichBrokerId": s, "nextBeginOffset": n, "maxOffset": hi, "minOffset": lo},
+        f'{{"suggestWhichBrokerId":"{s}","nextBeginOffset":"{n}","maxOffset":"{hi}","minOffset":"{lo}"}}',
+    )
+
+
+def _check_answer_fields() -> None:
+    for serialize_type in (SerializeType.JSON, SerializeType.ROCKETMQ):
+        values = (-1, 1 << 62, 0, 123)
+        header = PullMessageResponseHeader(
+            suggest_which_broker_id=values[0],
+            next_begin_offset=values[1],
+            min_offset=values[2],
+            max_offset=values[3],
+        )
+        fields, ext_json = answer_fields(*values, int(serialize_type))
+        codec = header.to_ext_fields(serialize_type=serialize_type)
+        if list(fields.items()) != list(codec.items()) or (
+            ext_json is not None and ext_json != _json_flat_map(codec)
+        ):  # pragma: no cover - a codec change
+            raise AssertionError(f"pull answer template {fields} {ext_json} != {codec}")
+
+
+_check_answer_fields()
+
 _STATUS_CODE = {
     GetMessageStatus.FOUND: ResponseCode.SUCCESS,
     GetMessageStatus.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
@@ -82,6 +120,7 @@ class PullMessageProcessor:
             max_offset=broker.store.get_max_offset_in_queue,
             wakeup=self._execute_when_wakeup,
             long_polling_enable=broker.config.long_polling_enable,
+            after_chunk=broker.server.call_after_chunk,
         )
 
     async def start(self) -> None:
@@ -100,7 +139,9 @@ class PullMessageProcessor:
 
     def _execute_when_wakeup(self, pr: PullRequest) -> None:
         try:
-            response = self.process_request(pr.channel, pr.request, broker_allow_suspend=False)
+            response = self.process_request(
+                pr.channel, pr.request, broker_allow_suspend=False, header=pr.header
+            )
         except Exception as exc:
             log.exception("woken pull failed")
             response = pr.request.make_response(ResponseCode.SYSTEM_ERROR, str(exc))
@@ -111,13 +152,22 @@ class PullMessageProcessor:
 
     # ------------------------------------------------------------------ the request
     def process_request(
-        self, channel: Channel, request: RemotingCommand, *, broker_allow_suspend: bool
+        self,
+        channel: Channel,
+        request: RemotingCommand,
+        *,
+        broker_allow_suspend: bool,
+        header: PullMessageRequestHeader | None = None,
     ) -> RemotingCommand | None:
+        """``processRequest``; ``header`` is the request's header when an earlier pass of the
+        same request decoded it already (a woken held pull)."""
         broker = self.broker
         cfg = broker.config
-        header = decode_request_header(request, PullMessageRequestHeader)
-        if isinstance(header, RemotingCommand):
-            return header
+        if header is None:
+            decoded = decode_request_header(request, PullMessageRequestHeader)
+            if isinstance(decoded, RemotingCommand):
+                return decoded
+            header = decoded
         group = str(header.consumer_group)
         topic = str(header.topic)
         queue_id = int(header.queue_id or 0)
@@ -271,14 +321,12 @@ class PullMessageProcessor:
         # (ManyMessageTransfer). The extFields follow the order of the type they are sent in.
         zero_copy = code == ResponseCode.SUCCESS and not cfg.transfer_msg_by_heap
         answer_type = request.serialize_type if broker_allow_suspend and not zero_copy else SerializeType.JSON
-        fields = PullMessageResponseHeader(
-            suggest_which_broker_id=suggest,
-            next_begin_offset=result.next_begin_offset,
-            min_offset=result.min_offset,
-            max_offset=result.max_offset,
-        ).to_ext_fields(serialize_type=answer_type)
+        fields, ext_json = answer_fields(
+            suggest, result.next_begin_offset, result.min_offset, result.max_offset, answer_type
+        )
         response: RemotingCommand | None = request.make_response(code, status.name, fields)
         assert response is not None
+        response.ext_json = ext_json
         if code == ResponseCode.SUCCESS:
             broker.stats.inc_group_get(group, topic, result.message_count, result.buffer_total_size)
             if not zero_copy:  # transferMsgByHeap, the default: the records copied into one body
@@ -308,6 +356,7 @@ class PullMessageProcessor:
                     queue_offset,
                     matches,
                     message_filter.is_matched_by_properties if message_filter.filters_records else None,
+                    header,
                 ),
             )
             response = None

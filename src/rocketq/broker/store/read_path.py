@@ -2,13 +2,14 @@
 
 No message filter, data in memory, and the wanted records back to back in one commit-log
 file (one queue written at a time, or batches): the ``isTheBatchFull`` limits come from a
-bisection over the consume-queue units, contiguity is checked without a Python object per
-unit (:func:`back_to_back`), and the answer is one memoryview slice.
+bisection over the units' ends, contiguity is checked in C without a Python loop per unit
+(:func:`back_to_back`), and the answer is one memoryview slice.
 """
 
 from __future__ import annotations
 
 import bisect
+import operator
 import struct
 from typing import Final
 
@@ -18,7 +19,19 @@ from rocketq.broker.store.config import CQ_STORE_UNIT_SIZE, MessageStoreConfig
 __all__ = ["back_to_back", "contiguous_run"]
 
 _UNIT_HEAD: Final = struct.Struct(">qi")  # commit-log offset, size (the tags code is not needed)
-_LANE: Final = 8
+#: n -> the Struct reading the (offset, size) pairs of n consume-queue units at once
+_RUN_STRUCTS: dict[int, struct.Struct] = {}
+#: runs of at most this many units keep their Struct (the pull batch sizes in use)
+_RUN_STRUCTS_MAX_UNITS: Final = 1024
+
+
+def _run_struct(n: int) -> struct.Struct:
+    reader = _RUN_STRUCTS.get(n)
+    if reader is None:
+        reader = struct.Struct(">" + f"qi{CQ_STORE_UNIT_SIZE - 12}x" * n)  # offset, size; no tags code
+        if n <= _RUN_STRUCTS_MAX_UNITS:
+            _RUN_STRUCTS[n] = reader
+    return reader
 
 
 def back_to_back(buf: memoryview | bytes, n: int, max_bytes: int) -> tuple[int, int, int] | None:
@@ -32,49 +45,31 @@ def back_to_back(buf: memoryview | bytes, n: int, max_bytes: int) -> tuple[int, 
     (conservatively) when only units past the taken ones are out of place, since the cut is
     bisected over the units' ends: then the caller's per-unit scan decides.
 
-    The check is exact and costs no Python object per unit: the offsets of units
-    ``1..count-1`` and ``0..count-2``, and the sizes of units ``0..count-2``, are laid out
-    as 8-byte big-endian lanes of three integers, and the units are back to back exactly
-    when ``offsets[1:] == offsets[:-1] + sizes[:-1]`` holds for the integers. With offsets
-    below 2**63 and sizes below 2**31 no lane of the sum carries into the next, so the one
-    integer comparison is the comparison of every lane.
+    The check is exact and runs in C, with no Python loop per unit: one ``Struct`` reads the
+    ``n`` (offset, size) pairs, the units' ends are their pairwise sums, and the units are back
+    to back exactly when ``offsets[1:count] == ends[:count - 1]``.
     """
     if n <= 0:
         return None
-    unit = CQ_STORE_UNIT_SIZE
-    first = _UNIT_HEAD.unpack_from(buf, 0)[0]
+    pairs = _run_struct(n).unpack_from(buf, 0)
+    offsets: tuple[int, ...] = pairs[0::2]
+    sizes: tuple[int, ...] = pairs[1::2]
+    ends = tuple(map(operator.add, offsets, sizes))
+    first = offsets[0]
     limit = first + max_bytes
-
-    def end(k: int) -> int:
-        offset, size = _UNIT_HEAD.unpack_from(buf, k * unit)
-        return int(offset + size)
-
-    count = n if end(n - 1) <= limit else max(1, bisect.bisect_right(range(n), limit, key=end))
-    raw = bytes(buf[: count * unit])
-    # sign bytes: offsets and sizes must be non-negative (no lane may carry)
-    if not (raw[0::unit].isascii() and raw[8::unit].isascii()):
+    count = n if ends[n - 1] <= limit else max(1, bisect.bisect_right(ends, limit))
+    if first < 0 or min(sizes[:count]) < 0:
         return None
-    last_offset, last_size = _UNIT_HEAD.unpack_from(raw, (count - 1) * unit)
-    total = last_offset + last_size - first
-    if count > 1:
-        offsets = bytearray(_LANE * count)
-        sizes = bytearray(_LANE * count)
-        for j in range(8):
-            offsets[j::_LANE] = raw[j::unit]
-        for j in range(4):
-            sizes[4 + j :: _LANE] = raw[8 + j :: unit]
-        every = int.from_bytes(offsets, "big")
-        later = every & ((1 << (64 * (count - 1))) - 1)  # units 1..count-1
-        earlier = every >> 64  # units 0..count-2
-        if later != earlier + (int.from_bytes(sizes, "big") >> 64):
-            return None
+    if count > 1 and offsets[1:count] != ends[: count - 1]:
+        return None
+    total = ends[count - 1] - first
     # The bisection assumed ascending ends; now that the run is known to be back to back,
     # confirm it stopped where isTheBatchFull does (on sizes alone, wherever unit count lies).
     if count > 1 and total > max_bytes:
         return None
-    if count < n and total + _UNIT_HEAD.unpack_from(buf, count * unit)[1] <= max_bytes:
+    if count < n and total + sizes[count] <= max_bytes:
         return None
-    return count, total, last_offset
+    return count, total, offsets[count - 1]
 
 
 def contiguous_run(

@@ -237,8 +237,10 @@ class ConsumePool:
                 thread = threading.Thread(
                     target=self._work, name=f"{self._prefix}_{len(self._workers)}", daemon=True
                 )
+                # started under the lock: a worker listed by workers() (which a shutdown
+                # joins) has always been started
+                thread.start()
                 self._workers.append(thread)
-            thread.start()
 
     def submit_if_free(self, fn: Callable[..., object], /, *args: object) -> bool:
         """Queue ``fn(*args)`` only if a worker can take it now (more idle workers than queued
