@@ -24,7 +24,7 @@ from rocketq.errors import (
 )
 from rocketq.protocol.codes import RequestCode, ResponseCode, SerializeType
 from rocketq.protocol.frame import FLAG_ONEWAY, FLAG_RESPONSE, FrameDecoder, RemotingCommand, decode_frame
-from rocketq.remoting.client import RemotingClient
+from rocketq.remoting.client import IO_THREAD_NAME, RemotingClient
 from rocketq.remoting.helper import RequestIdCounter, parse_addr
 from rocketq.remoting.server import Channel, RemotingServer, RequestProcessor, ServerThread
 from tests.conftest import load_golden_frames
@@ -430,7 +430,7 @@ def test_invoke_sync_on_the_io_thread_raises_instead_of_deadlocking(client: Remo
     try:
         client.invoke_async(addr, _req(1, code=11), 3000).add_done_callback(callback)
         assert done.wait(5)
-        assert threads == ["tclient-io"]
+        assert threads == [IO_THREAD_NAME]
         assert isinstance(seen[0], ClientError)
         assert "I/O thread" in str(seen[0])
         assert chained[0].result(5).body == b"body-3"

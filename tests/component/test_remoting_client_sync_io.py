@@ -26,7 +26,7 @@ from rocketq.errors import ConnectError, RequestTimeoutError
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.frame import FLAG_RESPONSE, FrameDecoder, RemotingCommand
 from rocketq.remoting import client as remoting_client
-from rocketq.remoting.client import RemotingClient
+from rocketq.remoting.client import IO_THREAD_NAME, RemotingClient
 from rocketq.remoting.poller import Poller
 from rocketq.remoting.server import Channel, RemotingServer, ServerThread
 from rocketq.testing.waits import wait_until
@@ -45,6 +45,8 @@ def client(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> I
     c = RemotingClient(name="syncio")
     c.start()
     try:
+        # the process's I/O thread was made by this start (no other client is left open)
+        assert c._reactor is not None and c._reactor.shared is (request.param == "epoll")
         yield c
     finally:
         c.close()
@@ -196,7 +198,7 @@ def test_sync_calls_complete_while_the_io_thread_is_stuck(client: RemotingClient
     armed.set()
     try:
         assert callback_started.wait(5)
-        assert callback_thread == ["syncio-io"]  # the documented home of async callbacks
+        assert callback_thread == [IO_THREAD_NAME]  # the documented home of async callbacks
         assert client.invoke_sync(peer.addr, _req(2), 3000).body == b"re:body-2"
     finally:
         release.set()
@@ -232,7 +234,7 @@ def test_async_answers_read_by_a_sync_caller_complete_on_the_io_thread(client: R
     armed.set()
     assert fut.result(5).body == b"re:body-2"
     assert sync_call.result(5).body == b"re:body-1"
-    assert callback_thread == ["syncio-io"]
+    assert callback_thread == [IO_THREAD_NAME]
     client.close_connection(peer.addr)
     peer.join()
 
@@ -274,7 +276,8 @@ def test_a_stream_of_sync_calls_leaves_the_poller_alone(client: RemotingClient) 
     to register the connection and for its first claim (two per call before), plus one claim
     after each time the I/O thread took an idle parked role back (a slow machine)."""
     changes: list[tuple[str, int, int]] = []
-    poller = client._poller
+    assert client._reactor is not None
+    poller = client._reactor.poller
     real_set = poller.set
 
     def counting_set(fd: int, old: int, new: int, data: object) -> None:
@@ -293,7 +296,7 @@ def test_a_stream_of_sync_calls_leaves_the_poller_alone(client: RemotingClient) 
     for n in range(50):
         assert client.invoke_sync(peer.addr, _req(n), 5000).body == f"re:body-{n}".encode()
     by_caller = [c for c in changes if c[0] == threading.current_thread().name]
-    by_io = [c for c in changes if c[0] == "syncio-io"]
+    by_io = [c for c in changes if c[0] == IO_THREAD_NAME]
     assert len(by_caller) <= 2 + len(by_io), changes
     assert len(by_caller) + len(by_io) == len(changes), changes
     wait_until(lambda: client._conns[peer.addr].reader is None, 5, "the parked role handed back")

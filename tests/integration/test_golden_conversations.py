@@ -79,7 +79,7 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> dict[int, Recorded]:
 
         monkeypatch.setattr(RemotingClient, name, recording)
 
-    for name in ("invoke_sync", "invoke_async", "invoke_oneway"):
+    for name in ("invoke_sync", "invoke_async", "invoke_async_callback", "invoke_oneway"):
         wrap(name)
     return seen
 

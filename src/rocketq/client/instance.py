@@ -6,9 +6,10 @@ Mirrors ``org.apache.rocketmq.client.impl.factory.MQClientInstance``,
 
 Threading model (STYLE habit 6), per instance:
 
-* ONE remoting I/O thread (``<client id>-io``) owned by the :class:`RemotingClient`, plus
-  its small handler pool for broker->client requests (a thread in a sync call reads its own
-  answer on its own thread; the I/O thread serves async calls and idle connections);
+* the :class:`RemotingClient`'s share of the process's one remoting I/O thread
+  (``rocketq-remoting-io``, serving every client of the process), plus its small handler pool
+  for broker->client requests (a thread in a sync call reads its own answer on its own
+  thread; the I/O thread serves async calls and idle connections);
 * :class:`~rocketq.common.service_thread.PeriodicService` loops: route refresh (every
   ``poll_name_server_interval_ms``, first after 10 ms) and heartbeat + offline-broker cleanup
   (every ``heartbeat_broker_interval_ms``, first after 1 s) from :meth:`MQClientInstance.start`;

@@ -11,10 +11,14 @@ Threading model (STYLE habit 6):
   Every other response it reads completes its caller's call (waking that caller); when its
   own response has arrived it hands the role to another thread waiting in ``invoke_sync`` on
   that connection (a *follower*), or, when none is left, back to the I/O thread.
-* One I/O thread, ``<name>-io``, waits on a :class:`~rocketq.remoting.poller.Poller`
-  (epoll). It reads the connections no sync caller is reading (answers to async calls and
-  long polls, requests the server sends), finishes writes the kernel did not take at once
-  and fires async timeouts. The poller watches a connection for reading only while the role
+* One I/O thread per process, ``rocketq-remoting-io`` (:class:`_Reactor`), shared by every
+  started client, waits on a :class:`~rocketq.remoting.poller.Poller` (epoll) that watches
+  the connections of all of them. It reads the connections no sync caller is reading
+  (answers to async calls and long polls, requests the server sends), finishes writes the
+  kernel did not take at once and fires async timeouts. The first client's ``start()``
+  starts it, the last one's ``close()`` stops it; closing one client closes only its own
+  connections. So several clients in one process (a push consumer per
+  ``MQClientInstance``, as Java makes them) have their answers read in one wake-up. The poller watches a connection for reading only while the role
   is free: a caller that takes the role drops the read interest (under the connection's
   lock) and gives it back when it hands the role back, so the I/O thread never reads a
   socket a caller reads.
@@ -35,9 +39,10 @@ Threading model (STYLE habit 6):
   thread under a per-address lock, so a slow DNS answer never stalls the I/O thread.
 * Requests sent by the server to the client run on a small pool, ``<name>-handler``, so a
   slow handler never stalls I/O (whoever read them, the I/O thread or a sync caller).
-* ``concurrent.futures`` done-callbacks of :meth:`RemotingClient.invoke_async` run on the
-  I/O thread, also when a sync caller read the response (it passes the completion on):
-  keep them short; :meth:`RemotingClient.invoke_sync` from there raises
+* ``concurrent.futures`` done-callbacks of :meth:`RemotingClient.invoke_async`, and the
+  callbacks of :meth:`RemotingClient.invoke_async_callback`, run on the I/O thread, also
+  when a sync caller read the response (it passes the completion on): keep them short (the
+  thread serves every client of the process); :meth:`RemotingClient.invoke_sync` from there raises
   :class:`~rocketq.errors.ClientError` instead of deadlocking.
 
 Invariants:
@@ -79,6 +84,7 @@ import functools
 import heapq
 import itertools
 import logging
+import os
 import select
 import socket
 import ssl
@@ -100,11 +106,22 @@ from rocketq.protocol.frame import (
     MAX_FRAME_LENGTH,
     RemotingCommand,
 )
-from rocketq.remoting.connection import BLOCKED, IO_READER, PARKED, Answered, Connection, SyncWaiter, Waiter
+from rocketq.remoting.connection import (
+    BLOCKED,
+    IO_READER,
+    PARKED,
+    Answered,
+    AsyncCall,
+    AsyncCallback,
+    AsyncWaiter,
+    Connection,
+    SyncWaiter,
+    Waiter,
+)
 from rocketq.remoting.helper import RequestIdCounter, answer_frame, machinery_response, parse_addr
 from rocketq.remoting.poller import EVENT_READ, EVENT_WRITE, Poller, new_poller
 
-__all__ = ["RemotingClient", "RequestHandler", "RpcHook"]
+__all__ = ["IO_THREAD_NAME", "RemotingClient", "RequestHandler", "RpcHook"]
 
 log = logging.getLogger(__name__)
 
@@ -120,10 +137,278 @@ _MAX_POLL_MS: Final = 3_600_000  # poll() takes an int of milliseconds; longer w
 #: How long a parked read role stays unwatched before the I/O thread watches it again.
 _PARK_S: Final = 0.02
 _NEVER: Final = float("inf")
+#: The name of the process's one remoting I/O thread (:class:`_Reactor`).
+IO_THREAD_NAME: Final = "rocketq-remoting-io"
+
+
+class _Reactor:
+    """The I/O thread shared by every started :class:`RemotingClient` of the process.
+
+    Owns the poller (epoll) and the socket pair that wakes it, the task queue run on the
+    thread, the async timeouts of every client's calls, and the set of parked read roles it
+    looks at every ``_PARK_S``. The poller's entries are ``(client, connection)``: a ready
+    connection is read by its own client's code (its handler pool, its close), so clients
+    share the thread and nothing else. One reactor serves at a time (:func:`_acquire_reactor`):
+    made and started by the first client's ``start()``, stopped and joined by the last one's
+    ``close()``; a client started after that gets a fresh one. With four clients in one
+    process (four push consumers' instances), four connections' answers are read in one
+    wake-up of one thread instead of four threads' wake-ups.
+    """
+
+    def __init__(self) -> None:
+        self.poller: Poller[tuple[RemotingClient, Connection] | None] = new_poller()
+        self.shared = self.poller.shared
+        self.wake_r, self.wake_w = socket.socketpair()
+        self.wake_r.setblocking(False)
+        self.wake_w.setblocking(False)
+        self.poller.set(self.wake_r.fileno(), 0, EVENT_READ, None)
+        self.wake_pending = False
+        self.tasks: collections.deque[Callable[[], None]] = collections.deque()
+        # Async timeouts: (deadline, seq, connection, opaque); stale entries are skipped.
+        self.timers: list[tuple[float, int, Connection, int]] = []
+        self.timer_lock = threading.Lock()
+        self.timer_seq = itertools.count()
+        self.sleep_until = _NEVER
+        self.finished = False
+        # Connections whose read role is parked or held by a sync caller since it was
+        # parked, with their client; looked at every _PARK_S while any is left (both under
+        # timer_lock).
+        self.parked: dict[Connection, RemotingClient] = {}
+        self.park_check_at = _NEVER
+        self.users = 0  # started clients not closed yet (under _reactor_lock)
+        self.stopping = False
+        self.ident: int | None = None
+        self.thread = threading.Thread(target=self._main, name=IO_THREAD_NAME, daemon=True)
+
+    # ------------------------------------------------------------------ tasks, wake-ups
+    def wakeup(self) -> None:
+        if not self.wake_pending:
+            self.wake_pending = True
+            try:
+                self.wake_w.send(b"\0")
+            except (BlockingIOError, InterruptedError):
+                pass  # the pipe is full: the I/O thread is going to wake anyway
+            except OSError:
+                pass  # closed during shutdown
+
+    def on_io(self, task: Callable[[], None]) -> None:
+        """Run ``task`` on the I/O thread (now, if this is the I/O thread; here, if the I/O
+        thread has ended: whoever pops a task runs it, so each runs exactly once)."""
+        if threading.get_ident() == self.ident:
+            task()
+            return
+        self.tasks.append(task)
+        self.wakeup()
+        if self.finished:
+            self.run_tasks()
+
+    def run_tasks(self) -> None:
+        tasks = self.tasks
+        while True:
+            try:
+                task = tasks.popleft()
+            except IndexError:
+                return
+            try:
+                task()
+            except Exception:
+                log.exception("remoting I/O task failed")
+
+    def add_timer(self, deadline: float, conn: Connection, opaque: int) -> None:
+        """Fail the call ``opaque`` on ``conn`` with a timeout at ``deadline`` unless it is
+        answered first."""
+        with self.timer_lock:
+            heapq.heappush(self.timers, (deadline, next(self.timer_seq), conn, opaque))
+            wake = deadline < self.sleep_until
+            if wake:
+                self.sleep_until = deadline
+        if wake:
+            self.wakeup()
+
+    def park(self, client: RemotingClient, conn: Connection) -> None:
+        """Make sure the I/O thread looks at ``conn`` within ``_PARK_S`` (the caller holds
+        ``conn.lock`` and has just parked its read role)."""
+        with self.timer_lock:
+            self.parked[conn] = client
+            if self.park_check_at != _NEVER:
+                return  # the I/O thread looks at the parked connections every _PARK_S already
+            self.park_check_at = check_at = conn.parked_at + _PARK_S
+            wake = check_at < self.sleep_until
+            if wake:
+                self.sleep_until = check_at
+        if wake:
+            self.wakeup()
+
+    def forget(self, conns: list[Connection]) -> None:
+        """Drop the timers and parked entries of ``conns`` (their client closed them)."""
+        gone = set(conns)
+        with self.timer_lock:
+            for conn in conns:
+                self.parked.pop(conn, None)
+            kept = [t for t in self.timers if t[2] not in gone]
+            if len(kept) != len(self.timers):
+                heapq.heapify(kept)
+                self.timers = kept
+
+    # ------------------------------------------------------------------ the thread
+    def _main(self) -> None:
+        self.ident = threading.get_ident()
+        try:
+            self._loop()
+        except BaseException:
+            log.exception("remoting I/O thread crashed")
+            raise
+        finally:
+            self._shutdown()
+
+    def _loop(self) -> None:
+        wait = self.poller.wait
+        tasks = self.tasks
+        while not self.stopping:
+            timeout = self._timer_timeout()
+            events = wait(timeout)
+            for entry, mask in events:
+                if entry is None:
+                    self._drain_wakeup()
+                    continue
+                client, conn = entry
+                try:
+                    if mask & EVENT_READ:
+                        client._on_readable(conn)
+                    if mask & EVENT_WRITE and not conn.closed:
+                        client._on_writable(conn)
+                except Exception as exc:
+                    log.exception("%s: error on connection %s", client.name, conn.addr)
+                    client._close_connection_now(conn, f"internal error: {exc!r}")
+            if tasks:
+                self.run_tasks()
+            if self.timers:
+                try:
+                    self._expire_timers()
+                except Exception:
+                    log.exception("expiring remoting timers failed")
+            if self.park_check_at <= time.monotonic():
+                try:
+                    self._check_parked()
+                except Exception:
+                    log.exception("checking parked connections failed")
+
+    def _drain_wakeup(self) -> None:
+        try:
+            while self.wake_r.recv(4096):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+        # Clear the flag only after draining, and before the task queue runs: a caller that
+        # still saw it set had queued its task already (so it runs now); one that sees it
+        # clear sends a fresh byte. Clearing first would let a byte sent meanwhile be drained
+        # while the flag stays set, and the next caller would never wake this thread.
+        self.wake_pending = False
+
+    def _shutdown(self) -> None:
+        with self.timer_lock:
+            self.timers.clear()
+            self.parked.clear()
+        self.poller.close()
+        self.wake_r.close()
+        self.wake_w.close()
+        # Completions passed on by sync readers still run (here, or by whoever queues one
+        # from now on): no answered async call is left without its result.
+        self.finished = True
+        self.run_tasks()
+
+    # ------------------------------------------------------------------ timers
+    def _timer_timeout(self) -> float | None:
+        with self.timer_lock:
+            deadline = self.timers[0][0] if self.timers else _NEVER
+            deadline = min(deadline, self.park_check_at)
+            self.sleep_until = deadline
+        if deadline == _NEVER:
+            return None
+        return max(0.0, deadline - time.monotonic())
+
+    def _expire_timers(self) -> None:
+        now = time.monotonic()
+        expired: list[tuple[Connection, int]] = []
+        with self.timer_lock:
+            timers = self.timers
+            while timers and timers[0][0] <= now:
+                _, _, conn, opaque = heapq.heappop(timers)
+                expired.append((conn, opaque))
+            # Entries of calls answered long ago stay until their deadline; compact when
+            # they dominate so a fast stream of short calls keeps the heap small.
+            if len(timers) > 4096:
+                live = [t for t in timers if t[3] in t[2].pending]
+                if len(live) * 2 < len(timers):
+                    heapq.heapify(live)
+                    self.timers = live
+        for conn, opaque in expired:
+            fut = conn.pending.pop(opaque, None)
+            if fut is not None:
+                with contextlib.suppress(concurrent.futures.InvalidStateError):
+                    fut.set_exception(
+                        RequestTimeoutError(f"wait response timeout, opaque {opaque}", addr=conn.addr)
+                    )
+
+    def _check_parked(self) -> None:
+        """Give back to the poller every connection parked for ``_PARK_S``; keep looking
+        every ``_PARK_S`` while any connection is parked or read by a caller."""
+        now = time.monotonic()
+        with self.timer_lock:
+            parked = list(self.parked.items())
+        for conn, client in parked:
+            client._unpark_if_idle(conn, now)
+        with self.timer_lock:
+            self.park_check_at = now + _PARK_S if self.parked else _NEVER
+
+
+_reactor_lock = threading.Lock()
+_reactor: _Reactor | None = None
+
+
+def _forget_reactor_in_child() -> None:
+    """A forked child has no I/O thread (only the forking thread survives a fork), and its
+    epoll descriptor is the parent's kernel object: clients the child starts get a reactor
+    of their own. (Clients started before the fork do not work in the child.)"""
+    global _reactor, _reactor_lock
+    _reactor = None
+    _reactor_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_reactor_in_child)
+
+
+def _acquire_reactor() -> _Reactor:
+    """The running reactor, made and started if there is none; counts one more user."""
+    global _reactor
+    with _reactor_lock:
+        reactor = _reactor
+        if reactor is None:
+            reactor = _reactor = _Reactor()
+            reactor.thread.start()
+        reactor.users += 1
+        return reactor
+
+
+def _release_reactor(reactor: _Reactor) -> None:
+    """One user less; the last one stops the reactor and joins its thread (unless it is
+    that thread, which then ends on its own right after)."""
+    global _reactor
+    with _reactor_lock:
+        reactor.users -= 1
+        if reactor.users > 0:
+            return
+        if _reactor is reactor:
+            _reactor = None
+        reactor.stopping = True
+    reactor.wakeup()
+    if threading.get_ident() != reactor.ident:
+        reactor.thread.join()
 
 
 class RemotingClient:
-    """Blocking, thread-safe remoting client with one I/O thread (``NettyRemotingClient``).
+    """Blocking, thread-safe remoting client on the process's I/O thread (``NettyRemotingClient``).
 
     ``connect_timeout_ms`` defaults to 3000 (``NettyClientConfig.connectTimeoutMillis``);
     ``max_frame_length`` to 16 MiB (``NettyDecoder``). ``request_handler`` answers the
@@ -162,27 +447,8 @@ class RemotingClient:
         self._connect_locks: dict[str, threading.Lock] = {}
         self._opaques = RequestIdCounter()
 
-        # Made by start(): the poller and the socket pair that wakes it.
-        self._poller: Poller[Connection | None]
-        self._poller_shared = False
-        self._wake_r: socket.socket
-        self._wake_w: socket.socket
-        self._wake_pending = False
-        self._tasks: collections.deque[Callable[[], None]] = collections.deque()
-
-        # Async timeouts: (deadline, seq, connection, opaque); stale entries are skipped.
-        self._timers: list[tuple[float, int, Connection, int]] = []
-        self._timer_lock = threading.Lock()
-        self._timer_seq = itertools.count()
-        self._io_sleep_until = float("inf")
-        self._io_finished = False
-        # Connections whose read role is parked or held by a sync caller since it was parked;
-        # the I/O thread looks at them every _PARK_S while any is left (both under _timer_lock).
-        self._parked: set[Connection] = set()
-        self._park_check_at = _NEVER
-
-        self._io_thread: threading.Thread | None = None
-        self._io_ident: int | None = None
+        # The process's I/O thread and its poller, taken by start() and let go by close().
+        self._reactor: _Reactor | None = None
         self._handler_pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._started = False
         self._closed = False
@@ -190,55 +456,58 @@ class RemotingClient:
 
     # ================================================================== lifecycle
     def start(self) -> None:
-        """Start the I/O thread (``<name>-io``); a second call does nothing."""
+        """Join the process's I/O thread (``rocketq-remoting-io``, started by the first
+        client) and start the handler pool; a second call does nothing."""
         with self._lock:
             if self._closed:
                 raise ClientError(f"remoting client {self.name} is closed")
             if self._started:
                 return
             self._started = True
-            self._poller = new_poller()
-            self._poller_shared = self._poller.shared
-            self._wake_r, self._wake_w = socket.socketpair()
-            self._wake_r.setblocking(False)
-            self._wake_w.setblocking(False)
-            self._poller.set(self._wake_r.fileno(), 0, EVENT_READ, None)
             self._handler_pool = concurrent.futures.ThreadPoolExecutor(
                 max_workers=_HANDLER_THREADS, thread_name_prefix=f"{self.name}-handler"
             )
-            self._io_thread = threading.Thread(target=self._io_main, name=f"{self.name}-io", daemon=True)
-            self._io_thread.start()
+            self._reactor = _acquire_reactor()
 
     def close(self) -> None:
-        """Close every connection, fail every pending call with ConnectError, join the threads.
+        """Close every connection, fail every pending call with ConnectError, let go of the
+        I/O thread (the last client stops and joins it) and join the handler pool.
 
-        Idempotent. Called from the I/O thread or a handler thread it cannot join that very
-        thread, which then ends on its own right after.
+        Idempotent; the process's other clients are not disturbed. Called from the I/O
+        thread or a handler thread it cannot join that very thread, which then ends on its
+        own right after.
         """
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             started = self._started
-        if not started:
+        reactor = self._reactor
+        if not started or reactor is None:
             return
         self._stopping = True
-        self._wakeup()
-        io_thread = self._io_thread
-        current = threading.current_thread()
-        if io_thread is not None and io_thread is not current:
-            io_thread.join()
-            # Connections the I/O thread's sweep could not see (made or dropped meanwhile).
-            for conn in list(self._live):
-                self._close_connection_now(conn, "remoting client closed")
+        swept = threading.Event()
+
+        def sweep() -> None:
+            # On the I/O thread: no read of these connections runs meanwhile. New ones are
+            # not made any more (_closed is set under the same lock _connection adds under).
+            try:
+                with self._lock:
+                    live = list(self._live)
+                for conn in live:
+                    self._close_connection_now(conn, "remoting client closed")
+                reactor.forget(live)
+            finally:
+                swept.set()
+
+        reactor.on_io(sweep)
+        if threading.get_ident() != reactor.ident:
+            swept.wait()
+        _release_reactor(reactor)
         pool = self._handler_pool
         if pool is not None:
-            in_pool = current.name.startswith(f"{self.name}-handler")
+            in_pool = threading.current_thread().name.startswith(f"{self.name}-handler")
             pool.shutdown(wait=not in_pool, cancel_futures=True)
-
-    def _release_wakeup(self) -> None:
-        self._wake_r.close()
-        self._wake_w.close()
 
     def __enter__(self) -> RemotingClient:
         self.start()
@@ -276,7 +545,8 @@ class RemotingClient:
         ``opaque`` from :meth:`next_opaque`; ``code`` only names it in a timeout error): the
         ``rpc_hook`` does not see it, so callers use it only when :attr:`signs_requests` is
         False. Same errors and timeout contract as :meth:`invoke_sync`."""
-        if threading.get_ident() == self._io_ident:
+        reactor = self._reactor
+        if reactor is not None and threading.get_ident() == reactor.ident:
             raise ClientError(
                 "invoke_sync called on the remoting I/O thread (e.g. from an invoke_async "
                 "callback): it would deadlock; use invoke_async or another thread"
@@ -313,9 +583,26 @@ class RemotingClient:
         thread: keep them short and never block in them (calling ``invoke_async`` from one
         is fine, but if it has to open a new connection, the connect blocks I/O meanwhile).
         """
-        self._check_open()
-        conn = self._connection(addr)
         fut: concurrent.futures.Future[RemotingCommand] = concurrent.futures.Future()
+        self._invoke_async(addr, request, timeout_ms, fut)
+        return fut
+
+    def invoke_async_callback(
+        self, addr: str, request: RemotingCommand, timeout_ms: int, callback: AsyncCallback
+    ) -> None:
+        """:meth:`invoke_async` without a Future: ``callback(response, None)`` or
+        ``callback(None, error)`` runs exactly once, on the I/O thread (the answer, a
+        :class:`RequestTimeoutError`, a :class:`ConnectError`), as a Future's done-callback
+        would; an exception it raises is logged. Failures before the request is written
+        raise here, and the callback is then never called. Java's ``invokeAsync`` with its
+        ``InvokeCallback``."""
+        self._invoke_async(addr, request, timeout_ms, AsyncCall(callback))
+
+    def _invoke_async(self, addr: str, request: RemotingCommand, timeout_ms: int, fut: AsyncWaiter) -> None:
+        self._check_open()
+        reactor = self._reactor
+        assert reactor is not None  # started
+        conn = self._connection(addr)
         deadline = time.monotonic() + timeout_ms / 1000.0
         opaque = self._send_request(conn, request, fut)
         reader = conn.reader
@@ -326,14 +613,7 @@ class RemotingClient:
                 if conn.reader is PARKED:
                     conn.reader = None
                     self._apply_interest(conn)
-        with self._timer_lock:
-            heapq.heappush(self._timers, (deadline, next(self._timer_seq), conn, opaque))
-            wake = deadline < self._io_sleep_until
-            if wake:
-                self._io_sleep_until = deadline
-        if wake:
-            self._wakeup()
-        return fut
+        reactor.add_timer(deadline, conn, opaque)
 
     def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
         """Send ``request`` with the ONEWAY flag (``markOnewayRPC``); nothing is awaited."""
@@ -421,8 +701,9 @@ class RemotingClient:
                 self._live.add(conn)
             with conn.lock:
                 self._apply_interest(conn)
-            if not self._poller_shared:
-                self._wakeup()
+            reactor = self._reactor
+            if reactor is not None and not reactor.shared:
+                reactor.wakeup()
             log.debug("%s: connected to %s", self.name, addr)
             return conn
         finally:
@@ -547,26 +828,15 @@ class RemotingClient:
             # A sync caller lets go and no async call waits: park the role for the next one.
             conn.reader = PARKED
             conn.parked_at = time.monotonic()
-            self._park(conn)
+            reactor = self._reactor
+            if reactor is not None:
+                reactor.park(self, conn)
             return
         conn.reader = None
         self._apply_interest(conn)
-        if not self._poller_shared and threading.get_ident() != self._io_ident:
-            self._wakeup()
-
-    def _park(self, conn: Connection) -> None:
-        """Make sure the I/O thread looks at ``conn`` within ``_PARK_S`` (the caller holds
-        ``conn.lock`` and has just parked its read role)."""
-        with self._timer_lock:
-            self._parked.add(conn)
-            if self._park_check_at != _NEVER:
-                return  # the I/O thread looks at the parked connections every _PARK_S already
-            self._park_check_at = check_at = conn.parked_at + _PARK_S
-            wake = check_at < self._io_sleep_until
-            if wake:
-                self._io_sleep_until = check_at
-        if wake:
-            self._wakeup()
+        reactor = self._reactor
+        if reactor is not None and not reactor.shared and threading.get_ident() != reactor.ident:
+            reactor.wakeup()
 
     def _unpark_if_idle(self, conn: Connection, now: float) -> None:
         """Hand ``conn``'s role back to the poller if parked for ``_PARK_S``, and stop looking
@@ -581,19 +851,10 @@ class RemotingClient:
             elif isinstance(reader, SyncWaiter) and not conn.closed:
                 return
             # (under conn.lock: a caller parking it again adds it back after this)
-            with self._timer_lock:
-                self._parked.discard(conn)
-
-    def _check_parked(self) -> None:
-        """I/O thread: give back to the poller every connection parked for ``_PARK_S``;
-        keep looking every ``_PARK_S`` while any connection is parked or read by a caller."""
-        now = time.monotonic()
-        with self._timer_lock:
-            parked = list(self._parked)
-        for conn in parked:
-            self._unpark_if_idle(conn, now)
-        with self._timer_lock:
-            self._park_check_at = now + _PARK_S if self._parked else _NEVER
+            reactor = self._reactor
+            if reactor is not None:
+                with reactor.timer_lock:
+                    reactor.parked.pop(conn, None)
 
     def _apply_interest(self, conn: Connection) -> None:
         """Make the poller watch what ``conn`` needs now (caller holds ``conn.lock``): read
@@ -609,98 +870,23 @@ class RemotingClient:
         if want == have:
             return
         conn.events = want
+        reactor = self._reactor
+        if reactor is None:
+            return
         try:
-            self._poller.set(conn.fd, have, want, conn)
+            reactor.poller.set(conn.fd, have, want, (self, conn))
         except (KeyError, ValueError, OSError, RuntimeError) as exc:
             # The poller or the socket is closed: the connection is going away.
             log.debug("%s: poller update for %s failed: %r", self.name, conn.addr, exc)
 
     # ================================================================== I/O thread
-    def _wakeup(self) -> None:
-        if not self._wake_pending:
-            self._wake_pending = True
-            try:
-                self._wake_w.send(b"\0")
-            except (BlockingIOError, InterruptedError):
-                pass  # the pipe is full: the I/O thread is going to wake anyway
-            except OSError:
-                pass  # closed during shutdown
-
     def _on_io(self, task: Callable[[], None]) -> None:
-        """Run ``task`` on the I/O thread (now, if this is the I/O thread; here, if the I/O
-        thread has ended: whoever pops a task runs it, so each runs exactly once)."""
-        if threading.get_ident() == self._io_ident:
-            task()
-            return
-        self._tasks.append(task)
-        self._wakeup()
-        if self._io_finished:
-            self._run_tasks()
-
-    def _run_tasks(self) -> None:
-        tasks = self._tasks
-        while True:
-            try:
-                task = tasks.popleft()
-            except IndexError:
-                return
-            try:
-                task()
-            except Exception:
-                log.exception("%s: I/O task failed", self.name)
-
-    def _io_main(self) -> None:
-        self._io_ident = threading.get_ident()
-        try:
-            self._io_loop()
-        except BaseException:
-            log.exception("%s: remoting I/O thread crashed", self.name)
-            raise
-        finally:
-            self._io_shutdown()
-
-    def _io_loop(self) -> None:
-        wait = self._poller.wait
-        tasks = self._tasks
-        while not self._stopping:
-            timeout = self._timer_timeout()
-            events = wait(timeout)
-            for conn, mask in events:
-                if conn is None:
-                    self._drain_wakeup()
-                    continue
-                try:
-                    if mask & EVENT_READ:
-                        self._on_readable(conn)
-                    if mask & EVENT_WRITE and not conn.closed:
-                        self._on_writable(conn)
-                except Exception as exc:
-                    log.exception("%s: error on connection %s", self.name, conn.addr)
-                    self._close_connection_now(conn, f"internal error: {exc!r}")
-            if tasks:
-                self._run_tasks()
-            if self._timers:
-                try:
-                    self._expire_timers()
-                except Exception:
-                    log.exception("%s: expiring timers failed", self.name)
-            if self._park_check_at <= time.monotonic():
-                try:
-                    self._check_parked()
-                except Exception:
-                    log.exception("%s: checking parked connections failed", self.name)
-
-    def _drain_wakeup(self) -> None:
-        try:
-            while self._wake_r.recv(4096):
-                pass
-        except (BlockingIOError, InterruptedError):
-            pass
-        # Clear the flag only after draining, and before the task queue runs: a caller that
-        # still saw it set had queued its task already (so it runs now); one that sees it
-        # clear sends a fresh byte. Clearing first would let a byte sent meanwhile be drained
-        # while the flag stays set, and the next caller would never wake this thread.
-        self._wake_pending = False
+        """Run ``task`` on the I/O thread (see :meth:`_Reactor.on_io`)."""
+        reactor = self._reactor
+        if reactor is None:
+            task()  # never started: nothing runs on an I/O thread
+        else:
+            reactor.on_io(task)
 
     def _update_interest(self, conn: Connection) -> None:
         with conn.lock:
@@ -768,7 +954,7 @@ class RemotingClient:
                 self._dispatch_request(conn, cmd)
         return answered
 
-    def _complete(self, fut: Waiter, cmd: RemotingCommand) -> None:
+    def _complete(self, fut: AsyncWaiter, cmd: RemotingCommand) -> None:
         try:
             fut.set_result(cmd)
         except concurrent.futures.InvalidStateError:
@@ -821,53 +1007,6 @@ class RemotingClient:
             exc.__cause__ = cause
             with contextlib.suppress(concurrent.futures.InvalidStateError):
                 fut.set_exception(exc)
-
-    def _io_shutdown(self) -> None:
-        with self._lock:
-            live = list(self._live)
-        for conn in live:
-            self._close_connection_now(conn, "remoting client closed")
-        with self._timer_lock:
-            self._timers.clear()
-        self._poller.close()
-        self._release_wakeup()
-        # Completions passed on by sync readers still run (here, or by whoever queues one
-        # from now on): no answered async call is left without its result.
-        self._io_finished = True
-        self._run_tasks()
-
-    # ================================================================== timers
-    def _timer_timeout(self) -> float | None:
-        with self._timer_lock:
-            deadline = self._timers[0][0] if self._timers else _NEVER
-            deadline = min(deadline, self._park_check_at)
-            self._io_sleep_until = deadline
-        if deadline == _NEVER:
-            return None
-        return max(0.0, deadline - time.monotonic())
-
-    def _expire_timers(self) -> None:
-        now = time.monotonic()
-        expired: list[tuple[Connection, int]] = []
-        with self._timer_lock:
-            timers = self._timers
-            while timers and timers[0][0] <= now:
-                _, _, conn, opaque = heapq.heappop(timers)
-                expired.append((conn, opaque))
-            # Entries of calls answered long ago stay until their deadline; compact when
-            # they dominate so a fast stream of short calls keeps the heap small.
-            if len(timers) > 4096:
-                live = [t for t in timers if t[3] in t[2].pending]
-                if len(live) * 2 < len(timers):
-                    heapq.heapify(live)
-                    self._timers = live
-        for conn, opaque in expired:
-            fut = conn.pending.pop(opaque, None)
-            if fut is not None:
-                with contextlib.suppress(concurrent.futures.InvalidStateError):
-                    fut.set_exception(
-                        RequestTimeoutError(f"wait response timeout, opaque {opaque}", addr=conn.addr)
-                    )
 
     # ================================================================== server -> client
     def _handle_request(self, conn: Connection, cmd: RemotingCommand) -> None:

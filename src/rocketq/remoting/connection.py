@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import logging
 import select
 import socket
 import ssl
 import threading
+from collections.abc import Callable
 from typing import Final
 
 from rocketq.errors import ProtocolError
@@ -41,6 +43,9 @@ __all__ = [
     "IO_READER",
     "PARKED",
     "Answered",
+    "AsyncCall",
+    "AsyncCallback",
+    "AsyncWaiter",
     "Blocked",
     "Connection",
     "IoReader",
@@ -48,6 +53,8 @@ __all__ = [
     "SyncWaiter",
     "Waiter",
 ]
+
+log = logging.getLogger(__name__)
 
 _RECV_SIZE: Final = 256 * 1024
 
@@ -114,12 +121,48 @@ class SyncWaiter:
         return self._result
 
 
-#: what the pending table holds: the Future of an async call or the waiter of a sync one
-Waiter = concurrent.futures.Future[RemotingCommand] | SyncWaiter
+#: ``(response, None)`` or ``(None, error)``: how an :class:`AsyncCall` completes
+AsyncCallback = Callable[[RemotingCommand | None, BaseException | None], None]
+
+
+class AsyncCall:
+    """The pending entry of :meth:`RemotingClient.invoke_async_callback`: a plain callback
+    where :meth:`RemotingClient.invoke_async` has a ``concurrent.futures.Future`` (no
+    Condition, no callback list: the push consumer's pull sends one per answer).
+
+    Same completion interface as the Future (``set_result`` / ``set_exception``), so the
+    answer, a timeout and the loss of the connection complete it as they complete a Future:
+    whoever pops the pending entry, exactly once. The callback's own exception is logged,
+    never raised into the thread that completed it (as a Future's done-callback).
+    """
+
+    __slots__ = ("callback",)
+
+    def __init__(self, callback: AsyncCallback) -> None:
+        self.callback = callback
+
+    def set_result(self, result: RemotingCommand) -> None:
+        try:
+            self.callback(result, None)
+        except Exception:
+            log.exception("async call callback failed (opaque %d)", result.opaque)
+
+    def set_exception(self, exc: BaseException) -> None:
+        try:
+            self.callback(None, exc)
+        except Exception:
+            log.exception("async call callback failed on %r", exc)
+
+
+#: an async call's pending entry: a Future, or a plain callback
+AsyncWaiter = concurrent.futures.Future[RemotingCommand] | AsyncCall
+
+#: what the pending table holds: an async call's entry or the waiter of a sync one
+Waiter = concurrent.futures.Future[RemotingCommand] | AsyncCall | SyncWaiter
 
 
 #: async calls answered by one read, to complete on the I/O thread
-Answered = list[tuple[concurrent.futures.Future[RemotingCommand], RemotingCommand]]
+Answered = list[tuple[AsyncWaiter, RemotingCommand]]
 
 
 class IoReader:

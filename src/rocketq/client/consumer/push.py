@@ -47,7 +47,6 @@ Invariants:
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import logging
 import sys
@@ -121,6 +120,7 @@ from rocketq.protocol.mixall import (
     RETRY_GROUP_TOPIC_PREFIX,
     retry_topic,
 )
+from rocketq.remoting.connection import AsyncCallback
 from rocketq.remoting.helper import host_addr_to_string
 
 __all__ = ["PushConsumer", "PushConsumerConfig", "queue_thresholds"]
@@ -676,8 +676,14 @@ class PushConsumer(ServiceLifecycle):
                 max(commit_offset, 0),
                 BROKER_SUSPEND_MAX_TIME_MILLIS,
             )
-            # the raw answer: decoded by whichever thread handles it, not on the I/O thread
-            fut = wrapper.api.pull_message_async_raw(addr, header, CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND)
+            # the raw answer: decoded by whichever thread handles it, not on the I/O thread;
+            # a plain callback, no Future per pull (called once: answer, timeout or loss)
+            wrapper.api.pull_message_async_callback(
+                addr,
+                header,
+                CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND,
+                self._pull_callback(pr, sd, addr, begin, service),
+            )
         except Exception as exc:
             _log_limiter.warning(
                 ("pullMessage", pr.message_queue.broker_name),
@@ -686,20 +692,6 @@ class PushConsumer(ServiceLifecycle):
                 exc,
             )
             service.execute_pull_request_later(pr, exception_delay)
-            return
-
-        consume = self._consume_service
-
-        def done(f: concurrent.futures.Future[RemotingCommand]) -> None:
-            # hop off the I/O thread: onto a free consume thread (concurrent listener), which
-            # then issues the next pull and runs the first batch itself; else the pull thread
-            if not (
-                isinstance(consume, ConsumeMessageConcurrentlyService)
-                and consume.execute_if_free(self._on_pull_done, pr, sd, f, addr, begin, True)
-            ):
-                service.execute_task_later(lambda: self._on_pull_done(pr, sd, f, addr, begin, False), 0)
-
-        fut.add_done_callback(done)
 
     def _cached_by_topic(self) -> list[tuple[str, int, int]]:
         """(topic, cached messages, cached bytes) of each process queue (client metrics)."""
@@ -719,23 +711,47 @@ class PushConsumer(ServiceLifecycle):
         if service is not None:
             service.execute_pull_request_later(pr, PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL)
 
+    def _pull_callback(
+        self, pr: PullRequest, sd: SubscriptionData, addr: str, begin: float, service: PullMessageService
+    ) -> AsyncCallback:
+        """The completion callback of one pull (runs on the I/O thread, exactly once)."""
+        consume = self._consume_service
+
+        def done(response: RemotingCommand | None, error: BaseException | None) -> None:
+            # hop off the I/O thread: onto a free consume thread (concurrent listener), which
+            # then issues the next pull and runs the first batch itself; else the pull thread
+            if not (
+                isinstance(consume, ConsumeMessageConcurrentlyService)
+                and consume.execute_if_free(self._on_pull_done, pr, sd, response, error, addr, begin, True)
+            ):
+                service.execute_task_later(
+                    lambda: self._on_pull_done(pr, sd, response, error, addr, begin, False), 0
+                )
+
+        return done
+
     def _on_pull_done(
         self,
         pr: PullRequest,
         sd: SubscriptionData,
-        fut: concurrent.futures.Future[RemotingCommand],
+        response: RemotingCommand | None,
+        error: BaseException | None,
         addr: str,
         begin: float,
         on_consume_thread: bool,
     ) -> None:
         """``PullCallback``: on the pull thread, or (``on_consume_thread``) on a consume thread
-        of a concurrent listener, which also issues the next pull and runs the first batch."""
+        of a concurrent listener, which also issues the next pull and runs the first batch.
+        ``response`` is the broker's answer, else ``error`` why there is none."""
         service, wrapper, consume = self._pull_service, self._wrapper, self._consume_service
         if service is None or wrapper is None or consume is None or self._state is not ServiceState.RUNNING:
             return
         mq = pr.message_queue
         try:
-            result = wrapper.process_pull_answer(mq, addr, fut.result(), sd)
+            if error is not None:
+                raise error
+            assert response is not None
+            result = wrapper.process_pull_answer(mq, addr, response, sd)
         except Exception as exc:
             if not mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 _log_limiter.warning(("pull", mq.broker_name), "pull of %s failed: %s", mq, exc)

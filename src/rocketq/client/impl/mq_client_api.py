@@ -87,6 +87,7 @@ from rocketq.protocol.message import (
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.route import ClusterInfo, TopicConfig, TopicList, TopicRouteData
 from rocketq.remoting.client import RemotingClient, RpcHook
+from rocketq.remoting.connection import AsyncCallback
 
 __all__ = ["UNIQUE_KEY_QUERY", "MQClientAPI", "check_response"]
 
@@ -424,16 +425,18 @@ class MQClientAPI:
         self, addr: str, header: PullMessageRequestHeader, timeout_ms: int
     ) -> concurrent.futures.Future[PullResult]:
         """PULL_MESSAGE (11); the future completes on the remoting I/O thread."""
-        fut = self.pull_message_async_raw(addr, header, timeout_ms)
+        fut = self.remoting.invoke_async(addr, self.build_pull_request(header), timeout_ms)
         return self._map_future(fut, lambda r: self.process_pull_response(r, addr))
 
-    def pull_message_async_raw(
-        self, addr: str, header: PullMessageRequestHeader, timeout_ms: int
-    ) -> concurrent.futures.Future[RemotingCommand]:
-        """PULL_MESSAGE (11) whose future carries the broker's answer as it came (completed
-        on the I/O thread): the caller runs :meth:`process_pull_response` on its own thread,
-        without a second future."""
-        return self.remoting.invoke_async(addr, self.build_pull_request(header), timeout_ms)
+    def pull_message_async_callback(
+        self, addr: str, header: PullMessageRequestHeader, timeout_ms: int, callback: AsyncCallback
+    ) -> None:
+        """PULL_MESSAGE (11) whose ``callback(answer, None)`` / ``callback(None, error)``
+        gets the broker's answer as it came, exactly once, on the I/O thread (Java's
+        ``pullMessageAsync`` with its ``InvokeCallback``): the caller runs
+        :meth:`process_pull_response` on its own thread; no Future per pull. Failures before
+        the request is written raise here (and the callback is not called)."""
+        self.remoting.invoke_async_callback(addr, self.build_pull_request(header), timeout_ms, callback)
 
     # ================================================================== consumer offsets
     def query_consumer_offset(

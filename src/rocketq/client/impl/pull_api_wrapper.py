@@ -205,7 +205,7 @@ class PullAPIWrapper:
         broker_suspend_max_time_ms: int,
     ) -> tuple[str, PullMessageRequestHeader]:
         """``pullKernelImpl`` up to the send: the broker to ask and the request header (the
-        push consumer sends it with ``MQClientAPI.pull_message_async_raw`` and makes the
+        push consumer sends it with ``MQClientAPI.pull_message_async_callback`` and makes the
         result with :meth:`process_pull_answer` on its own thread)."""
         found = self._find_broker(mq)
         if not ExpressionType.is_tag_type(expression_type) and found.broker_version < Version.V4_1_0_SNAPSHOT:
@@ -346,6 +346,6 @@ class PullAPIWrapper:
         self, mq: MessageQueue, addr: str, response: RemotingCommand, subscription: SubscriptionData
     ) -> PullResult:
         """``processPullResponse`` + ``processPullResult`` of the raw answer to a pull sent
-        with ``MQClientAPI.pull_message_async_raw`` (BrokerError for a code that is no pull
+        with ``MQClientAPI.pull_message_async_callback`` (BrokerError for a code that is no pull
         status)."""
         return self.process_pull_result(mq, MQClientAPI.process_pull_response(response, addr), subscription)
