@@ -13,6 +13,8 @@ the first delivery. One JSON line per drain:
 * ``redelivered`` messages delivered again (rebalance hand-overs), ``refused`` pulls a broker
   refused as SUBSCRIPTION_NOT_LATEST (each parks its queue for
   ``pull_time_delay_mills_when_exception_ms``), ``flow_control`` flow-control pauses;
+* ``broker_us`` broker µs CPU per message over the same window (``/proc/<pid>/stat`` utime +
+  stime of the ``rocketq server`` process, which also hosts the idle name server; 10 ms ticks);
 * ``vsw_pull`` / ``nvsw_pull`` voluntary / involuntary context switches of all the process's
   threads per pull of 32 (``/proc/self/task/*/status``); ``--threads`` adds client CPU and
   voluntary switches per thread kind (10 ms ticks: coarse for short drains).
@@ -36,7 +38,8 @@ import re
 import threading
 import time
 
-from consumer_bench import thread_cpu  # the sibling script (run as benchmarks/drain_probe.py)
+from broker_bench import _cpu_s as process_cpu_s  # sibling scripts (run as benchmarks/drain_probe.py)
+from consumer_bench import thread_cpu
 from suite.common import FULL
 from suite.rocketq_bench import RocketqBench
 
@@ -68,7 +71,9 @@ class _Refusals(logging.Handler):
             self.count += 1
 
 
-def drain(bench: RocketqBench, total: int, consumers: int, per_thread: bool) -> dict[str, object]:
+def drain(
+    bench: RocketqBench, broker_pid: int, total: int, consumers: int, per_thread: bool
+) -> dict[str, object]:
     """One drain of the suite's pre-published topic by ``consumers`` new members of a group."""
     group = f"drain_{bench._run}_{next(_ids)}"
     lock = threading.Lock()
@@ -95,6 +100,7 @@ def drain(bench: RocketqBench, total: int, consumers: int, per_thread: bool) -> 
     push_log.addHandler(refusals)
     threads0 = _threads()
     cpu0 = time.process_time()
+    broker0 = process_cpu_s(broker_pid)
     t0 = time.perf_counter()
     for consumer in members:
         consumer.start()
@@ -103,6 +109,7 @@ def drain(bench: RocketqBench, total: int, consumers: int, per_thread: bool) -> 
         raise RuntimeError(f"drain: {len(seen)} of {total}")
     t1 = time.perf_counter()
     cpu = time.process_time() - cpu0
+    broker_cpu = process_cpu_s(broker_pid) - broker0
     threads1 = _threads()
     push_log.removeHandler(refusals)
     flow_control = sum(c._queue_flow_control_times for c in members)
@@ -124,6 +131,7 @@ def drain(bench: RocketqBench, total: int, consumers: int, per_thread: bool) -> 
         "consumers": consumers,
         "rate": round(n / (t1 - t0)),
         "cpu_us": round(cpu * 1e6 / n, 3),
+        "broker_us": round(broker_cpu * 1e6 / n, 3),
         "first_ms": round((first[0] - t0) * 1000, 1),
         "start_s": round(started - t0, 3),
         "wall_s": round(t1 - t0, 3),
@@ -159,7 +167,7 @@ def main() -> None:
             bench.prepare_drain(sizes)
             for _ in range(args.rounds):
                 for consumers in (int(c) for c in args.consumers.split(",")):
-                    row = drain(bench, sizes.drain_messages, consumers, args.threads)
+                    row = drain(bench, cluster.broker_pid(), sizes.drain_messages, consumers, args.threads)
                     row["label"] = args.label
                     print(json.dumps(row), flush=True)
         finally:

@@ -7,15 +7,21 @@ import base64
 import importlib.metadata
 import json
 import os
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from rocketq.protocol.codes import RequestCode
-from rocketq.protocol.frame import RemotingCommand
-from rocketq.protocol.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
+from rocketq.client.impl.pull_api_wrapper import build_pull_sys_flag
+from rocketq.protocol.codes import RequestCode, SerializeType
+from rocketq.protocol.frame import FrameDecoder, RemotingCommand
+from rocketq.protocol.headers import (
+    PullMessageRequestHeader,
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+)
 
 # embedded_cluster and unique_name come from the rocketq pytest plugin (the ``pytest11`` entry
 # point of pyproject.toml, rocketq.testing.fixtures), as in any project that installs rocketq;
@@ -138,3 +144,61 @@ def send_request(
         else SendMessageRequestHeaderV2.from_v1(header).to_ext_fields()
     )
     return RemotingCommand.request(code, fields, body)
+
+
+def pull_request(
+    topic: str, queue_id: int, offset: int, *, group: str, suspend: bool = True, hold_ms: int = 10_000
+) -> RemotingCommand:
+    """A PULL_MESSAGE of up to 32 messages with its subscription ("*", TAG: no heartbeat needed),
+    no offset commit, SUSPEND as given (held up to ``hold_ms``), in the ROCKETMQ header type."""
+    header = PullMessageRequestHeader(
+        consumer_group=group,
+        topic=topic,
+        queue_id=queue_id,
+        queue_offset=offset,
+        max_msg_nums=32,
+        sys_flag=build_pull_sys_flag(commit_offset=False, suspend=suspend, subscription=True),
+        commit_offset=0,
+        suspend_timeout_millis=hold_ms,
+        subscription="*",
+        sub_version=0,
+        expression_type="TAG",
+    )
+    return RemotingCommand.request(
+        RequestCode.PULL_MESSAGE,
+        header.to_ext_fields(serialize_type=SerializeType.ROCKETMQ),
+        serialize_type=SerializeType.ROCKETMQ,
+    )
+
+
+class RawWire:
+    """One raw connection to a server at ``addr`` ("host:port"): frames numbered and written as
+    given, answers read in order (the order of one connection's answers is observable)."""
+
+    def __init__(self, addr: str) -> None:
+        host, port = addr.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=10)
+        self.decoder = FrameDecoder()
+        self.opaque = 1000
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def frame(self, request: RemotingCommand) -> tuple[int, bytes]:
+        self.opaque += 1
+        request.opaque = self.opaque
+        return self.opaque, request.encode()
+
+    def read(self, count: int, timeout_s: float = 10.0) -> list[RemotingCommand]:
+        got: list[RemotingCommand] = []
+        deadline = time.monotonic() + timeout_s
+        while len(got) < count:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"{len(got)} of {count} answers arrived: {got!r}")
+            self.sock.settimeout(left)
+            data = self.sock.recv(1 << 16)
+            if not data:
+                raise AssertionError("the broker closed the connection")
+            got += self.decoder.feed(data)
+        return got

@@ -9,24 +9,20 @@ made available. Raw frames on one socket make the order observable.
 
 from __future__ import annotations
 
-import socket
-import time
 from collections.abc import Iterator
 
 import pytest
 
-from rocketq.client.impl.pull_api_wrapper import build_pull_sys_flag
 from rocketq.protocol.codes import RequestCode, ResponseCode, SerializeType
-from rocketq.protocol.frame import FrameDecoder, RemotingCommand
+from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import (
     GetMaxOffsetRequestHeader,
     GetMaxOffsetResponseHeader,
-    PullMessageRequestHeader,
     PullMessageResponseHeader,
 )
 from rocketq.protocol.message import decode_records
 from rocketq.testing.cluster import EmbeddedCluster
-from tests.conftest import send_request
+from tests.conftest import RawWire, pull_request, send_request
 
 pytestmark = pytest.mark.integration
 
@@ -40,64 +36,15 @@ def cluster() -> Iterator[EmbeddedCluster]:
         yield c
 
 
-class _Wire:
-    """One raw connection to the broker: frames written as given, answers read in order."""
-
-    def __init__(self, addr: str) -> None:
-        host, port = addr.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=10)
-        self.decoder = FrameDecoder()
-        self.opaque = 1000
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def frame(self, request: RemotingCommand) -> tuple[int, bytes]:
-        self.opaque += 1
-        request.opaque = self.opaque
-        return self.opaque, request.encode()
-
-    def read(self, count: int, timeout_s: float = 10.0) -> list[RemotingCommand]:
-        got: list[RemotingCommand] = []
-        deadline = time.monotonic() + timeout_s
-        while len(got) < count:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError(f"{len(got)} of {count} answers arrived: {got!r}")
-            self.sock.settimeout(left)
-            data = self.sock.recv(1 << 16)
-            if not data:
-                raise AssertionError("the broker closed the connection")
-            got += self.decoder.feed(data)
-        return got
-
-
 def _pull(queue_id: int, offset: int, hold_ms: int) -> RemotingCommand:
-    header = PullMessageRequestHeader(
-        consumer_group="wake_reader",
-        topic=_TOPIC,
-        queue_id=queue_id,
-        queue_offset=offset,
-        max_msg_nums=32,
-        sys_flag=build_pull_sys_flag(commit_offset=False, suspend=True, subscription=True),
-        commit_offset=0,
-        suspend_timeout_millis=hold_ms,
-        subscription="*",
-        sub_version=0,
-        expression_type="TAG",
-    )
-    return RemotingCommand.request(
-        RequestCode.PULL_MESSAGE,
-        header.to_ext_fields(serialize_type=SerializeType.ROCKETMQ),
-        serialize_type=SerializeType.ROCKETMQ,
-    )
+    return pull_request(_TOPIC, queue_id, offset, group="wake_reader", hold_ms=hold_ms)
 
 
 def _send(queue_id: int, body: bytes) -> RemotingCommand:
     return send_request(_TOPIC, body, queue_id=queue_id, code=RequestCode.SEND_MESSAGE)
 
 
-def _max_offset(wire: _Wire, queue_id: int) -> int:
+def _max_offset(wire: RawWire, queue_id: int) -> int:
     """The queue's next offset (GET_MAX_OFFSET). Its answer also proves that every request
     sent before it on the connection was handled: the broker handles one connection's
     requests in order, so a pull sent earlier and not answered yet is held."""
@@ -109,7 +56,7 @@ def _max_offset(wire: _Wire, queue_id: int) -> int:
     return int(GetMaxOffsetResponseHeader.from_ext_fields(answer.ext_fields or {}).offset or 0)
 
 
-def _held(wire: _Wire, queue_id: int) -> tuple[int, int]:
+def _held(wire: RawWire, queue_id: int) -> tuple[int, int]:
     """A pull of ``queue_id`` from its end, held by the broker: (opaque, offset)."""
     offset = _max_offset(wire, queue_id)
     opaque, data = wire.frame(_pull(queue_id, offset, 10_000))
@@ -119,7 +66,7 @@ def _held(wire: _Wire, queue_id: int) -> tuple[int, int]:
 
 
 def test_sends_ack_first_then_each_woken_pull_is_answered_with_its_message(cluster: EmbeddedCluster) -> None:
-    wire = _Wire(cluster.broker_addrs[0])
+    wire = RawWire(cluster.broker_addrs[0])
     try:
         held = {queue_id: _held(wire, queue_id) for queue_id in (1, 2)}
         # two sends in one write: one chunk for the broker, one put per held queue
@@ -145,7 +92,7 @@ def test_sends_ack_first_then_each_woken_pull_is_answered_with_its_message(clust
 
 
 def test_a_send_to_another_queue_leaves_the_held_pull_parked(cluster: EmbeddedCluster) -> None:
-    wire = _Wire(cluster.broker_addrs[0])
+    wire = RawWire(cluster.broker_addrs[0])
     try:
         opaque, offset = _held(wire, 3)
         other, data = wire.frame(_send(0, b"elsewhere"))

@@ -303,7 +303,7 @@ class BrokerController:
             RequestCode.CONSUMER_SEND_MSG_BACK,
         ):
             server.register_processor(code, send, immediate=send.process_now)
-        server.register_processor(RequestCode.PULL_MESSAGE, pull)
+        server.register_processor(RequestCode.PULL_MESSAGE, pull, immediate=pull.process_now)
         server.register_processor(RequestCode.END_TRANSACTION, EndTransactionProcessor(self))
         reply = ReplyMessageProcessor(self)
         server.register_processor(RequestCode.SEND_REPLY_MESSAGE, reply)

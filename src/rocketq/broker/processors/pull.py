@@ -13,6 +13,9 @@ reference sections 6.1-6.3. Invariants:
   ``nextBeginOffset``. Tag and unfiltered pulls never decode a record.
 * The response body is the stored records, sliced from the store: the stored format is
   the wire format, nothing is decoded on this path.
+* The server calls :meth:`PullMessageProcessor.process_now` (its immediate handler): a pull
+  is served by plain calls, no coroutine or task per pull; a held pull answers None and
+  the hold service writes its answer later.
 * A PULL_NOT_FOUND with the SUSPEND flag on the first pass is held (no response now); the
   re-execution after a wake-up or the timeout never suspends again and never commits the
   offset, and its response is encoded in JSON whatever the request used (Java writes it
@@ -131,6 +134,13 @@ class PullMessageProcessor:
         await self.hold_service.stop()
 
     async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        return self.process_now(channel, request)
+
+    def process_now(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        """The server's immediate handler (:data:`~rocketq.remoting.server.ImmediateHandler`):
+        the answer, or None for a pull held for long polling (the hold service answers it
+        later) or a zero-copy answer already written; never a coroutine, as nothing here
+        waits. An exception reaches the server, which answers SYSTEM_ERROR."""
         started = time.perf_counter()
         try:
             return self.process_request(channel, request, broker_allow_suspend=True)
