@@ -129,6 +129,10 @@ class MessageStoreConfig:
     access_message_in_memory_max_ratio: int = 40
     #: messageIndexEnable.
     message_index_enable: bool = True
+    #: messageIndexSafe: recovery after a crash starts early enough to rebuild the index too
+    #: (bounded by the checkpoint's index timestamp, which moves only when an index file is
+    #: flushed: when it is full, and at shutdown); off, the index is best-effort, as in Java.
+    message_index_safe: bool = False
     #: maxHashSlotNum: hash slots per index file.
     max_hash_slot_num: int = 5_000_000
     #: maxIndexNum: entries per index file.

@@ -460,6 +460,18 @@ class IndexService:
             f.flush()
         return files[-1].end_timestamp if files else 0
 
+    def flush_full(self) -> int:
+        """Flush the full files not flushed yet (``IndexService.flush`` of the file a roll left
+        behind); the file being written is left to the page cache. Returns the end timestamp
+        of the newest full file, now durable (0 if none is full)."""
+        end = 0
+        for f in self.files:
+            if not f.is_write_full:
+                break  # only the last file is ever being written
+            f.flush()  # a no-op once it was flushed
+            end = f.end_timestamp
+        return end
+
     def close(self) -> None:
         for f in self.files:
             f.close()

@@ -659,7 +659,10 @@ class MessageStore(CommitLogDispatcher):
             self.index_service.destroy()
             commit_log.topic_queue_table = {}
             return
-        min_ts = checkpoint.min_timestamp_index() if self._index_enabled else checkpoint.min_timestamp()
+        # DefaultMessageStore.isMappedFileMatchedRecover: the index bounds the start only
+        # when it is to be rebuilt safely (messageIndexSafe)
+        safe_index = self._index_enabled and self.config.message_index_safe
+        min_ts = checkpoint.min_timestamp_index() if safe_index else checkpoint.min_timestamp()
         start_index = commit_log.recovery_start_index(last_exit_ok, min_ts)
         valid_end = commit_log.scan_valid_end(start_index, self.config.check_crc_on_recover)
         _log.info("commit log valid up to offset %d (scan from segment %d)", valid_end, start_index)
@@ -968,18 +971,26 @@ class MessageStore(CommitLogDispatcher):
         ):
             self._last_thorough_logics_flush = now
             least = 0
-        self._flush_logics(least)
+        self._flush_logics(least, whole_index=False)
 
     def flush_logics(self) -> None:
-        """``FlushConsumeQueueService.doFlush`` (everything): consume queues, index, checkpoint."""
-        self._flush_logics(0)
+        """Everything logical made durable (shutdown): consume queues, every index file, checkpoint."""
+        self._flush_logics(0, whole_index=True)
 
-    def _flush_logics(self, least_pages: int) -> None:
+    def _flush_logics(self, least_pages: int, *, whole_index: bool) -> None:
+        """``FlushConsumeQueueService.doFlush``: the consume queues and the checkpoint. The index
+        file being written is synced only with ``whole_index`` (shutdown): Java syncs an index
+        file once, when it is full (``IndexService``'s FlushIndexFileThread); the periodic pass
+        syncs the full files not synced yet (the same, within a flush interval). Syncing the
+        file being written every second costs the loop millisecond stalls on ext4: its scattered
+        hash-slot pages are allocated at writeback, so each sync commits the journal while the
+        loop writes into the same file."""
         dispatched_ts = self._last_dispatch_ts
         for cq in list(self.consume_queue_table.values()):
             cq.flush(least_pages)
+        index_ts = 0
         if self._index_enabled:
-            self.index_service.flush()
+            index_ts = self.index_service.flush() if whole_index else self.index_service.flush_full()
         checkpoint = self.checkpoint
         if checkpoint is not None:
             checkpoint.physic_msg_timestamp = max(
@@ -987,8 +998,10 @@ class MessageStore(CommitLogDispatcher):
             )
             if dispatched_ts:
                 checkpoint.logics_msg_timestamp = max(checkpoint.logics_msg_timestamp, dispatched_ts)
-                # the index received every record dispatched before the flush
-                checkpoint.index_msg_timestamp = max(checkpoint.index_msg_timestamp, dispatched_ts)
+                if whole_index or not self._index_enabled:
+                    # the index received (and now holds durably) every record dispatched so far
+                    index_ts = max(index_ts, dispatched_ts)
+            checkpoint.index_msg_timestamp = max(checkpoint.index_msg_timestamp, index_ts)
             checkpoint.flush()
 
     def clean_expired(self, now_ms: int | None = None) -> int:
