@@ -183,11 +183,6 @@ class GroupCommitService(ServiceThread):
         if self.flush_latency is not None:
             self.flush_latency.observe((time.perf_counter() - started) * 1000.0)
         flushed = self._commit_log.flushed_where
-        if len(waiting) == 1 and flushed >= waiting[0][0]:
-            # the usual pass under the loop's puts: one request (an iteration's), covered
-            self._waiting = []
-            _answer(waiting[0][2], True)
-            return
         now = time.monotonic()
         keep: list[_Request] = []
         answers: list[tuple[Callable[[bool], None], bool]] = []
@@ -261,7 +256,6 @@ class LoopGroupCommit:
         "_loop",
         "_scheduled",
         "_thread",
-        "_upto",
         "_waiting",
     )
 
@@ -277,7 +271,6 @@ class LoopGroupCommit:
         self._flush_latency = flush_latency
         self._thread = thread
         self._waiting: list[tuple[int, asyncio.Future[bool]]] = []
-        self._upto = 0  # the highest offset in _waiting
         self._scheduled = False
         #: batches the thread answered, for the loop to resolve (appended by the thread)
         self._answered: collections.deque[tuple[_Batch, bool]] = collections.deque()
@@ -293,10 +286,7 @@ class LoopGroupCommit:
         self._waiting.append((next_offset, fut))
         if not self._scheduled:
             self._scheduled = True
-            self._upto = next_offset
             self._loop.call_soon(self._commit if self._thread is None else self._hand_over)
-        elif next_offset > self._upto:
-            self._upto = next_offset
         return fut
 
     # ------------------------------------------------------------------ GroupCommitService
@@ -307,7 +297,7 @@ class LoopGroupCommit:
         thread = self._thread
         assert thread is not None
         batch = _Batch(waiting, self)
-        upto = self._upto
+        upto = max(offset for offset, _ in waiting)
         # the timer first: the request wakes the thread, which then needs the GIL this
         # thread holds until the loop goes back to waiting (the less done after, the better)
         batch.timer = self._loop.call_later(thread.timeout_s, _resolve, batch, False)
