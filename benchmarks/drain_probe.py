@@ -35,16 +35,13 @@ import json
 import logging
 import os
 import re
-import threading
 import time
 
 from broker_bench import _cpu_s as process_cpu_s  # sibling scripts (run as benchmarks/drain_probe.py)
 from consumer_bench import thread_cpu
 from suite.common import FULL
-from suite.rocketq_bench import RocketqBench
+from suite.rocketq_bench import DrainTally, RocketqBench
 
-from rocketq.client import ConsumeConcurrentlyStatus, MessageExt
-from rocketq.client.consumer.listener import ConsumeConcurrentlyContext
 from rocketq.testing.cluster import EmbeddedCluster
 
 _ids = itertools.count(1)
@@ -76,25 +73,8 @@ def drain(
 ) -> dict[str, object]:
     """One drain of the suite's pre-published topic by ``consumers`` new members of a group."""
     group = f"drain_{bench._run}_{next(_ids)}"
-    lock = threading.Lock()
-    seen: set[tuple[int, int]] = set()
-    redelivered = [0]
-    first = [0.0]
-    finished = threading.Event()
-
-    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
-        # the suite's listener (RocketqBench.drain), plus the first delivery's time
-        with lock:
-            if not first[0]:
-                first[0] = time.perf_counter()
-            before = len(seen)
-            seen.update((m.queue_id, m.queue_offset) for m in msgs)
-            redelivered[0] += len(msgs) - (len(seen) - before)
-            if len(seen) >= total:
-                finished.set()
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-    members = [bench._push_consumer(group, bench._drain_topic, listener, 32) for _ in range(consumers)]
+    tally = DrainTally(total)  # the suite's listener
+    members = [bench._push_consumer(group, bench._drain_topic, tally.listener, 32) for _ in range(consumers)]
     refusals = _Refusals()
     push_log = logging.getLogger("rocketq.client.consumer.push")
     push_log.addHandler(refusals)
@@ -105,8 +85,8 @@ def drain(
     for consumer in members:
         consumer.start()
     started = time.perf_counter()
-    if not finished.wait(300):
-        raise RuntimeError(f"drain: {len(seen)} of {total}")
+    if not tally.finished.wait(300):
+        raise RuntimeError(f"drain: {tally.done()} of {total}")
     t1 = time.perf_counter()
     cpu = time.process_time() - cpu0
     broker_cpu = process_cpu_s(broker_pid) - broker0
@@ -115,7 +95,7 @@ def drain(
     flow_control = sum(c._queue_flow_control_times for c in members)
     for consumer in members:
         consumer.shutdown()
-    n = len(seen)
+    n = tally.done()
     pulls = n / 32
     by_kind: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0, 0.0])
     vol = invol = 0
@@ -132,10 +112,10 @@ def drain(
         "rate": round(n / (t1 - t0)),
         "cpu_us": round(cpu * 1e6 / n, 3),
         "broker_us": round(broker_cpu * 1e6 / n, 3),
-        "first_ms": round((first[0] - t0) * 1000, 1),
+        "first_ms": round((tally.first - t0) * 1000, 1),
         "start_s": round(started - t0, 3),
         "wall_s": round(t1 - t0, 3),
-        "redelivered": redelivered[0],
+        "redelivered": tally.redelivered,
         "refused": refusals.count,
         "flow_control": flow_control,
         "vsw_pull": round(vol / pulls, 2),

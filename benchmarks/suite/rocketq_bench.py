@@ -53,6 +53,36 @@ _ids = itertools.count(1)
 _CLIENT = ClientConfig(poll_name_server_interval_ms=1000, rebalance_interval_ms=2000)
 
 
+class DrainTally:
+    """A drain's listener and what it saw: the distinct ``(queue id, queue offset)`` pairs
+    (a redelivery is not progress), the redeliveries, the first delivery's time, and
+    ``finished`` once ``total`` distinct messages arrived."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.lock = threading.Lock()
+        self.seen: set[tuple[int, int]] = set()
+        self.redelivered = 0
+        self.first = 0.0  # perf_counter() of the first delivery
+        self.finished = threading.Event()
+
+    def listener(self, msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        seen = self.seen
+        with self.lock:
+            if not self.first:
+                self.first = time.perf_counter()
+            before = len(seen)
+            seen.update((msg.queue_id, msg.queue_offset) for msg in msgs)
+            self.redelivered += len(msgs) - (len(seen) - before)
+            if len(seen) >= self.total:
+                self.finished.set()
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    def done(self) -> int:
+        with self.lock:
+            return len(self.seen)
+
+
 class RocketqBench:
     """The workloads over a started :class:`EmbeddedCluster`."""
 
@@ -188,29 +218,18 @@ class RocketqBench:
         topic = self._drain_topic
         group = f"{self._run}_g{consumers}_{next(_ids)}"
         total = sizes.drain_messages
-        lock = threading.Lock()
-        seen: set[tuple[int, int]] = set()  # (queue id, queue offset): redeliveries are not progress
-        redelivered = [0]
-        finished = threading.Event()
-
-        def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
-            with lock:
-                before = len(seen)
-                seen.update((msg.queue_id, msg.queue_offset) for msg in msgs)
-                redelivered[0] += len(msgs) - (len(seen) - before)
-                if len(seen) >= total:
-                    finished.set()
-            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-        group_members = [self._push_consumer(group, topic, listener, sizes.batch) for _ in range(consumers)]
+        tally = DrainTally(total)
+        group_members = [
+            self._push_consumer(group, topic, tally.listener, sizes.batch) for _ in range(consumers)
+        ]
         m.start()
         try:
             for consumer in group_members:
                 consumer.start()
-            if not finished.wait(sizes.wait_timeout_s):
-                raise RuntimeError(f"rocketq drain: {len(seen)} of {total} after {sizes.wait_timeout_s} s")
-            with lock:
-                done, again = len(seen), redelivered[0]
+            if not tally.finished.wait(sizes.wait_timeout_s):
+                raise RuntimeError(f"rocketq drain: {tally.done()} of {total} after {sizes.wait_timeout_s} s")
+            with tally.lock:
+                done, again = len(tally.seen), tally.redelivered
             m.stop(done, note=f"{again} redelivered (rebalance)" if again else "")
         finally:
             for consumer in group_members:
