@@ -249,20 +249,20 @@ class CommitLog:
                         # DefaultAppendMessageCallback.doAppend: END_OF_FILE -> BLANK filler,
                         # retry in a new file (only 8 bytes are written; the rest stays zero).
                         pos = mf.wrote_position
-                        _SIZE_MAGIC.pack_into(mf.mm, pos, file_size - pos, BLANK_MAGIC_CODE)
+                        mf.write_at(pos, _SIZE_MAGIC.pack(file_size - pos, BLANK_MAGIC_CODE))
                         mf.wrote_position = file_size
                     mf = self.queue.create_next_file(0, ts)
             except OSError as exc:
                 _SEGMENT_LOG.log(logging.ERROR, "segment", "cannot create a store file: %s", exc)
                 return PutMessageStatus.CREATE_MAPEDFILE_FAILED
-            mm = mf.mm
             base = mf.file_from_offset
             table = self.topic_queue_table
             start = mf.wrote_position
             first_phys = base + start
             first_qoff = -1
-            # all bytes in one copy, then each record's offsets and store time patched in
-            mm[start : start + total] = records[0] if len(records) == 1 else b"".join(records)
+            # all bytes in one buffer, each record's offsets and store time patched in, then
+            # one write (through the descriptor: see rocketq.broker.store.mapped_file)
+            buf = bytearray(records[0]) if len(records) == 1 else bytearray().join(records)
             pos = start
             for i in range(len(records)):  # an index loop: native when compiled (zip is not)
                 rec = records[i]
@@ -277,8 +277,9 @@ class CommitLog:
                     table[key] = qoff + 1
                 else:
                     qoff = 0  # prepared/rollback: not consumable, offset not advanced
-                _QOFF_PHYS.pack_into(mm, pos + POS_QUEUE_OFFSET, qoff, phys)
-                _LONG.pack_into(mm, pos + (_STORE_TS_POS_V6 if sys_flag & _BORN_V6 else _STORE_TS_POS), ts)
+                at = pos - start
+                _QOFF_PHYS.pack_into(buf, at + POS_QUEUE_OFFSET, qoff, phys)
+                _LONG.pack_into(buf, at + (_STORE_TS_POS_V6 if sys_flag & _BORN_V6 else _STORE_TS_POS), ts)
                 pos += len(rec)
                 if first_qoff < 0:
                     first_qoff = qoff
@@ -287,6 +288,18 @@ class CommitLog:
                 req.store_timestamp = ts
                 if req.delay_ms >= 0:
                     req.tags_code = ts + req.delay_ms
+            try:
+                mf.write_at(start, buf)
+            except OSError as exc:
+                # nothing published: the queue offsets handed out go back (each record holds
+                # the value its key had before it), the bytes past wrote_position stay unread
+                for i in range(len(requests) - 1, -1, -1):
+                    req = requests[i]
+                    tran = req.sys_flag & _TRANSACTION_MASK
+                    if tran != _PREPARED and tran != _ROLLBACK:  # noqa: PLR1714 - as above
+                        table[(req.topic, req.queue_id)] = req.consume_queue_offset
+                _SEGMENT_LOG.log(logging.ERROR, "write", "cannot write the commit log: %s", exc)
+                return PutMessageStatus.UNKNOWN_ERROR
             mf.wrote_position = pos
             if len(requests) == 1:
                 dispatcher.dispatch(requests[0])

@@ -26,6 +26,14 @@ Invariants:
   same fsync of the page cache, and ``fdatasync`` releases the GIL, ``mmap.flush`` does
   not). Commit-log files keep their descriptor; consume-queue and index files (there can
   be thousands) reopen the file for each flush.
+* A file that keeps its descriptor (the commit log) is **written through it**
+  (``os.pwrite``, :meth:`MappedFile.write_at`) and only read through the mapping: the same
+  page cache, so a reader sees the bytes once ``wrote_position`` moves. Stores into a shared
+  writable mapping cost the sync: writeback write-protects every page it cleans (a TLB
+  shootdown across CPUs) and the next store into the page faults to make it writable
+  again, which stalls the sync of a busy log (measured: ``fdatasync`` under a 1,000-in-flight
+  SYNC_FLUSH load 1.35 -> 0.93 ms p50, a standalone writer 0.95 -> 0.40 ms). A failed
+  ``pwrite`` raises ``OSError``, where a store into the mapping would have been a SIGBUS.
 """
 
 from __future__ import annotations
@@ -167,9 +175,25 @@ class MappedFile:
         end = pos + len(data)
         if end > self.file_size:
             return False
-        self.mm[pos:end] = data
+        self.write_at(pos, data)
         self.wrote_position = end
         return True
+
+    def write_at(self, position: int, data: bytes | bytearray | memoryview) -> None:
+        """Store ``data`` at ``position`` (not published: the caller moves ``wrote_position``):
+        by ``pwrite`` when the file keeps its descriptor, else into the mapping. Raises
+        ``OSError`` if the kernel refuses the write."""
+        fd = self._fd
+        if fd is None:
+            self.mm[position : position + len(data)] = data
+            return
+        view = memoryview(data)
+        done = 0
+        while done < len(view):  # a regular file takes it all at once unless something fails
+            wrote = os.pwrite(fd, view[done:], position + done)
+            if wrote <= 0:
+                raise OSError(errno.EIO, f"{self.path}: pwrite wrote nothing at {position + done}")
+            done += wrote
 
     def zero_from(self, position: int) -> None:
         """Make every byte from ``position`` to the end of the file zero.
