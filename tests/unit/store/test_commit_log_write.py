@@ -1,11 +1,14 @@
-"""The commit log is written through its descriptor (``pwrite``) and read through its
-mapping (``rocketq.broker.store.mapped_file``): what a put wrote is what a get reads, and a
-write the kernel refuses publishes nothing (no queue offset used up, nothing readable),
-while the next write goes on from the same place."""
+"""Under SYNC_FLUSH the commit log is written through its descriptor (``pwrite``) and read
+through its mapping (``rocketq.broker.store.mapped_file``); under ASYNC_FLUSH it is stored
+into the mapping. Either way what a put wrote is what a get reads; a write the kernel refuses
+publishes nothing (no queue offset used up, nothing readable), and the next write goes on
+from the same place."""
 
 from __future__ import annotations
 
 import os
+
+import pytest
 
 from rocketq.broker.store import MessageStore, PutMessageStatus
 from rocketq.broker.store.commit_log import BLANK_MAGIC_CODE
@@ -18,10 +21,22 @@ def _bodies(store: MessageStore, topic: str, queue_id: int) -> list[bytes]:
     return [m.body for m in decode_records(got.body())] if got.message_count else []
 
 
-def test_a_refused_write_publishes_nothing_and_the_next_put_takes_its_place(store: MessageStore) -> None:
+def test_only_sync_flush_writes_through_the_descriptor(factory: StoreFactory) -> None:
+    for policy, through in (("SYNC_FLUSH", True), ("ASYNC_FLUSH", False)):
+        store = factory(root=factory.root / policy, flush_disk_type=policy)
+        assert store.put_message(make_msg(body=b"x")).ok
+        mf = store.commit_log.queue.last_file()
+        assert mf is not None
+        assert mf.write_through is through
+        assert _bodies(store, "TopicA", 0) == [b"x"]
+
+
+def test_a_refused_write_publishes_nothing_and_the_next_put_takes_its_place(factory: StoreFactory) -> None:
+    store = factory(flush_disk_type="SYNC_FLUSH")
     assert store.put_message(make_msg(body=b"first")).ok
     mf = store.commit_log.queue.last_file()
     assert mf is not None
+    assert mf.write_through
     wrote = mf.wrote_position
     rw_fd = mf._fd
     assert rw_fd is not None  # the commit log keeps its descriptor
@@ -45,8 +60,9 @@ def test_a_refused_write_publishes_nothing_and_the_next_put_takes_its_place(stor
     assert _bodies(store, "TopicA", 0) == [b"first", b"second"]
 
 
-def test_the_end_of_file_filler_is_written_too(factory: StoreFactory) -> None:
-    store = factory()
+@pytest.mark.parametrize("policy", ["SYNC_FLUSH", "ASYNC_FLUSH"])
+def test_the_end_of_file_filler_is_written_too(factory: StoreFactory, policy: str) -> None:
+    store = factory(flush_disk_type=policy)
     size = store.config.mapped_file_size_commit_log
     body = b"y" * 3000
     n = 0
