@@ -1,136 +1,331 @@
-"""ConsumePool: the consume services' bounded worker pool (calls run, bounded threads, failures
-logged, shutdown drops what has not started and refuses new calls)."""
+"""ConsumePool lanes on the shared ConsumeWorkers: each consumer's bound, names and shutdown
+kept while the threads are shared (calls run, a lane's calls beyond its bound wait in its own
+backlog, another lane is never starved, failures logged, shutdown drops only its lane's queued
+calls, the set grows to the sum of the bounds at most and ends when no lane is left)."""
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable, Iterator
 
 import pytest
 
-from rocketq.client.consumer.listener import ConsumePool, shutdown_consume_pool
+from rocketq.client.consumer.listener import (
+    ConsumePool,
+    ConsumeWorkers,
+    shared_consume_workers,
+    shutdown_consume_pool,
+)
 from rocketq.testing.waits import wait_until
 
 
-def test_calls_run_on_at_most_max_workers_named_threads() -> None:
-    pool = ConsumePool(3, "ConsumeMessageThread_g")
-    release = threading.Event()
-    started: list[str] = []
-    lock = threading.Lock()
+class Recorder:
+    """Calls that note their thread's name and lane-wide concurrency, and block until released."""
 
-    def call(i: int) -> None:
-        with lock:
-            started.append(threading.current_thread().name)
-        release.wait(5)
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.release = threading.Event()
+        self.started: list[str] = []
+        self.threads: list[threading.Thread] = []
+        self.done: list[int] = []
+        self.running = 0
+        self.max_running = 0
 
+    def call(self, i: int) -> None:
+        with self.lock:
+            self.started.append(threading.current_thread().name)
+            self.threads.append(threading.current_thread())
+            self.running += 1
+            self.max_running = max(self.max_running, self.running)
+        self.release.wait(10)
+        with self.lock:
+            self.running -= 1
+            self.done.append(i)
+
+
+@pytest.fixture
+def workers() -> Iterator[ConsumeWorkers]:
+    """A set of its own per test (the process-wide one may carry other tests' lanes)."""
+    ws = ConsumeWorkers()
+    yield ws
+    for thread in ws.threads():
+        thread.join(5)
+
+
+def _all_end(ws: ConsumeWorkers) -> None:
+    wait_until(lambda: not ws.threads(), 5.0, "every worker to end", interval_s=0.005)
+
+
+def test_a_lanes_bound_holds_while_another_lane_runs(workers: ConsumeWorkers) -> None:
+    a, b = Recorder(), Recorder()
+    lane_a = ConsumePool(2, "ConsumeMessageThread_a", workers)
+    lane_b = ConsumePool(3, "ConsumeMessageThread_b", workers)
+    for i in range(6):
+        lane_a.submit(a.call, i)
+    wait_until(lambda: len(a.started) == 2, 5.0, "a's first two calls", interval_s=0.005)
+    assert lane_a.running == 2 and lane_a.backlog == 4  # the rest wait in a's own backlog
+    b.release.set()  # b's listener does not block: all its calls run while a's are stuck
     for i in range(10):
-        pool.submit(call, i)
-    wait_until(lambda: len(started) == 3, 5.0, interval_s=0.005)
-    assert len(pool.workers()) == 3  # the other 7 wait in the queue
-    assert {t.name for t in pool.workers()} == {f"ConsumeMessageThread_g_{i}" for i in range(3)}
-    release.set()
-    wait_until(lambda: len(started) == 10, 5.0, interval_s=0.005)
-    assert set(started) <= {t.name for t in pool.workers()}
-    shutdown_consume_pool(pool, 5000)
-    assert not any(t.is_alive() for t in pool.workers())
+        lane_b.submit(b.call, i)
+    wait_until(lambda: len(b.done) == 10, 5.0, "every call of b", interval_s=0.005)
+    assert len(a.started) == 2 and a.max_running == 2
+    assert len(workers.threads()) <= workers.capacity == 5
+    a.release.set()
+    wait_until(lambda: len(a.done) == 6, 5.0, "every call of a", interval_s=0.005)
+    assert a.max_running == 2 and b.max_running <= 3
+    assert sorted(a.done) == list(range(6)) and sorted(b.done) == list(range(10))
+    shutdown_consume_pool(lane_a, 5000)
+    shutdown_consume_pool(lane_b, 5000)
+    _all_end(workers)
 
 
-def test_an_idle_worker_is_reused_rather_than_a_new_one_started() -> None:
-    pool = ConsumePool(20, "P")
+def test_a_call_runs_under_its_consumers_thread_names(workers: ConsumeWorkers) -> None:
+    a, b = Recorder(), Recorder()
+    lane_a = ConsumePool(3, "ConsumeMessageThread_ga", workers)
+    lane_b = ConsumePool(1, "ConsumeMessageThread_gb", workers)
+    for i in range(3):
+        lane_a.submit(a.call, i)
+    lane_b.submit(b.call, 0)
+    wait_until(lambda: len(a.started) == 3 and len(b.started) == 1, 5.0, "the calls", interval_s=0.005)
+    assert sorted(a.started) == [f"ConsumeMessageThread_ga_{i}" for i in range(3)]
+    assert b.started == ["ConsumeMessageThread_gb_0"]
+    a.release.set()
+    b.release.set()
+    wait_until(lambda: len(a.done) == 3 and len(b.done) == 1, 5.0, "the calls to end", interval_s=0.005)
+    # the threads are reused across lanes: a's threads now run b's calls under b's names
+    b2 = Recorder()
+    b2.release.set()
+    for i in range(5):
+        lane_b.submit(b2.call, i)
+    wait_until(lambda: len(b2.done) == 5, 5.0, "b's later calls", interval_s=0.005)
+    assert set(b2.started) == {"ConsumeMessageThread_gb_0"}
+    assert len(workers.threads()) == 4  # no thread beyond the 4 calls that ran at once
+    shutdown_consume_pool(lane_a, 5000)
+    shutdown_consume_pool(lane_b, 5000)
+    _all_end(workers)
+
+
+def test_the_set_grows_to_the_sum_of_the_bounds_and_no_further(workers: ConsumeWorkers) -> None:
+    a, b = Recorder(), Recorder()
+    lane_a = ConsumePool(2, "A", workers)
+    lane_b = ConsumePool(3, "B", workers)
+    for i in range(8):
+        lane_a.submit(a.call, i)
+        lane_b.submit(b.call, i)
+    wait_until(lambda: len(a.started) == 2 and len(b.started) == 3, 5.0, "the bounds", interval_s=0.005)
+    assert len(workers.threads()) == workers.capacity == 5
+    assert lane_a.backlog == 6 and lane_b.backlog == 5
+    a.release.set()
+    b.release.set()
+    wait_until(lambda: len(a.done) == 8 and len(b.done) == 8, 5.0, "every call", interval_s=0.005)
+    assert len(workers.threads()) == 5
+    shutdown_consume_pool(lane_a, 5000)
+    # a's bound left the set: the idle workers beyond b's bound end
+    wait_until(lambda: len(workers.threads()) == 3, 5.0, "workers beyond b's bound to end", interval_s=0.005)
+    assert workers.capacity == 3
+    shutdown_consume_pool(lane_b, 5000)
+    _all_end(workers)
+
+
+def test_a_worker_runs_its_lanes_backlog_itself(workers: ConsumeWorkers) -> None:
+    a = Recorder()
+    lane = ConsumePool(1, "A", workers)
+    for i in range(5):
+        lane.submit(a.call, i)
+    a.release.set()
+    wait_until(lambda: len(a.done) == 5, 5.0, "every call", interval_s=0.005)
+    assert a.done == list(range(5))  # in order: one at a time
+    assert len({id(t) for t in a.threads}) == 1  # the thread that ran the first ran the rest
+    shutdown_consume_pool(lane, 5000)
+    _all_end(workers)
+
+
+def test_an_idle_worker_is_reused_rather_than_a_new_one_started(workers: ConsumeWorkers) -> None:
+    lane = ConsumePool(20, "P", workers)
     done = threading.Semaphore(0)
     for _ in range(50):
-        pool.submit(done.release)
+        lane.submit(done.release)
         assert done.acquire(timeout=5)
-        wait_until(lambda: pool.idle_workers == len(pool.workers()), 5.0, interval_s=0.001)  # back waiting
-    assert len(pool.workers()) == 1
-    shutdown_consume_pool(pool, 5000)
+        wait_until(lambda: lane.running == 0, 5.0, interval_s=0.001)  # back waiting
+    assert len(workers.threads()) == 1
+    shutdown_consume_pool(lane, 5000)
+    _all_end(workers)
 
 
-def test_a_failing_call_is_logged_and_the_worker_survives(caplog: pytest.LogCaptureFixture) -> None:
-    pool = ConsumePool(1, "P")
+def test_a_failing_call_is_logged_and_the_worker_survives(
+    workers: ConsumeWorkers, caplog: pytest.LogCaptureFixture
+) -> None:
+    lane = ConsumePool(1, "P", workers)
     ran = threading.Event()
 
     def boom() -> None:
         raise ValueError("listener bug")
 
     with caplog.at_level(logging.ERROR):
-        pool.submit(boom)
-        pool.submit(ran.set)
+        lane.submit(boom)
+        lane.submit(ran.set)
         assert ran.wait(5)
-    assert any("a consume call failed" in r.getMessage() and r.exc_info for r in caplog.records)
-    assert len(pool.workers()) == 1
-    shutdown_consume_pool(pool, 5000)
+    assert any("P_0: a consume call failed" in r.getMessage() and r.exc_info for r in caplog.records)
+    assert len(workers.threads()) == 1
+    shutdown_consume_pool(lane, 5000)
+    _all_end(workers)
 
 
-def test_shutdown_drops_queued_calls_and_refuses_new_ones() -> None:
-    pool = ConsumePool(1, "P")
-    running = threading.Event()
-    release = threading.Event()
-    later: list[int] = []
-    pool.submit(lambda: (running.set(), release.wait(5)))
-    for i in range(5):
-        pool.submit(later.append, i)
-    assert running.wait(5)
-    pool.shutdown()
+def test_shutdown_drops_only_its_lanes_queued_calls(workers: ConsumeWorkers) -> None:
+    a, b = Recorder(), Recorder()
+    lane_a = ConsumePool(1, "A", workers)
+    lane_b = ConsumePool(1, "B", workers)
+    for i in range(4):
+        lane_a.submit(a.call, i)
+        lane_b.submit(b.call, i)
+    wait_until(lambda: len(a.started) == 1 and len(b.started) == 1, 5.0, "the first calls", interval_s=0.005)
+    lane_a.shutdown()
     with pytest.raises(RuntimeError):
-        pool.submit(later.append, 99)
-    release.set()
-    shutdown_consume_pool(pool, 5000)  # joins the worker after its running call
-    assert later == []
-    assert not pool.workers()[0].is_alive()
+        lane_a.submit(a.call, 99)
+    assert not lane_a.submit_if_free(a.call, 99)
+    assert lane_a.backlog == 0 and lane_b.backlog == 3
+    a.release.set()
+    assert lane_a.wait_drained(5)
+    assert a.done == [0]  # its running call ended, its queued ones were dropped
+    b.release.set()
+    wait_until(lambda: len(b.done) == 4, 5.0, "every call of b", interval_s=0.005)
+    assert b.done == [0, 1, 2, 3]
+    lane_b.submit(b.call, 4)  # b still takes calls
+    wait_until(lambda: len(b.done) == 5, 5.0, "b's later call", interval_s=0.005)
+    shutdown_consume_pool(lane_b, 5000)
+    _all_end(workers)
 
 
-def test_submit_if_free_takes_a_call_only_while_a_worker_can_run_it_now() -> None:
-    """The push consumer hands a pull answer to a consume thread only when one is free;
-    otherwise (every worker busy, the pool at its bound) the caller keeps the call."""
-    pool = ConsumePool(1, "P")
+def test_shutdowns_bounded_wait_covers_only_its_lanes_running_calls(
+    workers: ConsumeWorkers, caplog: pytest.LogCaptureFixture
+) -> None:
+    a, b = Recorder(), Recorder()
+    lane_a = ConsumePool(1, "ConsumeMessageThread_stuck", workers)
+    lane_b = ConsumePool(1, "B", workers)
+    lane_a.submit(a.call, 0)
+    lane_b.submit(b.call, 0)
+    wait_until(lambda: len(a.started) == 1 and len(b.started) == 1, 5.0, "the calls", interval_s=0.005)
+    b.release.set()  # b's running call ends: its shutdown does not wait for a's
+    wait_until(lambda: b.done == [0], 5.0, "b's call", interval_s=0.005)
+    with caplog.at_level(logging.WARNING):
+        shutdown_consume_pool(lane_b, 60_000)
+        assert not caplog.records
+        shutdown_consume_pool(lane_a, 50)  # a's listener is stuck: the wait gives up
+    assert any(
+        "1 consume calls of ConsumeMessageThread_stuck still running" in r.getMessage()
+        for r in caplog.records
+    )
+    a.release.set()
+    assert lane_a.wait_drained(5)
+    _all_end(workers)
+
+
+def test_a_listener_shutting_its_own_consumer_down_does_not_wait_for_itself(workers: ConsumeWorkers) -> None:
+    lane = ConsumePool(2, "Self", workers)
+    returned = threading.Event()
+
+    def call() -> None:
+        shutdown_consume_pool(lane, 60_000)
+        returned.set()
+
+    lane.submit(call)
+    assert returned.wait(5)  # not after 60 s
+    assert lane.wait_drained(5)
+    _all_end(workers)
+
+
+def test_submit_if_free_takes_a_call_only_under_the_lanes_bound(workers: ConsumeWorkers) -> None:
+    """The push consumer hands a pull answer to a consume thread only when its lane can run it
+    now; otherwise the caller keeps the call."""
+    lane = ConsumePool(1, "P", workers)
+    other = ConsumePool(4, "O", workers)  # room in the set, not in P's lane
     running = threading.Event()
     release = threading.Event()
     ran: list[str] = []
-    assert pool.submit_if_free(lambda: (running.set(), release.wait(5)))  # room for a worker
+    assert lane.submit_if_free(lambda: (running.set(), release.wait(5)))
     assert running.wait(5)
-    assert not pool.submit_if_free(ran.append, "busy")  # the only worker is busy
+    assert not lane.submit_if_free(ran.append, "busy")  # P's one call runs
+    assert other.submit_if_free(ran.append, "other")
     release.set()
-    wait_until(lambda: pool.idle_workers == 1, 5.0, interval_s=0.001)
-    assert pool.submit_if_free(ran.append, "idle")  # the idle worker takes it
-    wait_until(lambda: ran == ["idle"], 5.0, interval_s=0.001)
-    shutdown_consume_pool(pool, 5000)
-    assert not pool.submit_if_free(ran.append, "after shutdown")
-    assert ran == ["idle"]
+    wait_until(lambda: lane.running == 0, 5.0, interval_s=0.001)
+    assert lane.submit_if_free(ran.append, "idle")
+    wait_until(lambda: sorted(ran) == ["idle", "other"], 5.0, interval_s=0.001)
+    shutdown_consume_pool(lane, 5000)
+    shutdown_consume_pool(other, 5000)
+    assert not lane.submit_if_free(ran.append, "after shutdown")
+    assert sorted(ran) == ["idle", "other"]
+    _all_end(workers)
 
 
-def test_a_shutdown_racing_a_worker_start_never_joins_an_unstarted_thread(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # The window: submit made a worker and is starting it while a shutdown lists the workers
-    # to join them ("cannot join thread before it is started" when the list came first).
-    starting, go = threading.Event(), threading.Event()
-    real_start = threading.Thread.start
+def test_workers_end_once_the_last_lane_is_shut_down(workers: ConsumeWorkers) -> None:
+    lanes = [ConsumePool(3, f"L{i}", workers) for i in range(3)]
+    started: list[threading.Thread] = []
+    release = threading.Event()
 
-    def slow_start(self: threading.Thread) -> None:
-        if self.name.startswith("Racy_"):
-            starting.set()
-            go.wait(5)
-        real_start(self)
+    def call() -> None:
+        started.append(threading.current_thread())
+        release.wait(5)
 
-    monkeypatch.setattr(threading.Thread, "start", slow_start)
-    pool = ConsumePool(1, "Racy")
-    errors: list[BaseException] = []
+    for lane in lanes:
+        for _ in range(3):
+            lane.submit(call)
+    wait_until(lambda: len(started) == 9, 5.0, "every call", interval_s=0.005)
+    release.set()
+    shutdown_consume_pool(lanes[0], 5000)
+    shutdown_consume_pool(lanes[1], 5000)
+    assert workers.threads()  # lanes[2] still holds its bound
+    shutdown_consume_pool(lanes[2], 5000)
+    _all_end(workers)
+    for thread in started:
+        thread.join(5)
+        assert not thread.is_alive()
+    assert workers.capacity == 0
+    # a later lane starts the set again
+    ran = threading.Event()
+    later = ConsumePool(1, "Later", workers)
+    later.submit(ran.set)
+    assert ran.wait(5)
+    shutdown_consume_pool(later, 5000)
+    _all_end(workers)
 
-    def shut() -> None:
-        try:
-            shutdown_consume_pool(pool, 5000)
-        except BaseException as exc:  # the failure under test, reported below
-            errors.append(exc)
 
-    submitter = threading.Thread(target=pool.submit, args=(lambda: None,), name="submitter")
-    submitter.start()
-    assert starting.wait(5)
-    shutter = threading.Thread(target=shut, name="shutter")
-    shutter.start()
-    shutter.join(0.2)  # the shutdown gets its chance to list the worker before it starts
-    go.set()
-    submitter.join(5)
-    shutter.join(5)
-    assert not shutter.is_alive() and errors == []
-    assert [t.is_alive() for t in pool.workers()] == [False]
+def test_every_consumer_shares_the_process_wide_set() -> None:
+    one, two = ConsumePool(1, "One"), ConsumePool(1, "Two")
+    try:
+        assert one._workers is two._workers is shared_consume_workers()
+    finally:
+        shutdown_consume_pool(one, 5000)
+        shutdown_consume_pool(two, 5000)
+
+
+def test_concurrent_submitters_lose_no_call_and_stay_within_the_bound(workers: ConsumeWorkers) -> None:
+    """Many lanes submitting at once: every call runs, the set never exceeds its bound, and
+    everything ends after the shutdowns."""
+    lanes = [ConsumePool(2, f"R{i}", workers) for i in range(6)]
+    counts = [0] * len(lanes)
+    lock = threading.Lock()
+    peak = [0]
+
+    def bump(i: int) -> None:
+        with lock:
+            counts[i] += 1
+            peak[0] = max(peak[0], len(workers.threads()))
+
+    def submitter(i: int) -> Callable[[], None]:
+        def run() -> None:
+            for _ in range(200):
+                lanes[i].submit(bump, i)
+
+        return run
+
+    threads = [threading.Thread(target=submitter(i)) for i in range(len(lanes))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    wait_until(lambda: sum(counts) == 200 * len(lanes), 10.0, "every call", interval_s=0.005)
+    assert peak[0] <= 12
+    for lane in lanes:
+        shutdown_consume_pool(lane, 5000)
+    _all_end(workers)
