@@ -329,3 +329,24 @@ def test_concurrent_submitters_lose_no_call_and_stay_within_the_bound(workers: C
     for lane in lanes:
         shutdown_consume_pool(lane, 5000)
     _all_end(workers)
+
+
+def test_a_worker_that_cannot_start_leaves_nothing_queued(
+    workers: ConsumeWorkers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lane = ConsumePool(2, "NoThread", workers)
+    ran: list[int] = []
+
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(threading.Thread, "start", refuse)
+        with pytest.raises(RuntimeError):
+            lane.submit(ran.append, 1)  # the consume service resubmits it later
+        assert not lane.submit_if_free(ran.append, 2)  # the caller keeps it
+        assert lane.running == 0 and not workers.threads()
+    lane.submit(ran.append, 3)
+    wait_until(lambda: ran == [3], 5.0, interval_s=0.005)
+    shutdown_consume_pool(lane, 5000)
+    _all_end(workers)

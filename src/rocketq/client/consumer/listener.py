@@ -280,19 +280,20 @@ class ConsumeWorkers:
                 self._ready.put(None)
 
     def _dispatch_locked(self, task: _Task) -> None:
-        """Queue a task that may run now: an idle worker takes it, else a new one."""
-        self._ready.put(task)
+        """Queue a task that may run now: an idle worker takes it, else a new one (a thread
+        that cannot be started raises RuntimeError, with nothing queued)."""
         if self._idle > 0:
             self._idle -= 1
-            return
-        self._live += 1
-        thread = threading.Thread(
-            target=self._work, name=f"ConsumeMessageThread_{self._started}", daemon=True
-        )
-        self._started += 1
-        # started under the lock: a thread threads() lists has always been started
-        thread.start()
-        self._threads.add(thread)
+        else:
+            thread = threading.Thread(
+                target=self._work, name=f"ConsumeMessageThread-{self._started}", daemon=True
+            )
+            # started under the lock: a thread threads() lists has always been started
+            thread.start()
+            self._started += 1
+            self._live += 1
+            self._threads.add(thread)
+        self._ready.put(task)
 
     def _work(self) -> None:
         ready, lock = self._ready, self._lock
@@ -395,8 +396,7 @@ class ConsumePool:
             if self._running >= self._max:
                 self._backlog.append((fn, args))
                 return
-            self._running += 1
-            workers._dispatch_locked((self, self._free_slots.pop(), fn, args))
+            self._start_locked(fn, args)
 
     def submit_if_free(self, fn: Callable[..., object], /, *args: object) -> bool:
         """Queue ``fn(*args)`` only if it can run now (fewer of this pool's calls running than
@@ -406,9 +406,20 @@ class ConsumePool:
         with workers._lock:
             if self._closed or self._running >= self._max:
                 return False
-            self._running += 1
-            workers._dispatch_locked((self, self._free_slots.pop(), fn, args))
+            try:
+                self._start_locked(fn, args)
+            except RuntimeError:  # no thread could be started: the caller keeps the call
+                return False
         return True
+
+    def _start_locked(self, fn: Callable[..., object], args: tuple[object, ...]) -> None:
+        slot = self._free_slots.pop()
+        try:
+            self._workers._dispatch_locked((self, slot, fn, args))
+        except BaseException:
+            self._free_slots.append(slot)
+            raise
+        self._running += 1
 
     def _next_locked(self, slot: int) -> _Task | None:
         """A worker finished this pool's call in ``slot``: the next backlog call for it to
