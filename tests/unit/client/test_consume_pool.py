@@ -6,7 +6,9 @@ calls, the set grows to the sum of the bounds at most and ends when no lane is l
 from __future__ import annotations
 
 import logging
+import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -350,3 +352,41 @@ def test_a_worker_that_cannot_start_leaves_nothing_queued(
     wait_until(lambda: ran == [3], 5.0, interval_s=0.005)
     shutdown_consume_pool(lane, 5000)
     _all_end(workers)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # (3.12: fork of a threaded process)
+def test_a_forked_child_runs_calls_on_threads_of_its_own() -> None:
+    """The parent's idle workers do not exist in a forked child: a consumer the child makes
+    gets a set of its own (with the parent's, its call would wait for a worker forever)."""
+    parent = ConsumePool(2, "Parent")
+    ran = threading.Event()
+    parent.submit(ran.set)
+    assert ran.wait(5)
+    wait_until(lambda: parent.running == 0, 5.0, interval_s=0.005)  # its worker idle
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if a fresh lane's call runs
+        code = 1
+        try:
+            child_ran = threading.Event()
+            child = ConsumePool(1, "Child")
+            child.submit(child_ran.set)
+            code = 0 if child_ran.wait(5) else 2
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 20
+    status = None
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.02)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung")
+    assert status is not None and os.waitstatus_to_exitcode(status) == 0
+    again = threading.Event()
+    parent.submit(again.set)  # the parent's set is undisturbed
+    assert again.wait(5)
+    shutdown_consume_pool(parent, 5000)
