@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -23,9 +22,11 @@ from rocketq.testing.waits import wait_until
 
 
 class Recorder:
-    """Calls that note their thread's name and lane-wide concurrency, and block until released."""
+    """A lane whose calls note their thread's name and the lane's concurrency, and block until
+    released."""
 
-    def __init__(self) -> None:
+    def __init__(self, workers: ConsumeWorkers, cap: int, prefix: str) -> None:
+        self.lane = ConsumePool(cap, prefix, workers)
         self.lock = threading.Lock()
         self.release = threading.Event()
         self.started: list[str] = []
@@ -45,6 +46,15 @@ class Recorder:
             self.running -= 1
             self.done.append(i)
 
+    def submit(self, n: int) -> None:
+        for i in range(n):
+            self.lane.submit(self.call, i)
+
+
+def _started(*recorders: tuple[Recorder, int]) -> None:
+    """Wait until each recorder's lane has started (exactly, in the end) so many calls."""
+    wait_until(lambda: all(len(r.started) >= n for r, n in recorders), 5.0, "the calls", interval_s=0.005)
+
 
 @pytest.fixture
 def workers() -> Iterator[ConsumeWorkers]:
@@ -59,17 +69,20 @@ def _all_end(ws: ConsumeWorkers) -> None:
     wait_until(lambda: not ws.threads(), 5.0, "every worker to end", interval_s=0.005)
 
 
+def _close(ws: ConsumeWorkers, *lanes: ConsumePool) -> None:
+    """Shut the lanes down (each waiting for its running calls); then no worker is left."""
+    for lane in lanes:
+        shutdown_consume_pool(lane, 5000)
+    _all_end(ws)
+
+
 def test_a_lanes_bound_holds_while_another_lane_runs(workers: ConsumeWorkers) -> None:
-    a, b = Recorder(), Recorder()
-    lane_a = ConsumePool(2, "ConsumeMessageThread_a", workers)
-    lane_b = ConsumePool(3, "ConsumeMessageThread_b", workers)
-    for i in range(6):
-        lane_a.submit(a.call, i)
-    wait_until(lambda: len(a.started) == 2, 5.0, "a's first two calls", interval_s=0.005)
-    assert lane_a.running == 2 and lane_a.backlog == 4  # the rest wait in a's own backlog
+    a, b = Recorder(workers, 2, "ConsumeMessageThread_a"), Recorder(workers, 3, "ConsumeMessageThread_b")
+    a.submit(6)
+    _started((a, 2))
+    assert a.lane.running == 2 and a.lane.backlog == 4  # the rest wait in a's own backlog
     b.release.set()  # b's listener does not block: all its calls run while a's are stuck
-    for i in range(10):
-        lane_b.submit(b.call, i)
+    b.submit(10)
     wait_until(lambda: len(b.done) == 10, 5.0, "every call of b", interval_s=0.005)
     assert len(a.started) == 2 and a.max_running == 2
     assert len(workers.threads()) <= workers.capacity == 5
@@ -77,70 +90,55 @@ def test_a_lanes_bound_holds_while_another_lane_runs(workers: ConsumeWorkers) ->
     wait_until(lambda: len(a.done) == 6, 5.0, "every call of a", interval_s=0.005)
     assert a.max_running == 2 and b.max_running <= 3
     assert sorted(a.done) == list(range(6)) and sorted(b.done) == list(range(10))
-    shutdown_consume_pool(lane_a, 5000)
-    shutdown_consume_pool(lane_b, 5000)
-    _all_end(workers)
+    _close(workers, a.lane, b.lane)
 
 
 def test_a_call_runs_under_its_consumers_thread_names(workers: ConsumeWorkers) -> None:
-    a, b = Recorder(), Recorder()
-    lane_a = ConsumePool(3, "ConsumeMessageThread_ga", workers)
-    lane_b = ConsumePool(1, "ConsumeMessageThread_gb", workers)
-    for i in range(3):
-        lane_a.submit(a.call, i)
-    lane_b.submit(b.call, 0)
-    wait_until(lambda: len(a.started) == 3 and len(b.started) == 1, 5.0, "the calls", interval_s=0.005)
+    a, b = Recorder(workers, 3, "ConsumeMessageThread_ga"), Recorder(workers, 1, "ConsumeMessageThread_gb")
+    a.submit(3)
+    b.submit(1)
+    _started((a, 3), (b, 1))
     assert sorted(a.started) == [f"ConsumeMessageThread_ga_{i}" for i in range(3)]
     assert b.started == ["ConsumeMessageThread_gb_0"]
     a.release.set()
     b.release.set()
     wait_until(lambda: len(a.done) == 3 and len(b.done) == 1, 5.0, "the calls to end", interval_s=0.005)
-    # the threads are reused across lanes: a's threads now run b's calls under b's names
-    b2 = Recorder()
-    b2.release.set()
-    for i in range(5):
-        lane_b.submit(b2.call, i)
-    wait_until(lambda: len(b2.done) == 5, 5.0, "b's later calls", interval_s=0.005)
-    assert set(b2.started) == {"ConsumeMessageThread_gb_0"}
+    # the set's threads are reused across lanes: b's later calls carry b's name, no thread is added
+    b.started.clear()
+    b.done.clear()
+    b.submit(5)
+    wait_until(lambda: len(b.done) == 5, 5.0, "b's later calls", interval_s=0.005)
+    assert set(b.started) == {"ConsumeMessageThread_gb_0"}
     assert len(workers.threads()) == 4  # no thread beyond the 4 calls that ran at once
-    shutdown_consume_pool(lane_a, 5000)
-    shutdown_consume_pool(lane_b, 5000)
-    _all_end(workers)
+    _close(workers, a.lane, b.lane)
 
 
 def test_the_set_grows_to_the_sum_of_the_bounds_and_no_further(workers: ConsumeWorkers) -> None:
-    a, b = Recorder(), Recorder()
-    lane_a = ConsumePool(2, "A", workers)
-    lane_b = ConsumePool(3, "B", workers)
-    for i in range(8):
-        lane_a.submit(a.call, i)
-        lane_b.submit(b.call, i)
-    wait_until(lambda: len(a.started) == 2 and len(b.started) == 3, 5.0, "the bounds", interval_s=0.005)
+    a, b = Recorder(workers, 2, "A"), Recorder(workers, 3, "B")
+    a.submit(8)
+    b.submit(8)
+    _started((a, 2), (b, 3))
     assert len(workers.threads()) == workers.capacity == 5
-    assert lane_a.backlog == 6 and lane_b.backlog == 5
+    assert a.lane.backlog == 6 and b.lane.backlog == 5
     a.release.set()
     b.release.set()
     wait_until(lambda: len(a.done) == 8 and len(b.done) == 8, 5.0, "every call", interval_s=0.005)
     assert len(workers.threads()) == 5
-    shutdown_consume_pool(lane_a, 5000)
+    shutdown_consume_pool(a.lane, 5000)
     # a's bound left the set: the idle workers beyond b's bound end
     wait_until(lambda: len(workers.threads()) == 3, 5.0, "workers beyond b's bound to end", interval_s=0.005)
     assert workers.capacity == 3
-    shutdown_consume_pool(lane_b, 5000)
-    _all_end(workers)
+    _close(workers, b.lane)
 
 
 def test_a_worker_runs_its_lanes_backlog_itself(workers: ConsumeWorkers) -> None:
-    a = Recorder()
-    lane = ConsumePool(1, "A", workers)
-    for i in range(5):
-        lane.submit(a.call, i)
+    a = Recorder(workers, 1, "A")
+    a.submit(5)
     a.release.set()
     wait_until(lambda: len(a.done) == 5, 5.0, "every call", interval_s=0.005)
     assert a.done == list(range(5))  # in order: one at a time
     assert len({id(t) for t in a.threads}) == 1  # the thread that ran the first ran the rest
-    shutdown_consume_pool(lane, 5000)
-    _all_end(workers)
+    _close(workers, a.lane)
 
 
 def test_an_idle_worker_is_reused_rather_than_a_new_one_started(workers: ConsumeWorkers) -> None:
@@ -151,8 +149,7 @@ def test_an_idle_worker_is_reused_rather_than_a_new_one_started(workers: Consume
         assert done.acquire(timeout=5)
         wait_until(lambda: lane.running == 0, 5.0, interval_s=0.001)  # back waiting
     assert len(workers.threads()) == 1
-    shutdown_consume_pool(lane, 5000)
-    _all_end(workers)
+    _close(workers, lane)
 
 
 def test_a_failing_call_is_logged_and_the_worker_survives(
@@ -170,18 +167,15 @@ def test_a_failing_call_is_logged_and_the_worker_survives(
         assert ran.wait(5)
     assert any("P_0: a consume call failed" in r.getMessage() and r.exc_info for r in caplog.records)
     assert len(workers.threads()) == 1
-    shutdown_consume_pool(lane, 5000)
-    _all_end(workers)
+    _close(workers, lane)
 
 
 def test_shutdown_drops_only_its_lanes_queued_calls(workers: ConsumeWorkers) -> None:
-    a, b = Recorder(), Recorder()
-    lane_a = ConsumePool(1, "A", workers)
-    lane_b = ConsumePool(1, "B", workers)
-    for i in range(4):
-        lane_a.submit(a.call, i)
-        lane_b.submit(b.call, i)
-    wait_until(lambda: len(a.started) == 1 and len(b.started) == 1, 5.0, "the first calls", interval_s=0.005)
+    a, b = Recorder(workers, 1, "A"), Recorder(workers, 1, "B")
+    lane_a, lane_b = a.lane, b.lane
+    a.submit(4)
+    b.submit(4)
+    _started((a, 1), (b, 1))
     lane_a.shutdown()
     with pytest.raises(RuntimeError):
         lane_a.submit(a.call, 99)
@@ -195,19 +189,17 @@ def test_shutdown_drops_only_its_lanes_queued_calls(workers: ConsumeWorkers) -> 
     assert b.done == [0, 1, 2, 3]
     lane_b.submit(b.call, 4)  # b still takes calls
     wait_until(lambda: len(b.done) == 5, 5.0, "b's later call", interval_s=0.005)
-    shutdown_consume_pool(lane_b, 5000)
-    _all_end(workers)
+    _close(workers, lane_b)
 
 
 def test_shutdowns_bounded_wait_covers_only_its_lanes_running_calls(
     workers: ConsumeWorkers, caplog: pytest.LogCaptureFixture
 ) -> None:
-    a, b = Recorder(), Recorder()
-    lane_a = ConsumePool(1, "ConsumeMessageThread_stuck", workers)
-    lane_b = ConsumePool(1, "B", workers)
-    lane_a.submit(a.call, 0)
-    lane_b.submit(b.call, 0)
-    wait_until(lambda: len(a.started) == 1 and len(b.started) == 1, 5.0, "the calls", interval_s=0.005)
+    a, b = Recorder(workers, 1, "ConsumeMessageThread_stuck"), Recorder(workers, 1, "B")
+    lane_a, lane_b = a.lane, b.lane
+    a.submit(1)
+    b.submit(1)
+    _started((a, 1), (b, 1))
     b.release.set()  # b's running call ends: its shutdown does not wait for a's
     wait_until(lambda: b.done == [0], 5.0, "b's call", interval_s=0.005)
     with caplog.at_level(logging.WARNING):
@@ -288,8 +280,7 @@ def test_workers_end_once_the_last_lane_is_shut_down(workers: ConsumeWorkers) ->
     later = ConsumePool(1, "Later", workers)
     later.submit(ran.set)
     assert ran.wait(5)
-    shutdown_consume_pool(later, 5000)
-    _all_end(workers)
+    _close(workers, later)
 
 
 def test_every_consumer_shares_the_process_wide_set() -> None:
@@ -328,9 +319,7 @@ def test_concurrent_submitters_lose_no_call_and_stay_within_the_bound(workers: C
         t.join(10)
     wait_until(lambda: sum(counts) == 200 * len(lanes), 10.0, "every call", interval_s=0.005)
     assert peak[0] <= 12
-    for lane in lanes:
-        shutdown_consume_pool(lane, 5000)
-    _all_end(workers)
+    _close(workers, *lanes)
 
 
 def test_a_worker_that_cannot_start_leaves_nothing_queued(
@@ -350,8 +339,7 @@ def test_a_worker_that_cannot_start_leaves_nothing_queued(
         assert lane.running == 0 and not workers.threads()
     lane.submit(ran.append, 3)
     wait_until(lambda: ran == [3], 5.0, interval_s=0.005)
-    shutdown_consume_pool(lane, 5000)
-    _all_end(workers)
+    _close(workers, lane)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
@@ -374,18 +362,21 @@ def test_a_forked_child_runs_calls_on_threads_of_its_own() -> None:
             code = 0 if child_ran.wait(5) else 2
         finally:
             os._exit(code)
-    deadline = time.monotonic() + 20
-    status = None
-    while time.monotonic() < deadline:
+    statuses: list[int] = []
+
+    def reaped() -> bool:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
-            break
-        time.sleep(0.02)
-    else:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        pytest.fail("the forked child hung")
-    assert status is not None and os.waitstatus_to_exitcode(status) == 0
+            statuses.append(status)
+        return bool(done)
+
+    try:
+        wait_until(reaped, 20.0, "the forked child to exit", interval_s=0.02)
+    finally:
+        if not statuses:  # it hung: do not leave it behind
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(statuses[0]) == 0
     again = threading.Event()
     parent.submit(again.set)  # the parent's set is undisturbed
     assert again.wait(5)
