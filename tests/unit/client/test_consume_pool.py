@@ -215,16 +215,26 @@ def test_shutdowns_bounded_wait_covers_only_its_lanes_running_calls(
     _all_end(workers)
 
 
-def test_a_listener_shutting_its_own_consumer_down_does_not_wait_for_itself(workers: ConsumeWorkers) -> None:
-    lane = ConsumePool(2, "Self", workers)
+def test_a_listener_shutting_its_own_consumer_down_waits_for_the_others_only(workers: ConsumeWorkers) -> None:
+    other = Recorder(workers, 2, "Self")
+    lane = other.lane
+    other.submit(1)  # a call of the same lane, blocked until released
+    _started((other, 1))
+    running_after: list[int] = []
     returned = threading.Event()
 
     def call() -> None:
         shutdown_consume_pool(lane, 60_000)
+        running_after.append(lane.running)
         returned.set()
 
     lane.submit(call)
-    assert returned.wait(5)  # not after 60 s
+    # the shutdown waits (for the other call): one waiter on the lane's condition
+    wait_until(lambda: len(lane._call_ended._waiters) == 1, 5.0, "the shutdown to wait", interval_s=0.005)
+    assert not returned.is_set()
+    other.release.set()
+    assert returned.wait(5)  # not after 60 s: it does not wait for itself
+    assert running_after == [1] and other.done == [0]
     assert lane.wait_drained(5)
     _all_end(workers)
 

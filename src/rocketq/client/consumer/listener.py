@@ -383,8 +383,9 @@ class ConsumePool:
         self._backlog: collections.deque[_Call] = collections.deque()
         self._running = 0  # calls queued on the shared set or running (<= max_workers)
         self._closed = False
-        self._drained = threading.Event()  # set once closed with no call running
         self._workers = workers if workers is not None else shared_consume_workers()
+        #: notified, once closed, whenever one of its calls ends (on the set's lock)
+        self._call_ended = threading.Condition(self._workers._lock)
         self._workers._attach(max_workers)
 
     def submit(self, fn: Callable[..., object], /, *args: object) -> None:
@@ -429,9 +430,10 @@ class ConsumePool:
             return (self, slot, fn, args)
         self._running -= 1
         self._free_slots.append(slot)
-        if self._closed and self._running == 0:
-            self._workers._detach_locked(self._max)
-            self._drained.set()
+        if self._closed:
+            if self._running == 0:
+                self._workers._detach_locked(self._max)
+            self._call_ended.notify_all()
         return None
 
     def shutdown(self) -> None:
@@ -444,15 +446,14 @@ class ConsumePool:
             self._backlog.clear()
             if self._running == 0:
                 workers._detach_locked(self._max)
-                self._drained.set()
 
     def wait_drained(self, timeout_s: float) -> bool:
         """After :meth:`shutdown`: wait until none of this pool's calls runs; False on timeout.
-        Called from one of its own calls (a listener shutting its consumer down) it does not
-        wait for that call, which cannot end while it waits: True at once."""
-        if self.runs_on_current_thread():
-            return True
-        return self._drained.wait(timeout_s)
+        Called from one of its own calls (a listener shutting its consumer down) it waits for
+        the others only: that call cannot end while it waits."""
+        own = 1 if self.runs_on_current_thread() else 0
+        with self._call_ended:
+            return self._call_ended.wait_for(lambda: self._running <= own, timeout_s)
 
     def runs_on_current_thread(self) -> bool:
         """Whether the calling thread is a worker running one of this pool's calls (a worker
