@@ -30,11 +30,12 @@ Invariants:
 from __future__ import annotations
 
 import logging
+import mmap
 import struct
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
-from rocketq.broker.store.config import MessageStoreConfig
+from rocketq.broker.store.config import SYNC_FLUSH, MessageStoreConfig
 from rocketq.broker.store.index import index_key_hashes
 from rocketq.broker.store.mapped_file import MappedFile, MappedFileQueue, now_ms
 from rocketq.broker.store.status import AppendResult, PutMessageStatus
@@ -189,7 +190,12 @@ class CommitLog:
     def __init__(self, config: MessageStoreConfig, clock_ms: Callable[[], int]) -> None:
         self.config = config
         self.file_size = config.mapped_file_size_commit_log
-        self.queue = MappedFileQueue(config.commit_log_dir, self.file_size, keep_fd=True)
+        self.queue = MappedFileQueue(
+            config.commit_log_dir,
+            self.file_size,
+            keep_fd=True,
+            write_through=config.flush_disk_type == SYNC_FLUSH,
+        )
         self._clock_ms = clock_ms
         #: The default clock is called natively (a compiled build), an injected one through Python.
         self._default_clock = clock_ms is now_ms
@@ -249,20 +255,29 @@ class CommitLog:
                         # DefaultAppendMessageCallback.doAppend: END_OF_FILE -> BLANK filler,
                         # retry in a new file (only 8 bytes are written; the rest stays zero).
                         pos = mf.wrote_position
-                        _SIZE_MAGIC.pack_into(mf.mm, pos, file_size - pos, BLANK_MAGIC_CODE)
+                        mf.write_at(pos, _SIZE_MAGIC.pack(file_size - pos, BLANK_MAGIC_CODE))
                         mf.wrote_position = file_size
                     mf = self.queue.create_next_file(0, ts)
             except OSError as exc:
                 _SEGMENT_LOG.log(logging.ERROR, "segment", "cannot create a store file: %s", exc)
                 return PutMessageStatus.CREATE_MAPEDFILE_FAILED
-            mm = mf.mm
             base = mf.file_from_offset
             table = self.topic_queue_table
             start = mf.wrote_position
             first_phys = base + start
             first_qoff = -1
-            # all bytes in one copy, then each record's offsets and store time patched in
-            mm[start : start + total] = records[0] if len(records) == 1 else b"".join(records)
+            # all bytes in one copy, then each record's offsets and store time patched in: in
+            # a buffer written through the descriptor after (write_through: SYNC_FLUSH, see
+            # rocketq.broker.store.mapped_file), else in place in the mapping
+            through = mf.write_through
+            target: bytearray | mmap.mmap
+            if through:
+                target = bytearray(records[0]) if len(records) == 1 else bytearray().join(records)
+                shift = start
+            else:
+                target = mf.mm
+                target[start : start + total] = records[0] if len(records) == 1 else b"".join(records)
+                shift = 0
             pos = start
             for i in range(len(records)):  # an index loop: native when compiled (zip is not)
                 rec = records[i]
@@ -277,8 +292,9 @@ class CommitLog:
                     table[key] = qoff + 1
                 else:
                     qoff = 0  # prepared/rollback: not consumable, offset not advanced
-                _QOFF_PHYS.pack_into(mm, pos + POS_QUEUE_OFFSET, qoff, phys)
-                _LONG.pack_into(mm, pos + (_STORE_TS_POS_V6 if sys_flag & _BORN_V6 else _STORE_TS_POS), ts)
+                at = pos - shift
+                _QOFF_PHYS.pack_into(target, at + POS_QUEUE_OFFSET, qoff, phys)
+                _LONG.pack_into(target, at + (_STORE_TS_POS_V6 if sys_flag & _BORN_V6 else _STORE_TS_POS), ts)
                 pos += len(rec)
                 if first_qoff < 0:
                     first_qoff = qoff
@@ -287,6 +303,20 @@ class CommitLog:
                 req.store_timestamp = ts
                 if req.delay_ms >= 0:
                     req.tags_code = ts + req.delay_ms
+            if through and isinstance(target, bytearray):
+                try:
+                    mf.write_at(start, target)
+                except OSError as exc:
+                    # nothing published: the queue offsets handed out go back (each record
+                    # holds the value its key had before it), the bytes past wrote_position
+                    # stay unread
+                    for i in range(len(requests) - 1, -1, -1):
+                        req = requests[i]
+                        tran = req.sys_flag & _TRANSACTION_MASK
+                        if tran != _PREPARED and tran != _ROLLBACK:  # noqa: PLR1714 - as above
+                            table[(req.topic, req.queue_id)] = req.consume_queue_offset
+                    _SEGMENT_LOG.log(logging.ERROR, "write", "cannot write the commit log: %s", exc)
+                    return PutMessageStatus.UNKNOWN_ERROR
             mf.wrote_position = pos
             if len(requests) == 1:
                 dispatcher.dispatch(requests[0])

@@ -76,6 +76,18 @@ _PREFIX_CACHE_MAX = 4096
 _uniq_prefix_hashes: dict[tuple[str, str], int] = {}
 
 
+class _LastPrefix:
+    """The (topic, UNIQ_KEY prefix, its hash) looked up last, as one tuple (read and replaced
+    whole, so threads putting at once never see one entry's topic with another's hash):
+    a run of messages from one producer to one topic skips the slice, the tuple key and the
+    dict lookup."""
+
+    entry: tuple[str, str, int] = ("", "", 0)
+
+
+_last_prefix = _LastPrefix()
+
+
 def uniq_key_hash(topic: str, uniq: str) -> int:
     """``index_key_hash(f"{topic}#{uniq}")``, the hash of the per-message fixed part cached.
 
@@ -85,12 +97,20 @@ def uniq_key_hash(topic: str, uniq: str) -> int:
     if len(uniq) <= _UNIQ_TAIL or not uniq.isascii() or not topic.isascii():
         return index_key_hash(f"{topic}#{uniq}")
     cut = len(uniq) - _UNIQ_TAIL
-    key = (topic, uniq[:cut])
-    head = _uniq_prefix_hashes.get(key)
-    if head is None:
-        if len(_uniq_prefix_hashes) >= _PREFIX_CACHE_MAX:
-            _uniq_prefix_hashes.clear()
-        head = _uniq_prefix_hashes[key] = ascii_hash(f"{topic}#{uniq[:cut]}".encode())
+    last = _last_prefix.entry
+    prefix = last[1]
+    if len(prefix) == cut and last[0] == topic and uniq.startswith(prefix):
+        head = last[2]
+    else:
+        prefix = uniq[:cut]
+        key = (topic, prefix)
+        cached = _uniq_prefix_hashes.get(key)
+        if cached is None:
+            if len(_uniq_prefix_hashes) >= _PREFIX_CACHE_MAX:
+                _uniq_prefix_hashes.clear()
+            cached = _uniq_prefix_hashes[key] = ascii_hash(f"{topic}#{prefix}".encode())
+        head = cached
+        _last_prefix.entry = (topic, prefix, head)
     return _index_hash(ascii_hash(uniq[cut:].encode(), head))
 
 
