@@ -17,7 +17,11 @@ the first delivery. One JSON line per drain:
   stime of the ``rocketq server`` process, which also hosts the idle name server; 10 ms ticks);
 * ``vsw_pull`` / ``nvsw_pull`` voluntary / involuntary context switches of all the process's
   threads per pull of 32 (``/proc/self/task/*/status``); ``--threads`` adds client CPU and
-  voluntary switches per thread kind (10 ms ticks: coarse for short drains).
+  voluntary switches per thread kind (10 ms ticks: coarse for short drains); ``--syscalls``
+  adds the system calls per pull of each thread kind, counted by ``perf trace -s`` attached
+  once a tenth of the drain is delivered (the threads exist by then) until its end (root or
+  a permissive ``perf_event_paranoid``; tracing slows the drain: read its counts, not its
+  rate; give it ``--messages`` enough for a drain of several seconds).
 
 Run it with ``PYTHONPATH=<a tree's src>`` to A/B two trees, alternating, and with
 ``ROCKETQ_PURE_PYTHON=1`` for the pure build:
@@ -35,6 +39,9 @@ import json
 import logging
 import os
 import re
+import signal
+import subprocess
+import tempfile
 import time
 
 from broker_bench import _cpu_s as process_cpu_s  # sibling scripts (run as benchmarks/drain_probe.py)
@@ -43,6 +50,7 @@ from suite.common import FULL
 from suite.rocketq_bench import DrainTally, RocketqBench
 
 from rocketq.testing.cluster import EmbeddedCluster
+from rocketq.testing.waits import wait_until
 
 _ids = itertools.count(1)
 
@@ -54,6 +62,38 @@ def _threads() -> dict[str, tuple[str, float, int, int]]:
         tid: (re.sub(r"drain_\w+|[\d.]+@\S*?(?=-|$)", "*", name), user + system, vol, invol)
         for tid, (name, user, system, vol, invol) in thread_cpu().items()
     }
+
+
+class _SyscallTrace:
+    """``perf trace -s`` attached to this process for one drain: calls per thread id."""
+
+    def __init__(self) -> None:
+        fd, self._path = tempfile.mkstemp(prefix="drain_probe_perf_", suffix=".txt")
+        os.close(fd)
+        self._proc = subprocess.Popen(
+            ["perf", "trace", "-s", "-p", str(os.getpid()), "-o", self._path],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(0.5)  # perf attaches meanwhile (only to the threads alive now)
+
+    def stop(self) -> dict[str, dict[str, int]]:
+        """Thread id -> system call -> calls."""
+        self._proc.send_signal(signal.SIGINT)
+        self._proc.wait(30)
+        calls: dict[str, dict[str, int]] = {}
+        current: dict[str, int] | None = None
+        with open(self._path) as f:
+            for line in f:
+                head = re.match(r"\s*\S.* \((\d+)\), \d+ events", line)
+                if head:
+                    current = calls.setdefault(head.group(1), {})
+                    continue
+                row = re.match(r"\s+([a-z_0-9]+)\s+(\d+)\s+\d+\s", line)
+                if row and current is not None:
+                    current[row.group(1)] = current.get(row.group(1), 0) + int(row.group(2))
+        os.unlink(self._path)
+        return calls
 
 
 class _Refusals(logging.Handler):
@@ -69,7 +109,7 @@ class _Refusals(logging.Handler):
 
 
 def drain(
-    bench: RocketqBench, broker_pid: int, total: int, consumers: int, per_thread: bool
+    bench: RocketqBench, broker_pid: int, total: int, consumers: int, per_thread: bool, syscalls: bool = False
 ) -> dict[str, object]:
     """One drain of the suite's pre-published topic by ``consumers`` new members of a group."""
     group = f"drain_{bench._run}_{next(_ids)}"
@@ -85,12 +125,18 @@ def drain(
     for consumer in members:
         consumer.start()
     started = time.perf_counter()
+    trace, traced_from = None, 0
+    if syscalls:
+        wait_until(lambda: tally.done() >= total // 10, 60, "a tenth of the drain", interval_s=0.001)
+        trace = _SyscallTrace()
+        traced_from = tally.done()
     if not tally.finished.wait(300):
         raise RuntimeError(f"drain: {tally.done()} of {total}")
     t1 = time.perf_counter()
     cpu = time.process_time() - cpu0
     broker_cpu = process_cpu_s(broker_pid) - broker0
     threads1 = _threads()
+    traced = trace.stop() if trace is not None else {}
     push_log.removeHandler(refusals)
     flow_control = sum(c._queue_flow_control_times for c in members)
     for consumer in members:
@@ -128,6 +174,16 @@ def drain(
             name: {"us_msg": round(k[0], 2), "vsw_pull": round(k[1], 2), "n": int(k[2])}
             for name, k in busiest
         }
+    if syscalls:
+        per_kind: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+        for tid, counts in traced.items():
+            per_kind[threads1[tid][0] if tid in threads1 else "(ended)"].update(counts)
+        row["syscalls_pull"] = {
+            kind: {
+                call: round(n_calls * 32 / (n - traced_from), 2) for call, n_calls in counts.most_common(6)
+            }
+            for kind, counts in sorted(per_kind.items(), key=lambda kv: -sum(kv[1].values()))[:4]
+        }
     return row
 
 
@@ -138,6 +194,9 @@ def main() -> None:
     parser.add_argument("--consumers", default="1,4", help="comma-separated consumer counts")
     parser.add_argument("--label", default="", help="added to every line (e.g. the tree's name)")
     parser.add_argument("--threads", action="store_true", help="CPU and switches per thread kind")
+    parser.add_argument(
+        "--syscalls", action="store_true", help="system calls per pull per thread kind (perf)"
+    )
     args = parser.parse_args()
     sizes = dataclasses.replace(FULL, drain_messages=args.messages // 32 * 32)
     cluster = EmbeddedCluster(mapped_file_size_commit_log=256 * 1024 * 1024)
@@ -147,7 +206,14 @@ def main() -> None:
             bench.prepare_drain(sizes)
             for _ in range(args.rounds):
                 for consumers in (int(c) for c in args.consumers.split(",")):
-                    row = drain(bench, cluster.broker_pid(), sizes.drain_messages, consumers, args.threads)
+                    row = drain(
+                        bench,
+                        cluster.broker_pid(),
+                        sizes.drain_messages,
+                        consumers,
+                        args.threads,
+                        args.syscalls,
+                    )
                     row["label"] = args.label
                     print(json.dumps(row), flush=True)
         finally:

@@ -4,8 +4,9 @@ Mirrors ``org.apache.rocketmq.client.impl.consumer.ConsumeMessageConcurrentlySer
 (reference 5.4, 6.4, 7.2). Invariants:
 
 * Pulled messages are cut into ConsumeRequests of ``consume_message_batch_max_size`` and
-  run on a pool of ``consume_thread_max`` named threads; a rejected submit is retried 5 s
-  later. The push consumer may hand a pull's answer to a free pool thread
+  run on the consumer's lane of the process's shared consume threads
+  (``listener.ConsumePool``): at most ``consume_thread_max`` at once, on threads named
+  ``ConsumeMessageThread_<group>_<n>``; a rejected submit is retried 5 s later. The push consumer may hand a pull's answer to a free pool thread
   (:meth:`ConsumeMessageConcurrentlyService.execute_if_free`), which then keeps the first
   ConsumeRequest and runs it itself (:meth:`~ConsumeMessageConcurrentlyService.submit_keeping_first`,
   :meth:`~ConsumeMessageConcurrentlyService.consume_here`): the same request on a pool

@@ -18,6 +18,11 @@ Mirrors ``org.apache.rocketmq.client.impl.consumer.ConsumeMessageOrderlyService`
   retry topic with RECONSUME_TIME = max (the broker routes it to the DLQ) and consumption
   moves on — which breaks the order for that key, so it is logged loudly and counted.
 * One task consumes continuously for at most 60 s, then yields and resubmits itself.
+* Tasks run on the consumer's lane of the process's shared consume threads
+  (``listener.ConsumePool``), like the concurrent service's: at most ``consume_thread_max``
+  at once, however long a listener blocks or a task waits for a queue lock, since the
+  shared set grows to the sum of every consumer's bound; another consumer's calls never
+  wait behind them.
 """
 
 from __future__ import annotations
