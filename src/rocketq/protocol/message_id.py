@@ -24,11 +24,11 @@ import itertools
 import os
 import socket
 import struct
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rocketq._process_local import ProcessLocal
 from rocketq.errors import IllegalArgumentError
 
 __all__ = [
@@ -196,30 +196,19 @@ class UniqueIdGenerator:
         return [f"{head}{next(counter) & 0xFFFF:04X}" for _ in range(n)]
 
 
-_default_generator: UniqueIdGenerator | None = None
-_default_lock = threading.Lock()
-
-
-def _default() -> UniqueIdGenerator:
-    """The one lazily created process-wide :class:`UniqueIdGenerator`."""
-    global _default_generator  # the one documented process-wide generator
-    gen = _default_generator
-    if gen is None:
-        with _default_lock:
-            gen = _default_generator
-            if gen is None:
-                gen = _default_generator = UniqueIdGenerator()
-    return gen
+#: the process-wide generator; a forked child makes its own (its pid, a fresh counter and
+#: loader hash): with its parent's it would hand out the parent's ids
+_default = ProcessLocal(UniqueIdGenerator)
 
 
 def new_unique_id() -> str:
     """A UNIQ_KEY from the process-wide :class:`UniqueIdGenerator`."""
-    return _default().next_id()
+    return _default.get().next_id()
 
 
 def new_unique_ids(n: int) -> list[str]:
     """``n`` UNIQ_KEYs from the process-wide generator (:meth:`UniqueIdGenerator.next_ids`)."""
-    return _default().next_ids(n)
+    return _default.get().next_ids(n)
 
 
 @dataclass(frozen=True)

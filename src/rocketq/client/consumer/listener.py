@@ -19,7 +19,6 @@ from __future__ import annotations
 import collections
 import enum
 import logging
-import os
 import queue
 import threading
 import time
@@ -27,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
+from rocketq._process_local import ProcessLocal
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.message_queue import MessageQueue
 
@@ -332,31 +332,13 @@ def _run(fn: Callable[..., object], args: tuple[object, ...]) -> None:
         log.exception("%s: a consume call failed", threading.current_thread().name)
 
 
-_shared_lock = threading.Lock()
-_shared: ConsumeWorkers | None = None
+#: the process's consume threads; a forked child makes a set of its own (ProcessLocal)
+_shared: ProcessLocal[ConsumeWorkers] = ProcessLocal(ConsumeWorkers)
 
 
 def shared_consume_workers() -> ConsumeWorkers:
     """The process's consume threads, made on first use."""
-    global _shared
-    workers = _shared
-    if workers is None:
-        with _shared_lock:
-            workers = _shared
-            if workers is None:
-                workers = _shared = ConsumeWorkers()
-    return workers
-
-
-def _forget_workers_in_child() -> None:
-    """A forked child has none of the parent's consume threads: it makes a set of its own."""
-    global _shared, _shared_lock
-    _shared = None
-    _shared_lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_workers_in_child)
+    return _shared.get()
 
 
 class ConsumePool:
