@@ -47,7 +47,7 @@ def _ascii_hash_interpreted(data: bytes, h: int = 0) -> int:
 #: arithmetic mod 2**32: compiled, the masked ``i64`` loop is native (35 ns for the 12
 #: characters of a UNIQ_KEY tail, which the broker's index hashes per message, against 410-720
 #: for the other loop, whose value turns into a bignum); interpreted, the loop masked once
-#: costs least (580 against 870-1,050 ns). ``tests/unit/protocol/test_java.py`` holds both to
+#: costs least (580 against 870-1,050 ns). ``tests/unit/test_java_hash.py`` holds both to
 #: ``String.hashCode``.
 ascii_hash: Final = _ascii_hash_native if _build_state().compiled else _ascii_hash_interpreted
 
