@@ -6,7 +6,8 @@ Mirrors ``org.apache.rocketmq.client.impl.consumer.ConsumeMessageConcurrentlySer
 * Pulled messages are cut into ConsumeRequests of ``consume_message_batch_max_size`` and
   run on the consumer's lane of the process's shared consume threads
   (``listener.ConsumePool``): at most ``consume_thread_max`` at once, on threads named
-  ``ConsumeMessageThread_<group>_<n>``; a rejected submit is retried 5 s later. The push consumer may hand a pull's answer to a free pool thread
+  ``ConsumeMessageThread_<group>_<n>``; a rejected submit is retried 5 s later. The push
+  consumer may hand a pull's answer to a free pool thread
   (:meth:`ConsumeMessageConcurrentlyService.execute_if_free`), which then keeps the first
   ConsumeRequest and runs it itself (:meth:`~ConsumeMessageConcurrentlyService.submit_keeping_first`,
   :meth:`~ConsumeMessageConcurrentlyService.consume_here`): the same request on a pool
