@@ -218,23 +218,27 @@ class CommitLog:
 
     def append(
         self,
-        records: Sequence[bytes],
+        data: bytes | bytearray,
         requests: Sequence[DispatchRequest],
         store_host: HostAddr,
     ) -> AppendResult | PutMessageStatus:
-        """Append ``records`` (pre-encoded, one batch) in one segment, under one lock.
+        """Append the records in ``data`` (pre-encoded and back to back, one batch: each
+        request's ``msg_size`` bytes in turn) in one segment, under one lock.
 
         Patches each record's queue offset, physical offset and store timestamp, publishes
         the bytes, then (still under the lock) calls ``dispatcher.dispatch`` for a single
-        record or ``dispatcher.dispatch_batch`` once for all the records of a batch, in order. Returns
-        CREATE_MAPEDFILE_FAILED if no segment could be created, SERVICE_NOT_AVAILABLE once
-        closed for writing. The caller checked that the batch fits a segment.
+        record or ``dispatcher.dispatch_batch`` once for all the records of a batch, in order.
+        A ``bytearray`` is patched in place and written as it is when the segment is written
+        through its descriptor (the caller gives it up). Returns CREATE_MAPEDFILE_FAILED if
+        no segment could be created, SERVICE_NOT_AVAILABLE once closed for writing. The
+        caller checked that the batch fits a segment.
         """
-        if len(records) != len(requests):
-            raise ValueError("one dispatch request per record")
-        total = 0
-        for rec in records:
-            total += len(rec)
+        total = len(data)
+        sizes = 0
+        for req in requests:
+            sizes += req.msg_size
+        if sizes != total:
+            raise ValueError("the records' sizes do not add up to the data")
         file_size = self.file_size
         dispatcher = self.dispatcher
         with self.put_lock:
@@ -272,15 +276,14 @@ class CommitLog:
             through = mf.write_through
             target: bytearray | mmap.mmap
             if through:
-                target = bytearray(records[0]) if len(records) == 1 else bytearray().join(records)
+                target = data if isinstance(data, bytearray) else bytearray(data)
                 shift = start
             else:
                 target = mf.mm
-                target[start : start + total] = records[0] if len(records) == 1 else b"".join(records)
+                target[start : start + total] = data
                 shift = 0
             pos = start
-            for i in range(len(records)):  # an index loop: native when compiled (zip is not)
-                rec = records[i]
+            for i in range(len(requests)):  # an index loop: native when compiled (zip is not)
                 req = requests[i]
                 phys = base + pos
                 sys_flag = req.sys_flag
@@ -295,7 +298,7 @@ class CommitLog:
                 at = pos - shift
                 _QOFF_PHYS.pack_into(target, at + POS_QUEUE_OFFSET, qoff, phys)
                 _LONG.pack_into(target, at + (_STORE_TS_POS_V6 if sys_flag & _BORN_V6 else _STORE_TS_POS), ts)
-                pos += len(rec)
+                pos += req.msg_size
                 if first_qoff < 0:
                     first_qoff = qoff
                 req.commit_log_offset = phys
@@ -322,7 +325,7 @@ class CommitLog:
                 dispatcher.dispatch(requests[0])
             else:
                 dispatcher.dispatch_batch(requests)
-            dispatcher.appended(len(records), total)
+            dispatcher.appended(len(requests), total)
             mf.last_modified_ms = ts
             mf.store_timestamp = ts
         # outside the lock: the offsetMsgIds (CommitLog's msgIdSupplier is lazy for the same reason)
@@ -343,7 +346,7 @@ class CommitLog:
             msg_id=msg_id,
             store_timestamp=ts,
             logics_offset=first_qoff,
-            msg_num=len(records),
+            msg_num=len(requests),
         )
 
     # -- read ---------------------------------------------------------------------------
