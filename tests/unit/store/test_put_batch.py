@@ -89,7 +89,7 @@ def _state(store: MessageStore) -> tuple[bytes, bytes, list[bytes]]:
 
 _prop_name = st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "WAIT", "a", "Zz"])
 _prop_value = st.text(
-    alphabet=st.characters(blacklist_characters="\x01\x02", blacklist_categories=("Cs",)),
+    alphabet=st.characters(blacklist_characters="\x01\x02", blacklist_categories=["Cs"]),
     min_size=1,
     max_size=12,
 )
