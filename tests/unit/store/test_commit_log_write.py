@@ -81,3 +81,47 @@ def test_the_end_of_file_filler_is_written_too(factory: StoreFactory, policy: st
             break
         end += total
     assert len(_bodies(store, "TopicA", 0)) == min(n, 32)
+
+
+def test_a_sync_made_outside_flush_is_recorded(factory: StoreFactory) -> None:
+    """``sync_targets`` / ``mark_synced`` (the loop's native AIO syncs): the descriptors of
+    the segments with unsynced bytes, across a segment roll; once recorded, ``flush`` has
+    nothing left to do and the checkpoint's store time moves."""
+    store = factory(flush_disk_type="SYNC_FLUSH")  # 64 KiB segments
+    log = store.commit_log
+    assert log.sync_targets() is None  # nothing written
+    assert store.put_message(make_msg(body=b"a" * 40_000)).ok
+    log.flush(0)
+    assert log.sync_targets() is None  # durable already
+    assert store.put_message(make_msg(body=b"b" * 20_000)).ok
+    assert store.put_message(make_msg(body=b"c" * 20_000)).ok  # rolls to the next segment
+    files = log.queue.files
+    assert len(files) == 2
+    targets = log.sync_targets()
+    assert targets is not None
+    fds, target, ts = targets
+    assert fds == [files[0].fileno(), files[1].fileno()]
+    assert target == log.queue.max_offset()
+    assert ts == files[1].store_timestamp
+    for fd in fds:
+        os.fdatasync(fd)
+    log.mark_synced(target, ts)
+    assert log.flushed_where == target
+    assert log.flushed_store_timestamp == ts
+    assert [mf.flushed_position for mf in files] == [files[0].wrote_position, files[1].wrote_position]
+    assert log.flush(0) is False  # nothing was left to sync
+    assert log.sync_targets() is None
+
+
+def test_recording_a_sync_does_not_wait_for_a_flush_in_progress(factory: StoreFactory) -> None:
+    store = factory(flush_disk_type="SYNC_FLUSH")
+    log = store.commit_log
+    assert store.put_message(make_msg(body=b"x")).ok
+    targets = log.sync_targets()
+    assert targets is not None
+    _fds, target, ts = targets
+    with log._flush_lock:  # a flush thread in the middle of its sync
+        log.mark_synced(target, ts)  # would deadlock if it waited
+        assert log.flushed_where == target  # counted at once
+        assert log.queue.flushed_where < target  # the flush's own bookkeeping is left alone
+    assert log.sync_targets() is None

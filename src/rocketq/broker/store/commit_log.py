@@ -209,6 +209,8 @@ class CommitLog:
         self._msg_id_prefix: dict[HostAddr, str] = {}
         #: Store time of the last record known durable (checkpoint physicMsgTimestamp).
         self.flushed_store_timestamp = 0
+        #: Durable up to here by a sync made outside :meth:`flush` (:meth:`mark_synced`).
+        self._synced_where = 0
         #: Cleared (under ``put_lock``) by ``close_for_writing`` at shutdown.
         self.writable = True
         #: Reserves, dispatches and vets new segments under ``put_lock`` (the store).
@@ -467,6 +469,7 @@ class CommitLog:
         (``truncateDirtyFiles``) and rebuild nothing else."""
         self.queue.truncate_dirty_files(valid_end)
         self.queue.flushed_where = valid_end
+        self._synced_where = min(self._synced_where, valid_end)
 
     def iter_records(self, start: int, end: int) -> Iterator[MessageExt]:
         """Decode the records in [start, end) (re-dispatch after recovery), skipping fillers."""
@@ -530,9 +533,64 @@ class CommitLog:
         with self.put_lock:
             self.writable = False
 
+    def sync_targets(self) -> tuple[list[int], int, int] | None:
+        """What a sync started now must cover, for a caller that syncs the files itself
+        (:class:`~rocketq.broker.store.aio_sync.AioSync`): the descriptors of the segments
+        holding bytes written but not yet durable, the offset below which everything is
+        durable once they are synced, and the store time of the last record by then. None
+        when everything written is durable already. Any thread; takes no lock."""
+        queue = self.queue
+        last = queue.last_file()
+        if last is None:
+            return None
+        # the time first: a record's position is published before its store time, so every
+        # record up to this time lies below the offset read after it
+        ts = last.store_timestamp
+        target = queue.max_offset()
+        done = self.flushed_where
+        if target <= done:
+            return None
+        fds: list[int] = []
+        for mf in queue.files:
+            start = mf.file_from_offset
+            if start + mf.file_size <= done:
+                continue
+            if start >= target:
+                break
+            fd = mf.fileno()
+            if fd is None:  # closed (shutdown)
+                return None
+            fds.append(fd)
+        return fds, target, ts
+
+    def mark_synced(self, target: int, ts: int) -> None:
+        """Record that a sync of :meth:`sync_targets`'s files completed: everything below
+        ``target`` is durable, up to store time ``ts``. Called by one thread (the loop that
+        owns the syncs). The flushed positions the flush methods keep move only when
+        ``flush`` is not running; :attr:`flushed_where` counts ``target`` either way (a
+        flushed store time left behind is a conservative checkpoint)."""
+        self._synced_where = max(self._synced_where, target)
+        if not self._flush_lock.acquire(blocking=False):
+            return
+        try:
+            queue = self.queue
+            for mf in queue.files:
+                start = mf.file_from_offset
+                if start >= target:
+                    break
+                pos = min(mf.wrote_position, target - start)
+                mf.flushed_position = max(mf.flushed_position, pos)
+            queue.flushed_where = max(queue.flushed_where, target)
+            self.flushed_store_timestamp = max(self.flushed_store_timestamp, ts)
+        finally:
+            self._flush_lock.release()
+
     @property
     def flushed_where(self) -> int:
-        return self.queue.flushed_where
+        """The offset below which the commit log is durable."""
+        synced = self._synced_where
+        flushed = self.queue.flushed_where
+        return synced if synced > flushed else flushed
 
     def close(self) -> None:
         self.queue.close()

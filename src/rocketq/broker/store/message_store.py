@@ -43,6 +43,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Final
 
+from rocketq.broker.store.aio_sync import AioSync
 from rocketq.broker.store.checkpoint import StoreCheckpoint
 from rocketq.broker.store.clean_service import (
     CleanCommitLogService,
@@ -264,7 +265,9 @@ class MessageStore(CommitLogDispatcher):
             service.shutdown()
         self._services = []
         self._group_commit = None
-        self._loop_group_commit = None
+        lgc, self._loop_group_commit = self._loop_group_commit, None
+        if lgc is not None:
+            lgc.close()
         if not self._loaded:
             return
         self.commit_log.flush(0)
@@ -444,11 +447,19 @@ class MessageStore(CommitLogDispatcher):
     def loop_group_commit(self, loop: asyncio.AbstractEventLoop) -> LoopGroupCommit:
         """The group commit that makes ``defer_flush`` puts made on ``loop`` durable (the
         broker's server loop; a put from another loop rebinds it, and the old one still
-        serves its waiters)."""
+        serves its waiters). Its syncs go through native AIO when ``sync_flush_aio`` is set
+        and the kernel offers it (``aio_sync``), else to the ``GroupCommitService`` thread,
+        or are made on the loop with ``sync_flush_on_loop``."""
         lgc = self._loop_group_commit
         if lgc is None or lgc.loop is not loop:
-            thread = None if self.config.sync_flush_on_loop else self._group_commit
-            lgc = self._loop_group_commit = LoopGroupCommit(self.commit_log, loop, self.flush_latency, thread)
+            config = self.config
+            thread = None if config.sync_flush_on_loop else self._group_commit
+            aio = AioSync.open() if thread is not None and config.sync_flush_aio else None
+            if lgc is not None:
+                lgc.close()
+            lgc = self._loop_group_commit = LoopGroupCommit(
+                self.commit_log, loop, self.flush_latency, thread, aio
+            )
         return lgc
 
     def put_message(self, msg: MessageExtBrokerInner, *, defer_flush: bool = False) -> PutMessageResult:
