@@ -207,6 +207,9 @@ class _FakeCommitLog:
     flushes: int = 0
     error: Exception | None = None
 
+    def flush_unclaimed(self) -> bool:
+        return self.flush(0)
+
     def flush(self, least_pages: int = 0) -> bool:
         self.flushes += 1
         if self.error is not None:
@@ -472,6 +475,9 @@ class _SyncedLog(_FakeCommitLog):
     def mark_synced(self, target: int, ts: int) -> None:
         self.marked.append(target)
         self.flushed_where = max(self.flushed_where, target)
+
+    def sync_started(self, target: int) -> None:
+        pass
 
 
 class _FakeAio:

@@ -125,3 +125,19 @@ def test_recording_a_sync_does_not_wait_for_a_flush_in_progress(factory: StoreFa
         assert log.flushed_where == target  # counted at once
         assert log.queue.flushed_where < target  # the flush's own bookkeeping is left alone
     assert log.sync_targets() is None
+
+
+def test_the_idle_flush_leaves_a_sync_in_flight_its_bytes(factory: StoreFactory) -> None:
+    """The GroupCommitService's pass without waiters (``flush_unclaimed``) syncs what WAIT=false
+    puts wrote, but not the bytes a native AIO sync in flight already covers."""
+    store = factory(flush_disk_type="SYNC_FLUSH")
+    log = store.commit_log
+    assert store.put_message(make_msg(body=b"x")).ok
+    targets = log.sync_targets()
+    assert targets is not None
+    log.sync_started(targets[1])
+    assert log.flush_unclaimed() is False  # the loop's sync covers everything written
+    assert log.queue.flushed_where == 0
+    assert store.put_message(make_msg(body=b"y")).ok  # not covered by that sync
+    assert log.flush_unclaimed() is True
+    assert log.flushed_where == log.queue.max_offset()

@@ -211,6 +211,8 @@ class CommitLog:
         self.flushed_store_timestamp = 0
         #: Durable up to here by a sync made outside :meth:`flush` (:meth:`mark_synced`).
         self._synced_where = 0
+        #: Being synced up to here outside :meth:`flush` (:meth:`sync_started`).
+        self._claimed_where = 0
         #: Cleared (under ``put_lock``) by ``close_for_writing`` at shutdown.
         self.writable = True
         #: Reserves, dispatches and vets new segments under ``put_lock`` (the store).
@@ -470,6 +472,7 @@ class CommitLog:
         self.queue.truncate_dirty_files(valid_end)
         self.queue.flushed_where = valid_end
         self._synced_where = min(self._synced_where, valid_end)
+        self._claimed_where = min(self._claimed_where, valid_end)
 
     def iter_records(self, start: int, end: int) -> Iterator[MessageExt]:
         """Decode the records in [start, end) (re-dispatch after recovery), skipping fillers."""
@@ -584,6 +587,20 @@ class CommitLog:
             self.flushed_store_timestamp = max(self.flushed_store_timestamp, ts)
         finally:
             self._flush_lock.release()
+
+    def sync_started(self, target: int) -> None:
+        """A sync of :meth:`sync_targets`'s files up to ``target`` is under way elsewhere
+        (the loop's native AIO): :meth:`flush_unclaimed` leaves those bytes to it."""
+        self._claimed_where = max(self._claimed_where, target)
+
+    def flush_unclaimed(self) -> bool:
+        """:meth:`flush` unless every byte written is durable or being synced elsewhere
+        (:meth:`sync_started`): the GroupCommitService's pass without waiters, which only
+        has to cover puts nobody waits for (WAIT=false), must not sync the same bytes as a
+        sync in flight, which would only make that one wait for the disk twice."""
+        if self.queue.max_offset() <= max(self.flushed_where, self._claimed_where):
+            return False
+        return self.flush(0)
 
     @property
     def flushed_where(self) -> int:

@@ -176,8 +176,9 @@ class GroupCommitService(ServiceThread):
         those past their deadline with ``False`` (the bytes stay stored)."""
         waiting = self._waiting
         if not waiting:
-            # GroupCommitService: also flush when nobody waits (WAIT=false puts)
-            self._commit_log.flush(0)
+            # GroupCommitService: also flush when nobody waits (WAIT=false puts), but not
+            # what the loop's native AIO sync in flight covers
+            self._commit_log.flush_unclaimed()
             return
         started = time.perf_counter()
         try:
@@ -372,6 +373,7 @@ class LoopGroupCommit:
             self._to_thread(batches)
             return
         self._flight = _Flight(batches, upto, ts, taken, taken == len(fds))
+        self._commit_log.sync_started(upto)
 
     def _on_synced(self) -> None:
         """The eventfd is readable: count the completed syncs; once the flight's are all
