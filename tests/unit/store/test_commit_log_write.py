@@ -83,11 +83,21 @@ def test_the_end_of_file_filler_is_written_too(factory: StoreFactory, policy: st
     assert len(_bodies(store, "TopicA", 0)) == min(n, 32)
 
 
+def _quiet_sync_flush_store(factory: StoreFactory) -> MessageStore:
+    """A started SYNC_FLUSH store whose GroupCommitService thread is stopped (its idle
+    passes would flush behind the test's back)."""
+    store = factory(flush_disk_type="SYNC_FLUSH")  # 64 KiB segments
+    group_commit = store._group_commit
+    assert group_commit is not None
+    group_commit.shutdown()
+    return store
+
+
 def test_a_sync_made_outside_flush_is_recorded(factory: StoreFactory) -> None:
     """``sync_targets`` / ``mark_synced`` (the loop's native AIO syncs): the descriptors of
     the segments with unsynced bytes, across a segment roll; once recorded, ``flush`` has
     nothing left to do and the checkpoint's store time moves."""
-    store = factory(flush_disk_type="SYNC_FLUSH")  # 64 KiB segments
+    store = _quiet_sync_flush_store(factory)
     log = store.commit_log
     assert log.sync_targets() is None  # nothing written
     assert store.put_message(make_msg(body=b"a" * 40_000)).ok
@@ -114,7 +124,7 @@ def test_a_sync_made_outside_flush_is_recorded(factory: StoreFactory) -> None:
 
 
 def test_recording_a_sync_does_not_wait_for_a_flush_in_progress(factory: StoreFactory) -> None:
-    store = factory(flush_disk_type="SYNC_FLUSH")
+    store = _quiet_sync_flush_store(factory)
     log = store.commit_log
     assert store.put_message(make_msg(body=b"x")).ok
     targets = log.sync_targets()
@@ -130,7 +140,7 @@ def test_recording_a_sync_does_not_wait_for_a_flush_in_progress(factory: StoreFa
 def test_the_idle_flush_leaves_a_sync_in_flight_its_bytes(factory: StoreFactory) -> None:
     """The GroupCommitService's pass without waiters (``flush_unclaimed``) syncs what WAIT=false
     puts wrote, but not the bytes a native AIO sync in flight already covers."""
-    store = factory(flush_disk_type="SYNC_FLUSH")
+    store = _quiet_sync_flush_store(factory)
     log = store.commit_log
     assert store.put_message(make_msg(body=b"x")).ok
     targets = log.sync_targets()

@@ -29,6 +29,7 @@ Invariants:
 
 from __future__ import annotations
 
+import errno
 import logging
 import mmap
 import struct
@@ -541,7 +542,8 @@ class CommitLog:
         (:class:`~rocketq.broker.store.aio_sync.AioSync`): the descriptors of the segments
         holding bytes written but not yet durable, the offset below which everything is
         durable once they are synced, and the store time of the last record by then. None
-        when everything written is durable already. Any thread; takes no lock."""
+        when everything written is durable already; ``OSError`` once a segment is closed
+        (shutdown). Any thread; takes no lock."""
         queue = self.queue
         last = queue.last_file()
         if last is None:
@@ -561,8 +563,8 @@ class CommitLog:
             if start >= target:
                 break
             fd = mf.fileno()
-            if fd is None:  # closed (shutdown)
-                return None
+            if fd is None:
+                raise OSError(errno.EBADF, f"commit log segment {mf.path} is closed")
             fds.append(fd)
         return fds, target, ts
 

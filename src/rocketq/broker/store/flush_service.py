@@ -14,12 +14,15 @@ Mirrors ``CommitLog.FlushRealTimeService`` and ``CommitLog.GroupCommitService`` 
   at once, an idle pass runs every 10 ms.
 * :class:`LoopGroupCommit` serves the SYNC_FLUSH sends a broker answers on its event loop:
   every put of one loop iteration waits on a loop future, and one callback at the end of
-  the iteration covers them all. By default it hands ``GroupCommitService`` one request
-  for the whole iteration and gets the answers back in one ``call_soon_threadsafe`` (no
-  ``concurrent.futures.Future``, no thread wake-up per put), with a loop timer for
-  ``sync_flush_timeout_ms`` so a sync hanging in the kernel still yields
-  FLUSH_DISK_TIMEOUT on time. With ``sync_flush_on_loop`` it syncs on the loop thread
-  itself (as Redis does under ``appendfsync always``), blocking the loop for the sync.
+  the iteration covers them all, with a loop timer for ``sync_flush_timeout_ms`` so a
+  sync hanging in the kernel still yields FLUSH_DISK_TIMEOUT on time. By default
+  (``sync_flush_aio``) the loop submits that sync itself through Linux native AIO and the
+  completion wakes it (:mod:`~rocketq.broker.store.aio_sync`: no thread hand-off);
+  without native AIO it hands ``GroupCommitService`` one request for the whole iteration
+  and gets the answers back in one ``call_soon_threadsafe`` (no
+  ``concurrent.futures.Future``, no thread wake-up per put). With ``sync_flush_on_loop``
+  it syncs on the loop thread itself (as Redis does under ``appendfsync always``),
+  blocking the loop for the sync.
   Either way the ack is written only after a sync that started after the put returned,
   so an acknowledged message is on disk. Puts from other threads use
   :meth:`GroupCommitService.submit` (a ``concurrent.futures.Future``).
@@ -35,7 +38,6 @@ import os
 import queue
 import threading
 import time
-from asyncio import events
 from collections.abc import Callable
 from concurrent.futures import Future
 
@@ -357,15 +359,18 @@ class LoopGroupCommit:
         if aio is None:  # closed meanwhile, or fell back: the thread takes them
             self._to_thread(batches)
             return
-        targets = self._commit_log.sync_targets()
-        if targets is None:  # durable already: another sync covered them
-            for batch in batches:
-                _resolve(batch, True)
-            return
-        fds, upto, ts = targets
         try:
+            targets = self._commit_log.sync_targets()
+            if targets is None:  # durable already: another sync covered them
+                for batch in batches:
+                    _resolve(batch, True)
+                return
+            fds, upto, ts = targets
             taken = aio.submit(fds)
-        except (OSError, ValueError) as exc:
+        except ValueError:  # more segments than one submission takes: this once, the thread
+            self._to_thread(batches)
+            return
+        except OSError as exc:
             log.warning(
                 "SYNC_FLUSH: native AIO refused a sync (%s); syncing on the GroupCommitService thread", exc
             )
@@ -446,7 +451,7 @@ class LoopGroupCommit:
         loop = self._loop
         if loop.is_closed():
             self._finish_close()
-        elif events._get_running_loop() is loop:
+        elif _running_loop() is loop:
             self._close_on_loop()
         else:
             try:
@@ -547,6 +552,13 @@ class _Flight:
         self.pending = pending
         self.ok = ok
         self.started = time.perf_counter()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _resolve(batch: _Batch, durable: bool) -> None:
