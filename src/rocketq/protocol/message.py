@@ -121,6 +121,7 @@ _LAYOUTS = {0x00: _layout(8, 8), 0x10: _layout(20, 8), 0x20: _layout(8, 20), 0x3
 _SHORT = struct.Struct(">h")
 _INT = struct.Struct(">i")
 _BATCH_HEAD = struct.Struct(">iiiii")  # TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODYLENGTH
+_unpack_batch_head: Final = _BATCH_HEAD.unpack_from  # bound once (see RecordEncoder)
 
 
 #: ``MessageConst.STRING_HASH_SET`` of 4.9.x (module level: a compiled class constant may not
@@ -850,7 +851,7 @@ class RecordEncoder:
     same way). The caller checked the topic and property lengths.
     """
 
-    __slots__ = ("_born", "_layout", "_store", "_tail", "sys_flag")
+    __slots__ = ("_born", "_layout", "_pack", "_store", "_tail", "sys_flag")
 
     def __init__(self, topic_b: bytes, born_host: HostAddr, store_host: HostAddr, sys_flag: int) -> None:
         born = self._born = _host_bytes(born_host)
@@ -862,6 +863,9 @@ class RecordEncoder:
             | (_STORE_V6 if len(store) == 20 else 0)
         )
         self._layout = _LAYOUTS[self.sys_flag & _V6_BITS]
+        #: the layout's ``pack``, bound once: a compiled call of a method on a Struct
+        #: attribute looks the method up every time
+        self._pack = self._layout.pack
         self._tail = bytes((len(topic_b),)) + topic_b
 
     def encode(
@@ -928,10 +932,9 @@ class RecordEncoder:
         body_crc: int,
     ) -> bytes:
         """The record's fixed fields up to its body."""
-        layout = self._layout
-        total = layout.size + body_len + len(self._tail) + 2 + props_len
+        total = self._layout.size + body_len + len(self._tail) + 2 + props_len
         try:
-            return layout.pack(
+            return self._pack(
                 total, MAGIC_CODE_V1, body_crc, queue_id, flag, queue_offset, physical_offset, self.sys_flag,
                 born_timestamp, self._born, store_timestamp, self._store, reconsume_times,
                 prepared_transaction_offset, body_len,
@@ -1206,11 +1209,13 @@ def batch_entry_at(b: bytes, pos: int) -> tuple[int, int, int]:
     end = len(b)
     if pos + 22 > end:
         raise MalformedFrameError(f"batch entry at {pos} truncated: {end - pos} bytes left")
-    size, _magic, _crc, flag, blen = _BATCH_HEAD.unpack_from(b, pos)
+    size, _magic, _crc, flag, blen = _unpack_batch_head(b, pos)
     ppos = pos + 20 + blen
     if blen < 0 or ppos + 2 > end:
         raise MalformedFrameError(f"batch entry at {pos}: body length {blen} past the end")
-    plen = _SHORT.unpack_from(b, ppos)[0]
+    plen = (b[ppos] << 8) | b[ppos + 1]
+    if plen >= 0x8000:  # a Java short
+        plen -= 0x10000
     entry_end = ppos + 2 + plen
     if plen < 0 or entry_end > end:
         raise MalformedFrameError(f"batch entry at {pos}: properties length {plen} past the end")

@@ -288,6 +288,9 @@ class CommitLog:
                 target[start : start + total] = data
                 shift = 0
             pos = start
+            # bound once: a compiled call on a module-level Struct looks its method up each time
+            pack_offsets = _QOFF_PHYS.pack_into
+            pack_long = _LONG.pack_into
             for i in range(len(requests)):  # an index loop: native when compiled (zip is not)
                 req = requests[i]
                 phys = base + pos
@@ -301,8 +304,8 @@ class CommitLog:
                 else:
                     qoff = 0  # prepared/rollback: not consumable, offset not advanced
                 at = pos - shift
-                _QOFF_PHYS.pack_into(target, at + POS_QUEUE_OFFSET, qoff, phys)
-                _LONG.pack_into(target, at + (_STORE_TS_POS_V6 if sys_flag & _BORN_V6 else _STORE_TS_POS), ts)
+                pack_offsets(target, at + POS_QUEUE_OFFSET, qoff, phys)
+                pack_long(target, at + (_STORE_TS_POS_V6 if sys_flag & _BORN_V6 else _STORE_TS_POS), ts)
                 pos += req.msg_size
                 if first_qoff < 0:
                     first_qoff = qoff
