@@ -306,7 +306,7 @@ class RocketqServer(Server):
         self.durability_note = (
             "SYNC_FLUSH, syncFlushOnLoop=true (the sync on the broker's event loop, opt-in)"
             if sync_on_loop
-            else "SYNC_FLUSH (GroupCommitService thread, the default)"
+            else "SYNC_FLUSH (group commit, the sync submitted by the loop through native AIO: the default)"
             if conf
             else "ASYNC_FLUSH (flush every 500 ms)"
         )

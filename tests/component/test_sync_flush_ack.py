@@ -8,7 +8,9 @@ mechanics also against a duck-typed commit log."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +20,7 @@ import pytest
 
 from rocketq.broker.broker import BrokerController
 from rocketq.broker.config import BrokerConfig
+from rocketq.broker.store.aio_sync import AioSync
 from rocketq.broker.store.config import MessageStoreConfig
 from rocketq.broker.store.flush_service import GroupCommitService, LoopGroupCommit
 from rocketq.common.histogram import Histogram
@@ -52,7 +55,9 @@ class _RecordingTransport(asyncio.Transport):
         pass
 
 
-def _config(root: Path, flush_disk_type: str, on_loop: bool, timeout_ms: int = 5000) -> BrokerConfig:
+def _config(
+    root: Path, flush_disk_type: str, on_loop: bool, timeout_ms: int = 5000, aio: bool = True
+) -> BrokerConfig:
     return BrokerConfig(
         broker_ip1="127.0.0.1",
         listen_port=0,
@@ -62,6 +67,7 @@ def _config(root: Path, flush_disk_type: str, on_loop: bool, timeout_ms: int = 5
             flush_disk_type=flush_disk_type,
             sync_flush_on_loop=on_loop,
             sync_flush_timeout_ms=timeout_ms,
+            sync_flush_aio=aio,
         ),
     )
 
@@ -73,6 +79,7 @@ async def _send_chunk(
     serialize_type: int = SerializeType.JSON,
     *,
     on_loop: bool = True,
+    aio: bool = True,
     timeout_ms: int = 5000,
     before: Callable[[BrokerController], None] | None = None,
     after: Callable[[], None] | None = None,
@@ -81,7 +88,7 @@ async def _send_chunk(
     offset and how many group commits synced (either service observes ``flush_latency``).
     ``before`` runs on the started broker before the chunk arrives, ``after`` once every
     send was answered (or the wait failed), before the broker shuts down."""
-    broker = BrokerController(_config(tmp_path, flush_disk_type, on_loop, timeout_ms))
+    broker = BrokerController(_config(tmp_path, flush_disk_type, on_loop, timeout_ms, aio))
     await broker.start()
     protocol: _ServerProtocol | None = None
     try:
@@ -125,8 +132,30 @@ def test_sync_flush_ack_leaves_only_after_the_sync_and_one_sync_serves_the_chunk
     assert syncs == 1  # three sends of one loop iteration, one sync
 
 
-def test_sync_flush_ack_waits_for_the_group_commit_thread_by_default(tmp_path: Path) -> None:
-    writes, max_offset, syncs = asyncio.run(_send_chunk(tmp_path, "SYNC_FLUSH", 20, on_loop=False))
+def _native_aio() -> bool:
+    aio = AioSync.open()
+    if aio is None:
+        return False
+    aio.close()
+    return True
+
+
+@pytest.mark.parametrize("aio", [False, True], ids=["thread", "native-aio"])
+def test_sync_flush_ack_waits_for_the_group_commit(
+    tmp_path: Path, aio: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if aio and not _native_aio():
+        pytest.skip("no native AIO here")
+    submitted: list[int] = []
+    real_submit = AioSync.submit
+
+    def counting(self: AioSync, fds: list[int]) -> int:
+        submitted.append(len(fds))
+        return real_submit(self, fds)
+
+    monkeypatch.setattr(AioSync, "submit", counting)
+    writes, max_offset, syncs = asyncio.run(_send_chunk(tmp_path, "SYNC_FLUSH", 20, on_loop=False, aio=aio))
+    assert submitted == ([1] if aio else [])  # the loop submitted the one sync itself, or never
     answers = [cmd for data, _ in writes for cmd in FrameDecoder().feed(data)]
     assert [a.code for a in answers] == [ResponseCode.SUCCESS] * 20
     # Java's GroupCommitService: the acks still leave only once the log is durable past them
@@ -152,7 +181,9 @@ def test_sync_flush_ack_flush_disk_timeout_while_the_sync_hangs(tmp_path: Path) 
         broker.store.commit_log.flush = stuck_flush  # type: ignore[method-assign]
 
     writes, _, _ = asyncio.run(
-        _send_chunk(tmp_path, "SYNC_FLUSH", 2, on_loop=False, timeout_ms=100, before=stick, after=gate.set)
+        _send_chunk(
+            tmp_path, "SYNC_FLUSH", 2, on_loop=False, aio=False, timeout_ms=100, before=stick, after=gate.set
+        )
     )
     answers = [cmd for data, _ in writes for cmd in FrameDecoder().feed(data)]
     assert [a.code for a in answers] == [ResponseCode.FLUSH_DISK_TIMEOUT] * 2
@@ -175,6 +206,9 @@ class _FakeCommitLog:
     flushed_where: int = 0
     flushes: int = 0
     error: Exception | None = None
+
+    def flush_unclaimed(self) -> bool:
+        return self.flush(0)
 
     def flush(self, least_pages: int = 0) -> bool:
         self.flushes += 1
@@ -422,3 +456,234 @@ def test_group_commit_pass_answers_the_covered_and_keeps_the_rest_until_their_de
     assert not third.done() or time.monotonic() - started >= 0.19
     assert third.result(timeout=5) is False
     assert time.monotonic() - started >= 0.19
+
+
+# ---------------------------------------------------------------- native AIO syncs
+@dataclasses.dataclass
+class _SyncedLog(_FakeCommitLog):
+    """A duck-typed commit log for syncs made outside ``flush`` (``sync_targets`` /
+    ``mark_synced``); ``fds`` is what a sync must cover."""
+
+    fds: tuple[int, ...] = (7,)
+    marked: list[int] = dataclasses.field(default_factory=list)
+
+    def sync_targets(self) -> tuple[list[int], int, int] | None:
+        if self.max_offset <= self.flushed_where:
+            return None
+        return list(self.fds), self.max_offset, 1000 + self.max_offset
+
+    def mark_synced(self, target: int, ts: int) -> None:
+        self.marked.append(target)
+        self.flushed_where = max(self.flushed_where, target)
+
+    def sync_started(self, target: int) -> None:
+        pass
+
+
+class _FakeAio:
+    """Stands in for :class:`AioSync`: a real eventfd; the test completes the syncs."""
+
+    def __init__(self, refuse: OSError | None = None) -> None:
+        self.fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self.refuse = refuse
+        self.submitted: list[list[int]] = []
+        self.results: list[int] = []
+        self.closed = False
+
+    def submit(self, fds: list[int]) -> int:
+        if self.refuse is not None:
+            raise self.refuse
+        self.submitted.append(list(fds))
+        return len(fds)
+
+    def complete(self, *results: int) -> None:
+        """The kernel finished syncs with these results (0, or -errno)."""
+        self.results.extend(results)
+        os.eventfd_write(self.fd, len(results))
+
+    def reap(self, wait: int = 0) -> list[int]:
+        with contextlib.suppress(BlockingIOError):
+            os.eventfd_read(self.fd)
+        out, self.results = self.results, []
+        return out
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            os.close(self.fd)
+
+
+async def _until(predicate: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 5
+    while not predicate():
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.001)
+
+
+def test_aio_one_sync_per_flight_and_the_iterations_behind_it_share_the_next(
+    group_commit: tuple[_FakeCommitLog, GroupCommitService, Histogram],
+) -> None:
+    _log, service, latency = group_commit
+    log = _SyncedLog()
+    aio = _FakeAio()
+
+    async def run() -> list[bool]:
+        commit = LoopGroupCommit(
+            log,  # type: ignore[arg-type]
+            asyncio.get_running_loop(),
+            latency,
+            thread=service,
+            aio=aio,  # type: ignore[arg-type]
+        )
+        log.max_offset = 100
+        first = commit.wait_durable(100)
+        await _until(lambda: len(aio.submitted) == 1)
+        # two more iterations while the first sync runs: they wait for the next one
+        log.max_offset = 200
+        second = commit.wait_durable(200)
+        await asyncio.sleep(0)
+        log.max_offset = 300
+        third = commit.wait_durable(300)
+        await asyncio.sleep(0.01)
+        assert len(aio.submitted) == 1 and not first.done()
+        aio.complete(0)
+        assert await first is True
+        await _until(lambda: len(aio.submitted) == 2)
+        assert not second.done() and not third.done()
+        aio.complete(0)
+        results = [True, await second, await third]
+        commit.close()
+        return results
+
+    assert asyncio.run(run()) == [True, True, True]
+    assert log.marked == [100, 300]  # each sync covered everything stored when it started
+    assert latency.snapshot().count == 2
+    assert aio.closed
+
+
+def test_aio_a_failed_sync_answers_false_at_once(
+    group_commit: tuple[_FakeCommitLog, GroupCommitService, Histogram],
+) -> None:
+    _log, service, _latency = group_commit
+    log = _SyncedLog(fds=(7, 8))  # a sync across a segment roll: two files
+    aio = _FakeAio()
+
+    async def run() -> bool:
+        commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service, aio=aio)  # type: ignore[arg-type]
+        log.max_offset = 100
+        waiting = commit.wait_durable(100)
+        await _until(lambda: len(aio.submitted) == 1)
+        assert aio.submitted == [[7, 8]]
+        aio.complete(0)  # one file synced ...
+        await asyncio.sleep(0.01)
+        assert not waiting.done()  # ... the flight needs both
+        aio.complete(-5)  # EIO
+        durable = await waiting
+        commit.close()
+        return durable
+
+    assert asyncio.run(run()) is False
+    assert log.marked == []  # nothing is recorded durable
+
+
+def test_aio_timeout_answers_false_while_the_sync_hangs(
+    group_commit: tuple[_FakeCommitLog, GroupCommitService, Histogram],
+) -> None:
+    _log, service, _latency = group_commit  # syncFlushTimeout 200 ms
+    log = _SyncedLog()
+    aio = _FakeAio()
+
+    async def run() -> tuple[bool, float, bool]:
+        commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service, aio=aio)  # type: ignore[arg-type]
+        log.max_offset = 100
+        started = time.monotonic()
+        durable = await commit.wait_durable(100)  # the sync never completes
+        waited = time.monotonic() - started
+        # the disk comes back: the late completion is counted, the next put syncs again
+        aio.complete(0)
+        log.max_offset = 200
+        later = await commit.wait_durable(200)
+        assert len(aio.submitted) == 2
+        aio.complete(0)
+        commit.close()
+        return durable, waited, later
+
+    later_task: list[bool] = []
+
+    async def main() -> tuple[bool, float]:
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(run())
+        await _until(lambda: len(aio.submitted) == 2 or task.done())
+        aio.complete(0)
+        durable, waited, later = await task
+        later_task.append(later)
+        return durable, waited
+
+    durable, waited = asyncio.run(main())
+    assert durable is False
+    assert waited >= 0.19  # not before syncFlushTimeout
+    assert later_task == [True]
+
+
+def test_aio_refused_falls_back_to_the_thread() -> None:
+    log = _SyncedLog()
+    aio = _FakeAio(refuse=OSError(22, "Invalid argument"))  # a kernel before 4.18
+    service = GroupCommitService(log, MessageStoreConfig(store_path_root_dir="unused"))  # type: ignore[arg-type]
+    service.start()
+
+    async def run() -> list[bool]:
+        commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service, aio=aio)  # type: ignore[arg-type]
+        log.max_offset = 100
+        first = await commit.wait_durable(100)
+        log.max_offset = 200
+        second = await commit.wait_durable(200)
+        return [first, second]
+
+    try:
+        assert asyncio.run(run()) == [True, True]
+    finally:
+        service.shutdown()
+    assert aio.closed  # given up at the first refusal
+    assert log.flushes >= 2  # both synced by the thread
+    assert log.marked == []
+
+
+def test_aio_close_waits_for_the_sync_in_flight(
+    group_commit: tuple[_FakeCommitLog, GroupCommitService, Histogram],
+) -> None:
+    _log, service, _latency = group_commit
+    log = _SyncedLog()
+    aio = _FakeAio()
+
+    async def run() -> bool:
+        commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service, aio=aio)  # type: ignore[arg-type]
+        log.max_offset = 100
+        waiting = commit.wait_durable(100)
+        await _until(lambda: len(aio.submitted) == 1)
+        aio.results.append(0)  # completes as close waits for it
+        commit.close()
+        assert aio.closed
+        return await waiting
+
+    assert asyncio.run(run()) is True
+    assert log.marked == [100]
+
+
+def test_native_aio_syncs_a_real_file(tmp_path: Path) -> None:
+    aio = AioSync.open()
+    if aio is None:
+        pytest.skip("no native AIO here")
+    fd = os.open(tmp_path / "f", os.O_RDWR | os.O_CREAT)
+    try:
+        os.write(fd, b"x" * 4096)
+        assert aio.submit([fd, fd]) == 2
+        results: list[int] = []
+        while len(results) < 2:
+            results += aio.reap(wait=2 - len(results))
+        assert results == [0, 0]
+        assert aio.reap() == []  # nothing more completed
+        with pytest.raises(OSError):
+            aio.submit([1_000_000])  # not a descriptor: refused by io_submit
+    finally:
+        os.close(fd)
+        aio.close()

@@ -62,6 +62,7 @@ __all__ = [
     "MessageConst",
     "MessageExt",
     "RecordEncoder",
+    "batch_entry_at",
     "compress_body",
     "decode_batch",
     "decode_properties",
@@ -120,6 +121,7 @@ _LAYOUTS = {0x00: _layout(8, 8), 0x10: _layout(20, 8), 0x20: _layout(8, 20), 0x3
 _SHORT = struct.Struct(">h")
 _INT = struct.Struct(">i")
 _BATCH_HEAD = struct.Struct(">iiiii")  # TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODYLENGTH
+_unpack_batch_head: Final = _BATCH_HEAD.unpack_from  # bound once (see RecordEncoder)
 
 
 #: ``MessageConst.STRING_HASH_SET`` of 4.9.x (module level: a compiled class constant may not
@@ -849,7 +851,7 @@ class RecordEncoder:
     same way). The caller checked the topic and property lengths.
     """
 
-    __slots__ = ("_born", "_layout", "_store", "_tail", "sys_flag")
+    __slots__ = ("_born", "_layout", "_pack", "_store", "_tail", "sys_flag")
 
     def __init__(self, topic_b: bytes, born_host: HostAddr, store_host: HostAddr, sys_flag: int) -> None:
         born = self._born = _host_bytes(born_host)
@@ -861,6 +863,9 @@ class RecordEncoder:
             | (_STORE_V6 if len(store) == 20 else 0)
         )
         self._layout = _LAYOUTS[self.sys_flag & _V6_BITS]
+        #: the layout's ``pack``, bound once: a compiled call of a method on a Struct
+        #: attribute looks the method up every time
+        self._pack = self._layout.pack
         self._tail = bytes((len(topic_b),)) + topic_b
 
     def encode(
@@ -880,18 +885,62 @@ class RecordEncoder:
         """One record; raises :class:`IllegalArgumentError` for an integer out of range."""
         if body_crc is None:
             body_crc = zlib.crc32(body) & 0x7FFFFFFF
-        layout = self._layout
-        tail = self._tail
-        total = layout.size + len(body) + len(tail) + 2 + len(props_b)
+        head = self._head(
+            queue_id, flag, queue_offset, physical_offset, born_timestamp, store_timestamp,
+            reconsume_times, prepared_transaction_offset, len(body), len(props_b), body_crc,
+        )  # fmt: skip
+        return b"".join((head, body, self._tail, len(props_b).to_bytes(2, "big"), props_b))
+
+    def append_record(
+        self,
+        buf: bytearray,
+        queue_id: int,
+        flag: int,
+        born_timestamp: int,
+        reconsume_times: int,
+        body: bytes | memoryview,
+        props_b: bytes,
+    ) -> int:
+        """Append one record to ``buf`` with its queue offset, physical offset and store
+        timestamp zero (the commit log patches them in) and no prepared-transaction offset;
+        returns its size. What ``CommitLog.MessageExtBatchEncoder`` writes for each entry
+        of a batch, into one buffer. Raises :class:`IllegalArgumentError` for an integer out
+        of range (``buf`` is then unchanged)."""
+        head = self._head(
+            queue_id, flag, 0, 0, born_timestamp, 0, reconsume_times, 0,
+            len(body), len(props_b), zlib.crc32(body) & 0x7FFFFFFF,
+        )  # fmt: skip
+        buf += head
+        buf += body
+        buf += self._tail
+        buf += len(props_b).to_bytes(2, "big")
+        buf += props_b
+        return len(head) + len(body) + len(self._tail) + 2 + len(props_b)
+
+    def _head(
+        self,
+        queue_id: int,
+        flag: int,
+        queue_offset: int,
+        physical_offset: int,
+        born_timestamp: int,
+        store_timestamp: int,
+        reconsume_times: int,
+        prepared_transaction_offset: int,
+        body_len: int,
+        props_len: int,
+        body_crc: int,
+    ) -> bytes:
+        """The record's fixed fields up to its body."""
+        total = self._layout.size + body_len + len(self._tail) + 2 + props_len
         try:
-            head = layout.pack(
+            return self._pack(
                 total, MAGIC_CODE_V1, body_crc, queue_id, flag, queue_offset, physical_offset, self.sys_flag,
                 born_timestamp, self._born, store_timestamp, self._store, reconsume_times,
-                prepared_transaction_offset, len(body),
+                prepared_transaction_offset, body_len,
             )  # fmt: skip
         except struct.error as exc:
             raise IllegalArgumentError(f"record field out of range: {exc}") from exc
-        return b"".join((head, body, tail, len(props_b).to_bytes(2, "big"), props_b))
 
 
 #: stored "address + port" bytes -> host, for the lazily decoded hosts of MessageExt
@@ -1149,29 +1198,41 @@ def encode_batch(messages: Sequence[Message]) -> bytes:
     return b"".join(parts)
 
 
-def decode_batch(body: bytes | memoryview) -> list[BatchEntry]:
-    """Split a SEND_BATCH_MESSAGE body (``CommitLog.MessageExtBatchEncoder`` reads it).
+def batch_entry_at(b: bytes, pos: int) -> tuple[int, int, int]:
+    """The entry of a SEND_BATCH_MESSAGE body at ``b[pos:]``: (FLAG, where its properties
+    length is, where the entry ends). Its body is ``b[pos + 20 : properties length]``, its
+    properties ``b[properties length + 2 : end]``.
 
     Java's broker ignores TOTALSIZE; here it must match the entry, and any truncation or
     inconsistent length raises :class:`MalformedFrameError`.
     """
+    end = len(b)
+    if pos + 22 > end:
+        raise MalformedFrameError(f"batch entry at {pos} truncated: {end - pos} bytes left")
+    size, _magic, _crc, flag, blen = _unpack_batch_head(b, pos)
+    ppos = pos + 20 + blen
+    if blen < 0 or ppos + 2 > end:
+        raise MalformedFrameError(f"batch entry at {pos}: body length {blen} past the end")
+    plen = (b[ppos] << 8) | b[ppos + 1]
+    if plen >= 0x8000:  # a Java short
+        plen -= 0x10000
+    entry_end = ppos + 2 + plen
+    if plen < 0 or entry_end > end:
+        raise MalformedFrameError(f"batch entry at {pos}: properties length {plen} past the end")
+    if size != entry_end - pos:
+        raise MalformedFrameError(f"batch entry at {pos}: TOTALSIZE {size} != {entry_end - pos}")
+    return flag, ppos, entry_end
+
+
+def decode_batch(body: bytes | memoryview) -> list[BatchEntry]:
+    """Split a SEND_BATCH_MESSAGE body (``CommitLog.MessageExtBatchEncoder`` reads it);
+    :class:`MalformedFrameError` as for :func:`batch_entry_at`."""
     b = body if isinstance(body, bytes) else bytes(body)
     end = len(b)
     pos = 0
     out: list[BatchEntry] = []
     while pos < end:
-        if pos + 22 > end:
-            raise MalformedFrameError(f"batch entry at {pos} truncated: {end - pos} bytes left")
-        size, _magic, _crc, flag, blen = _BATCH_HEAD.unpack_from(b, pos)
-        ppos = pos + 20 + blen
-        if blen < 0 or ppos + 2 > end:
-            raise MalformedFrameError(f"batch entry at {pos}: body length {blen} past the end")
-        plen = _SHORT.unpack_from(b, ppos)[0]
-        entry_end = ppos + 2 + plen
-        if plen < 0 or entry_end > end:
-            raise MalformedFrameError(f"batch entry at {pos}: properties length {plen} past the end")
-        if size != entry_end - pos:
-            raise MalformedFrameError(f"batch entry at {pos}: TOTALSIZE {size} != {entry_end - pos}")
+        flag, ppos, entry_end = batch_entry_at(b, pos)
         props = b[ppos + 2 : entry_end].decode("utf-8", "replace")
         out.append(BatchEntry(flag=flag, body=b[pos + 20 : ppos], properties=props))
         pos = entry_end

@@ -81,3 +81,73 @@ def test_the_end_of_file_filler_is_written_too(factory: StoreFactory, policy: st
             break
         end += total
     assert len(_bodies(store, "TopicA", 0)) == min(n, 32)
+
+
+def _quiet_sync_flush_store(factory: StoreFactory) -> MessageStore:
+    """A started SYNC_FLUSH store whose GroupCommitService thread is stopped (its idle
+    passes would flush behind the test's back)."""
+    store = factory(flush_disk_type="SYNC_FLUSH")  # 64 KiB segments
+    group_commit = store._group_commit
+    assert group_commit is not None
+    group_commit.shutdown()
+    return store
+
+
+def test_a_sync_made_outside_flush_is_recorded(factory: StoreFactory) -> None:
+    """``sync_targets`` / ``mark_synced`` (the loop's native AIO syncs): the descriptors of
+    the segments with unsynced bytes, across a segment roll; once recorded, ``flush`` has
+    nothing left to do and the checkpoint's store time moves."""
+    store = _quiet_sync_flush_store(factory)
+    log = store.commit_log
+    assert log.sync_targets() is None  # nothing written
+    assert store.put_message(make_msg(body=b"a" * 40_000)).ok
+    log.flush(0)
+    assert log.sync_targets() is None  # durable already
+    assert store.put_message(make_msg(body=b"b" * 20_000)).ok
+    assert store.put_message(make_msg(body=b"c" * 20_000)).ok  # rolls to the next segment
+    files = log.queue.files
+    assert len(files) == 2
+    targets = log.sync_targets()
+    assert targets is not None
+    fds, target, ts = targets
+    assert fds == [files[0].fileno(), files[1].fileno()]
+    assert target == log.queue.max_offset()
+    assert ts == files[1].store_timestamp
+    for fd in fds:
+        os.fdatasync(fd)
+    log.mark_synced(target, ts)
+    assert log.flushed_where == target
+    assert log.flushed_store_timestamp == ts
+    assert [mf.flushed_position for mf in files] == [files[0].wrote_position, files[1].wrote_position]
+    assert log.flush(0) is False  # nothing was left to sync
+    assert log.sync_targets() is None
+
+
+def test_recording_a_sync_does_not_wait_for_a_flush_in_progress(factory: StoreFactory) -> None:
+    store = _quiet_sync_flush_store(factory)
+    log = store.commit_log
+    assert store.put_message(make_msg(body=b"x")).ok
+    targets = log.sync_targets()
+    assert targets is not None
+    _fds, target, ts = targets
+    with log._flush_lock:  # a flush thread in the middle of its sync
+        log.mark_synced(target, ts)  # would deadlock if it waited
+        assert log.flushed_where == target  # counted at once
+        assert log.queue.flushed_where < target  # the flush's own bookkeeping is left alone
+    assert log.sync_targets() is None
+
+
+def test_the_idle_flush_leaves_a_sync_in_flight_its_bytes(factory: StoreFactory) -> None:
+    """The GroupCommitService's pass without waiters (``flush_unclaimed``) syncs what WAIT=false
+    puts wrote, but not the bytes a native AIO sync in flight already covers."""
+    store = _quiet_sync_flush_store(factory)
+    log = store.commit_log
+    assert store.put_message(make_msg(body=b"x")).ok
+    targets = log.sync_targets()
+    assert targets is not None
+    log.sync_started(targets[1])
+    assert log.flush_unclaimed() is False  # the loop's sync covers everything written
+    assert log.queue.flushed_where == 0
+    assert store.put_message(make_msg(body=b"y")).ok  # not covered by that sync
+    assert log.flush_unclaimed() is True
+    assert log.flushed_where == log.queue.max_offset()

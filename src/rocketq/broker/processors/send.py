@@ -48,12 +48,13 @@ from typing import TYPE_CHECKING, Any
 
 from rocketq.broker.processors import decode_request_header
 from rocketq.broker.store import (
+    MessageExtBatch,
     MessageExtBrokerInner,
     PutMessageResult,
     PutMessageStatus,
 )
 from rocketq.broker.topics import is_not_allowed_send_topic, validate_topic
-from rocketq.errors import IllegalArgumentError
+from rocketq.errors import IllegalArgumentError, MalformedFrameError
 from rocketq.protocol.codes import PermName, RequestCode, ResponseCode, SerializeType, Version
 from rocketq.protocol.frame import RemotingCommand, _json_flat_map
 from rocketq.protocol.headers import (
@@ -63,9 +64,7 @@ from rocketq.protocol.headers import (
     SendMessageResponseHeader,
 )
 from rocketq.protocol.message import (
-    PROPERTY_SEPARATOR,
     MessageConst,
-    decode_batch,
     decode_properties,
     decode_record,
     encode_properties,
@@ -669,59 +668,31 @@ class SendMessageProcessor:
             return self._response(
                 request, ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + topic
             )
-        try:
-            entries = decode_batch(request.body)
-        except Exception as exc:
-            return self._response(
-                request, ResponseCode.MESSAGE_ILLEGAL, f"the batch body is malformed: {exc}"
-            )
-        if not entries:
+        body = request.body
+        if not body:
             return self._response(request, ResponseCode.MESSAGE_ILLEGAL, "the batch is empty")
         batch_props = decode_properties(header.properties or "")
         batch_props[MessageConst.CLUSTER] = broker.config.broker_cluster_name
-        batch_props_string = encode_properties(batch_props, java_order=True)
-        born_host = self._born_host(channel)
-        store_host = broker.store_host
-        sys_flag = int(header.sys_flag or 0)
-        born_timestamp = int(header.born_timestamp or 0)
-        reconsume_times = int(header.reconsume_times or 0)
-        inners = []
-        for entry in entries:
-            props = decode_properties(entry.properties)
-            if int(props.get(MessageConst.DELAY, "0") or 0) > 0:
-                return self._response(
-                    request, ResponseCode.MESSAGE_ILLEGAL, "Delay message is not supported in batch"
-                )
-            merged = {**props, **batch_props}
-            # CommitLog.MessageExtBatchEncoder: the entry's properties, then the batch's, with
-            # a separator between them only when both are non-empty and the entry's do not
-            # already end with one (a 4.9.7 client's do not; other clients' may)
-            pstr = entry.properties
-            if batch_props_string:
-                if pstr and not pstr.endswith(PROPERTY_SEPARATOR):
-                    pstr += PROPERTY_SEPARATOR
-                pstr += batch_props_string
-            inners.append(
-                MessageExtBrokerInner(
-                    topic=topic,
-                    queue_id=queue_id,
-                    flag=entry.flag,
-                    body=entry.body,
-                    properties=merged,
-                    properties_string=pstr,
-                    tags_code=tags_code(props.get(MessageConst.TAGS)),
-                    sys_flag=sys_flag,
-                    born_timestamp=born_timestamp,
-                    born_host=born_host,
-                    store_host=store_host,
-                    reconsume_times=reconsume_times,
-                )
+        batch = MessageExtBatch(
+            topic=topic,
+            queue_id=queue_id,
+            body=body,
+            born_host=self._born_host(channel),
+            store_host=broker.store_host,
+            properties=batch_props,
+            sys_flag=int(header.sys_flag or 0),
+            born_timestamp=int(header.born_timestamp or 0),
+            reconsume_times=int(header.reconsume_times or 0),
+        )
+        try:
+            result = broker.store.put_batch(batch, defer_flush=True)
+        except MalformedFrameError as exc:
+            return self._response(
+                request, ResponseCode.MESSAGE_ILLEGAL, f"the batch body is malformed: {exc}"
             )
-        result = broker.store.put_messages(inners, batch_body_size=len(request.body), defer_flush=True)
-        size = sum(len(e.body) for e in entries)
         wait_flush = batch_props.get(MessageConst.WAIT) != "false"
         return self._handle_put_result(
-            _StoredPut(request, result, topic, queue_id, len(entries), size), wait_flush
+            _StoredPut(request, result, topic, queue_id, batch.msgs, batch.body_size), wait_flush
         )
 
     # ------------------------------------------------------------------ result

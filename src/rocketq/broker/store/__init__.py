@@ -5,7 +5,7 @@ broker calls; see ``message_store`` for the threading model and recovery.
 """
 
 from rocketq.broker.store.config import ASYNC_FLUSH, SYNC_FLUSH, MessageStoreConfig
-from rocketq.broker.store.message_ext_broker_inner import MessageExtBrokerInner
+from rocketq.broker.store.message_ext_broker_inner import MessageExtBatch, MessageExtBrokerInner
 from rocketq.broker.store.message_store import ArrivalListener, MessageStore
 from rocketq.broker.store.status import (
     AppendResult,
@@ -26,6 +26,7 @@ __all__ = [
     "ArrivalListener",
     "GetMessageResult",
     "GetMessageStatus",
+    "MessageExtBatch",
     "MessageExtBrokerInner",
     "MessageFilter",
     "MessageStore",

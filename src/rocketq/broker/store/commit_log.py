@@ -29,6 +29,7 @@ Invariants:
 
 from __future__ import annotations
 
+import errno
 import logging
 import mmap
 import struct
@@ -209,6 +210,10 @@ class CommitLog:
         self._msg_id_prefix: dict[HostAddr, str] = {}
         #: Store time of the last record known durable (checkpoint physicMsgTimestamp).
         self.flushed_store_timestamp = 0
+        #: Durable up to here by a sync made outside :meth:`flush` (:meth:`mark_synced`).
+        self._synced_where = 0
+        #: Being synced up to here outside :meth:`flush` (:meth:`sync_started`).
+        self._claimed_where = 0
         #: Cleared (under ``put_lock``) by ``close_for_writing`` at shutdown.
         self.writable = True
         #: Reserves, dispatches and vets new segments under ``put_lock`` (the store).
@@ -218,23 +223,27 @@ class CommitLog:
 
     def append(
         self,
-        records: Sequence[bytes],
+        data: bytes | bytearray,
         requests: Sequence[DispatchRequest],
         store_host: HostAddr,
     ) -> AppendResult | PutMessageStatus:
-        """Append ``records`` (pre-encoded, one batch) in one segment, under one lock.
+        """Append the records in ``data`` (pre-encoded and back to back, one batch: each
+        request's ``msg_size`` bytes in turn) in one segment, under one lock.
 
         Patches each record's queue offset, physical offset and store timestamp, publishes
         the bytes, then (still under the lock) calls ``dispatcher.dispatch`` for a single
-        record or ``dispatcher.dispatch_batch`` once for all the records of a batch, in order. Returns
-        CREATE_MAPEDFILE_FAILED if no segment could be created, SERVICE_NOT_AVAILABLE once
-        closed for writing. The caller checked that the batch fits a segment.
+        record or ``dispatcher.dispatch_batch`` once for all the records of a batch, in order.
+        A ``bytearray`` is patched in place and written as it is when the segment is written
+        through its descriptor (the caller gives it up). Returns CREATE_MAPEDFILE_FAILED if
+        no segment could be created, SERVICE_NOT_AVAILABLE once closed for writing. The
+        caller checked that the batch fits a segment.
         """
-        if len(records) != len(requests):
-            raise ValueError("one dispatch request per record")
-        total = 0
-        for rec in records:
-            total += len(rec)
+        total = len(data)
+        sizes = 0
+        for req in requests:
+            sizes += req.msg_size
+        if sizes != total:
+            raise ValueError("the records' sizes do not add up to the data")
         file_size = self.file_size
         dispatcher = self.dispatcher
         with self.put_lock:
@@ -272,15 +281,17 @@ class CommitLog:
             through = mf.write_through
             target: bytearray | mmap.mmap
             if through:
-                target = bytearray(records[0]) if len(records) == 1 else bytearray().join(records)
+                target = data if isinstance(data, bytearray) else bytearray(data)
                 shift = start
             else:
                 target = mf.mm
-                target[start : start + total] = records[0] if len(records) == 1 else b"".join(records)
+                target[start : start + total] = data
                 shift = 0
             pos = start
-            for i in range(len(records)):  # an index loop: native when compiled (zip is not)
-                rec = records[i]
+            # bound once: a compiled call on a module-level Struct looks its method up each time
+            pack_offsets = _QOFF_PHYS.pack_into
+            pack_long = _LONG.pack_into
+            for i in range(len(requests)):  # an index loop: native when compiled (zip is not)
                 req = requests[i]
                 phys = base + pos
                 sys_flag = req.sys_flag
@@ -293,9 +304,9 @@ class CommitLog:
                 else:
                     qoff = 0  # prepared/rollback: not consumable, offset not advanced
                 at = pos - shift
-                _QOFF_PHYS.pack_into(target, at + POS_QUEUE_OFFSET, qoff, phys)
-                _LONG.pack_into(target, at + (_STORE_TS_POS_V6 if sys_flag & _BORN_V6 else _STORE_TS_POS), ts)
-                pos += len(rec)
+                pack_offsets(target, at + POS_QUEUE_OFFSET, qoff, phys)
+                pack_long(target, at + (_STORE_TS_POS_V6 if sys_flag & _BORN_V6 else _STORE_TS_POS), ts)
+                pos += req.msg_size
                 if first_qoff < 0:
                     first_qoff = qoff
                 req.commit_log_offset = phys
@@ -322,7 +333,7 @@ class CommitLog:
                 dispatcher.dispatch(requests[0])
             else:
                 dispatcher.dispatch_batch(requests)
-            dispatcher.appended(len(records), total)
+            dispatcher.appended(len(requests), total)
             mf.last_modified_ms = ts
             mf.store_timestamp = ts
         # outside the lock: the offsetMsgIds (CommitLog's msgIdSupplier is lazy for the same reason)
@@ -343,7 +354,7 @@ class CommitLog:
             msg_id=msg_id,
             store_timestamp=ts,
             logics_offset=first_qoff,
-            msg_num=len(records),
+            msg_num=len(requests),
         )
 
     # -- read ---------------------------------------------------------------------------
@@ -464,6 +475,8 @@ class CommitLog:
         (``truncateDirtyFiles``) and rebuild nothing else."""
         self.queue.truncate_dirty_files(valid_end)
         self.queue.flushed_where = valid_end
+        self._synced_where = min(self._synced_where, valid_end)
+        self._claimed_where = min(self._claimed_where, valid_end)
 
     def iter_records(self, start: int, end: int) -> Iterator[MessageExt]:
         """Decode the records in [start, end) (re-dispatch after recovery), skipping fillers."""
@@ -527,9 +540,79 @@ class CommitLog:
         with self.put_lock:
             self.writable = False
 
+    def sync_targets(self) -> tuple[list[int], int, int] | None:
+        """What a sync started now must cover, for a caller that syncs the files itself
+        (:class:`~rocketq.broker.store.aio_sync.AioSync`): the descriptors of the segments
+        holding bytes written but not yet durable, the offset below which everything is
+        durable once they are synced, and the store time of the last record by then. None
+        when everything written is durable already; ``OSError`` once a segment is closed
+        (shutdown). Any thread; takes no lock."""
+        queue = self.queue
+        last = queue.last_file()
+        if last is None:
+            return None
+        # the time first: a record's position is published before its store time, so every
+        # record up to this time lies below the offset read after it
+        ts = last.store_timestamp
+        target = queue.max_offset()
+        done = self.flushed_where
+        if target <= done:
+            return None
+        fds: list[int] = []
+        for mf in queue.files:
+            start = mf.file_from_offset
+            if start + mf.file_size <= done:
+                continue
+            if start >= target:
+                break
+            fd = mf.fileno()
+            if fd is None:
+                raise OSError(errno.EBADF, f"commit log segment {mf.path} is closed")
+            fds.append(fd)
+        return fds, target, ts
+
+    def mark_synced(self, target: int, ts: int) -> None:
+        """Record that a sync of :meth:`sync_targets`'s files completed: everything below
+        ``target`` is durable, up to store time ``ts``. Called by one thread (the loop that
+        owns the syncs). The flushed positions the flush methods keep move only when
+        ``flush`` is not running; :attr:`flushed_where` counts ``target`` either way (a
+        flushed store time left behind is a conservative checkpoint)."""
+        self._synced_where = max(self._synced_where, target)
+        if not self._flush_lock.acquire(blocking=False):
+            return
+        try:
+            queue = self.queue
+            for mf in queue.files:
+                start = mf.file_from_offset
+                if start >= target:
+                    break
+                pos = min(mf.wrote_position, target - start)
+                mf.flushed_position = max(mf.flushed_position, pos)
+            queue.flushed_where = max(queue.flushed_where, target)
+            self.flushed_store_timestamp = max(self.flushed_store_timestamp, ts)
+        finally:
+            self._flush_lock.release()
+
+    def sync_started(self, target: int) -> None:
+        """A sync of :meth:`sync_targets`'s files up to ``target`` is under way elsewhere
+        (the loop's native AIO): :meth:`flush_unclaimed` leaves those bytes to it."""
+        self._claimed_where = max(self._claimed_where, target)
+
+    def flush_unclaimed(self) -> bool:
+        """:meth:`flush` unless every byte written is durable or being synced elsewhere
+        (:meth:`sync_started`): the GroupCommitService's pass without waiters, which only
+        has to cover puts nobody waits for (WAIT=false), must not sync the same bytes as a
+        sync in flight, which would only make that one wait for the disk twice."""
+        if self.queue.max_offset() <= max(self.flushed_where, self._claimed_where):
+            return False
+        return self.flush(0)
+
     @property
     def flushed_where(self) -> int:
-        return self.queue.flushed_where
+        """The offset below which the commit log is durable."""
+        synced = self._synced_where
+        flushed = self.queue.flushed_where
+        return synced if synced > flushed else flushed
 
     def close(self) -> None:
         self.queue.close()

@@ -88,6 +88,14 @@ class MessageStoreConfig:
     #: every connection instead of answering FLUSH_DISK_TIMEOUT after ``sync_flush_timeout_ms``
     #: (Java's behaviour, kept by default).
     sync_flush_on_loop: bool = False
+    #: rocketq only (``syncFlushAio``), on by default: under SYNC_FLUSH (and without
+    #: ``sync_flush_on_loop``) the loop submits each group commit's ``fdatasync`` itself through
+    #: Linux native AIO and is woken by its completion (``aio_sync``), instead of handing it to
+    #: the ``GroupCommitService`` thread: no thread wake-up or GIL hand-off per sync, the loop
+    #: keeps serving while the disk works, and FLUSH_DISK_TIMEOUT still comes after
+    #: ``sync_flush_timeout_ms``. Where native AIO is not available (not Linux, a kernel before
+    #: 4.18, a seccomp policy) the thread is used.
+    sync_flush_aio: bool = True
     #: flushIntervalConsumeQueue (consume queues, index, checkpoint).
     flush_interval_consume_queue_ms: int = 1000
     #: flushConsumeQueueLeastPages.

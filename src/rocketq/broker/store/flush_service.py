@@ -14,12 +14,15 @@ Mirrors ``CommitLog.FlushRealTimeService`` and ``CommitLog.GroupCommitService`` 
   at once, an idle pass runs every 10 ms.
 * :class:`LoopGroupCommit` serves the SYNC_FLUSH sends a broker answers on its event loop:
   every put of one loop iteration waits on a loop future, and one callback at the end of
-  the iteration covers them all. By default it hands ``GroupCommitService`` one request
-  for the whole iteration and gets the answers back in one ``call_soon_threadsafe`` (no
-  ``concurrent.futures.Future``, no thread wake-up per put), with a loop timer for
-  ``sync_flush_timeout_ms`` so a sync hanging in the kernel still yields
-  FLUSH_DISK_TIMEOUT on time. With ``sync_flush_on_loop`` it syncs on the loop thread
-  itself (as Redis does under ``appendfsync always``), blocking the loop for the sync.
+  the iteration covers them all, with a loop timer for ``sync_flush_timeout_ms`` so a
+  sync hanging in the kernel still yields FLUSH_DISK_TIMEOUT on time. By default
+  (``sync_flush_aio``) the loop submits that sync itself through Linux native AIO and the
+  completion wakes it (:mod:`~rocketq.broker.store.aio_sync`: no thread hand-off);
+  without native AIO it hands ``GroupCommitService`` one request for the whole iteration
+  and gets the answers back in one ``call_soon_threadsafe`` (no
+  ``concurrent.futures.Future``, no thread wake-up per put). With ``sync_flush_on_loop``
+  it syncs on the loop thread itself (as Redis does under ``appendfsync always``),
+  blocking the loop for the sync.
   Either way the ack is written only after a sync that started after the put returned,
   so an acknowledged message is on disk. Puts from other threads use
   :meth:`GroupCommitService.submit` (a ``concurrent.futures.Future``).
@@ -29,13 +32,16 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
+import os
 import queue
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
 
+from rocketq.broker.store.aio_sync import AioSync
 from rocketq.broker.store.commit_log import CommitLog
 from rocketq.broker.store.config import MessageStoreConfig
 from rocketq.common.histogram import Histogram
@@ -172,8 +178,9 @@ class GroupCommitService(ServiceThread):
         those past their deadline with ``False`` (the bytes stay stored)."""
         waiting = self._waiting
         if not waiting:
-            # GroupCommitService: also flush when nobody waits (WAIT=false puts)
-            self._commit_log.flush(0)
+            # GroupCommitService: also flush when nobody waits (WAIT=false puts), but not
+            # what the loop's native AIO sync in flight covers
+            self._commit_log.flush_unclaimed()
             return
         started = time.perf_counter()
         try:
@@ -243,17 +250,26 @@ class LoopGroupCommit:
       thread's answer comes back in one ``call_soon_threadsafe`` for every request it
       answered meanwhile. The loop never blocks on the disk, and the timer answers
       ``False`` on time even while a sync hangs in the kernel (Java's waiter-side timeout);
+    * with ``aio`` as well (``sync_flush_aio``, the default where Linux native AIO works):
+      the loop submits the sync itself (:class:`~rocketq.broker.store.aio_sync.AioSync`)
+      and the completion wakes it through an ``eventfd``; iterations that end while a sync
+      runs queue their batches for the next one (one sync in flight, as the thread runs
+      one at a time). Each batch has the same timer. Should the kernel refuse a
+      submission, this and every later batch go to the thread;
     * without (``sync_flush_on_loop``): it syncs on the loop thread itself (as Redis does
       under ``appendfsync always``), blocking the loop for the sync's duration; a sync
       that failed answers ``False`` at once.
     """
 
     __slots__ = (
+        "_aio",
         "_answered",
         "_answering",
         "_commit_log",
+        "_flight",
         "_flush_latency",
         "_loop",
+        "_queued",
         "_scheduled",
         "_thread",
         "_waiting",
@@ -265,6 +281,7 @@ class LoopGroupCommit:
         loop: asyncio.AbstractEventLoop,
         flush_latency: Histogram | None = None,
         thread: GroupCommitService | None = None,
+        aio: AioSync | None = None,
     ) -> None:
         self._commit_log = commit_log
         self._loop = loop
@@ -275,6 +292,17 @@ class LoopGroupCommit:
         #: batches the thread answered, for the loop to resolve (appended by the thread)
         self._answered: collections.deque[tuple[_Batch, bool]] = collections.deque()
         self._answering = False  # a call_soon_threadsafe to resolve them is under way
+        #: native AIO syncs (only with a thread to fall back to): the sync in flight and
+        #: the batches waiting for the next one
+        self._aio: AioSync | None = None
+        self._flight: _Flight | None = None
+        self._queued: list[_Batch] = []
+        if aio is not None:
+            if thread is None:
+                aio.close()
+            else:
+                loop.add_reader(aio.fd, self._on_synced)
+                self._aio = aio
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -286,7 +314,12 @@ class LoopGroupCommit:
         self._waiting.append((next_offset, fut))
         if not self._scheduled:
             self._scheduled = True
-            self._loop.call_soon(self._commit if self._thread is None else self._hand_over)
+            if self._thread is None:
+                self._loop.call_soon(self._commit)
+            elif self._aio is not None:
+                self._loop.call_soon(self._submit)
+            else:
+                self._loop.call_soon(self._hand_over)
         return fut
 
     # ------------------------------------------------------------------ GroupCommitService
@@ -304,6 +337,154 @@ class LoopGroupCommit:
         if not thread.request(upto, batch):
             # the service shut down: only what is durable already counts
             _resolve(batch, self._commit_log.flushed_where >= upto)
+
+    # ------------------------------------------------------------------ native AIO
+    def _submit(self) -> None:
+        """End of the iteration: its waiters become one batch for the next sync, started
+        now unless one is in flight."""
+        self._scheduled = False
+        waiting, self._waiting = self._waiting, []
+        thread = self._thread
+        assert thread is not None
+        batch = _Batch(waiting, self)
+        batch.timer = self._loop.call_later(thread.timeout_s, _resolve, batch, False)
+        self._queued.append(batch)
+        if self._flight is None:
+            self._start_sync()
+
+    def _start_sync(self) -> None:
+        """Submit one sync for every queued batch (all of them were stored already)."""
+        batches, self._queued = self._queued, []
+        aio = self._aio
+        if aio is None:  # closed meanwhile, or fell back: the thread takes them
+            self._to_thread(batches)
+            return
+        try:
+            targets = self._commit_log.sync_targets()
+            if targets is None:  # durable already: another sync covered them
+                for batch in batches:
+                    _resolve(batch, True)
+                return
+            fds, upto, ts = targets
+            taken = aio.submit(fds)
+        except ValueError:  # more segments than one submission takes: this once, the thread
+            self._to_thread(batches)
+            return
+        except OSError as exc:
+            log.warning(
+                "SYNC_FLUSH: native AIO refused a sync (%s); syncing on the GroupCommitService thread", exc
+            )
+            self._drop_aio()
+            self._to_thread(batches)
+            return
+        self._flight = _Flight(batches, upto, ts, taken, taken == len(fds))
+        self._commit_log.sync_started(upto)
+
+    def _on_synced(self) -> None:
+        """The eventfd is readable: count the completed syncs; once the flight's are all
+        in, answer its batches and start the next sync."""
+        aio = self._aio
+        if aio is None:
+            return
+        try:
+            results = aio.reap()
+        except OSError as exc:  # the context is unusable: the thread takes over
+            log.error("SYNC_FLUSH: reading native AIO completions failed: %s", exc)
+            self._drop_aio()
+            self._settle(None)
+            return
+        self._settle(results)
+
+    def _settle(self, results: list[int] | None) -> None:
+        """Count ``results`` (None: the completions are lost) against the flight; once it
+        is complete, answer its batches and start the next sync."""
+        flight = self._flight
+        if flight is None:
+            return
+        if results is None:
+            flight.pending = 0
+            flight.ok = False
+        else:
+            for res in results:
+                flight.pending -= 1
+                if res < 0:
+                    flight.ok = False
+                    _flush_errors.log(
+                        logging.ERROR,
+                        "sync",
+                        "SYNC_FLUSH: syncing the commit log failed: %s",
+                        os.strerror(-res),
+                    )
+        if flight.pending > 0:
+            return
+        self._flight = None
+        if self._flush_latency is not None:
+            self._flush_latency.observe((time.perf_counter() - flight.started) * 1000.0)
+        if flight.ok:
+            self._commit_log.mark_synced(flight.upto, flight.ts)
+        for batch in flight.batches:
+            _resolve(batch, flight.ok)
+        if self._queued:
+            self._start_sync()
+
+    def _to_thread(self, batches: list[_Batch]) -> None:
+        thread = self._thread
+        assert thread is not None
+        for batch in batches:
+            upto = max(offset for offset, _ in batch.waiting)
+            if not thread.request(upto, batch):
+                _resolve(batch, self._commit_log.flushed_where >= upto)
+
+    def _drop_aio(self) -> None:
+        aio, self._aio = self._aio, None
+        if aio is not None:
+            with contextlib.suppress(Exception):
+                self._loop.remove_reader(aio.fd)
+            aio.close()
+
+    def close(self) -> None:
+        """Release the AIO context (the store shuts down, or a put from another loop took
+        over). On the loop thread, or with the loop closed: at once, after the sync in
+        flight when the loop still runs; from another thread: on the loop."""
+        if self._aio is None:
+            return
+        loop = self._loop
+        if loop.is_closed():
+            self._finish_close()
+        elif _running_loop() is loop:
+            self._close_on_loop()
+        else:
+            try:
+                loop.call_soon_threadsafe(self._close_on_loop)
+            except RuntimeError:  # closed meanwhile
+                self._finish_close()
+
+    def _close_on_loop(self) -> None:
+        """Wait for the sync in flight (blocking: the store is going away), answer its
+        batches, then release the context; batches queued behind it go to the thread (or,
+        shut down, are answered from the flushed position)."""
+        aio = self._aio
+        flight = self._flight
+        if aio is not None and flight is not None:
+            try:
+                results = aio.reap(wait=flight.pending)
+            except OSError:
+                results = None
+            queued, self._queued = self._queued, []
+            self._settle(results)
+            self._queued = queued
+        self._finish_close()
+
+    def _finish_close(self) -> None:
+        """Release the context (the kernel waits for a sync still running) and hand what
+        is left to the thread, which answers from the flushed position once shut down."""
+        self._drop_aio()
+        left, self._queued = self._queued, []
+        flight, self._flight = self._flight, None
+        if flight is not None:
+            left = flight.batches + left
+        if left and not self._loop.is_closed():
+            self._to_thread(left)
 
     def on_answer(self, batch: _Batch, durable: bool) -> None:
         """Flush thread: queue ``batch``'s answer; one wake-up of the loop carries every
@@ -356,6 +537,28 @@ class _Batch:
     def __call__(self, durable: bool) -> None:
         """The request's ``done``, called on the flush thread."""
         self.commit.on_answer(self, durable)
+
+
+class _Flight:
+    """The native AIO sync in flight: the batches it answers, the offset and store time it
+    makes durable, the completions still due and whether all so far succeeded."""
+
+    __slots__ = ("batches", "ok", "pending", "started", "ts", "upto")
+
+    def __init__(self, batches: list[_Batch], upto: int, ts: int, pending: int, ok: bool) -> None:
+        self.batches = batches
+        self.upto = upto
+        self.ts = ts
+        self.pending = pending
+        self.ok = ok
+        self.started = time.perf_counter()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _resolve(batch: _Batch, durable: bool) -> None:

@@ -27,6 +27,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Final
 
 from rocketq.broker.store.mapped_file import MappedFile
 from rocketq.common.log_limiter import LogLimiter
@@ -53,6 +54,11 @@ INVALID_INDEX = 0
 _HEADER = struct.Struct(">qqqqii")
 _ENTRY = struct.Struct(">iqii")
 _INT = struct.Struct(">i")
+# the put path's methods bound once: a compiled call on a module-level Struct looks its
+# method up on every call
+_pack_entry: Final = _ENTRY.pack_into
+_pack_int: Final = _INT.pack_into
+_unpack_int: Final = _INT.unpack_from
 
 
 def _index_hash(h: int) -> int:
@@ -210,7 +216,7 @@ class IndexFile:
             return False
         mm = self.file.mm
         abs_slot = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
-        slot_value = _INT.unpack_from(mm, abs_slot)[0]
+        slot_value: int = _unpack_int(mm, abs_slot)[0]
         if slot_value <= INVALID_INDEX or slot_value > count:
             slot_value = INVALID_INDEX
         if self.begin_timestamp <= 0:
@@ -219,10 +225,8 @@ class IndexFile:
             # Java: (store - begin) / 1000 on longs (truncates), clamped to [0, MAX_INT]
             delta = store_timestamp - self.begin_timestamp
             time_diff = 0 if delta < 0 else min(delta // 1000, 0x7FFFFFFF)
-        _ENTRY.pack_into(
-            mm, self._entries_base + count * INDEX_SIZE, key_hash, phy_offset, time_diff, slot_value
-        )
-        _INT.pack_into(mm, abs_slot, count)
+        _pack_entry(mm, self._entries_base + count * INDEX_SIZE, key_hash, phy_offset, time_diff, slot_value)
+        _pack_int(mm, abs_slot, count)
         if count <= 1:
             self.begin_phy_offset = phy_offset
             self.begin_timestamp = store_timestamp

@@ -282,6 +282,10 @@ class MappedFile:
             self.flushed_position = wrote
         return self.flushed_position
 
+    def fileno(self) -> int | None:
+        """The kept descriptor (``keep_fd``), None without one or once closed."""
+        return self._fd
+
     def sync(self) -> None:
         """fdatasync the file: on Linux the same as ``msync(MS_SYNC)`` of the mapping, but it
         releases the GIL (``mmap.flush`` does not). Without a kept descriptor the file is

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from rocketq.protocol.message import MessageConst, decode_properties, encode_properties, tags_code
 from rocketq.protocol.message_id import HostAddr
 
-__all__ = ["MessageExtBrokerInner"]
+__all__ = ["MessageExtBatch", "MessageExtBrokerInner"]
 
 
 class MessageExtBrokerInner:
@@ -159,3 +159,58 @@ class MessageExtBrokerInner:
             f"MessageExtBrokerInner(topic={self.topic!r}, queue_id={self.queue_id}, "
             f"body=<{len(self.body)} bytes>, properties={self.properties!r})"
         )
+
+
+class MessageExtBatch:
+    """A SEND_BATCH_MESSAGE as the broker hands it to the store (``MessageExtBatch``): the
+    encoded body of all its messages and what they share, for
+    :meth:`MessageStore.put_batch`, which encodes the records straight from the body
+    (``CommitLog.MessageExtBatchEncoder``) without a message object per entry.
+
+    ``properties`` are the batch's own (from the request header, CLUSTER set by the
+    broker): every record stores its entry's property string followed by
+    ``properties_string``, and its properties as a map are the entry's updated with these.
+    ``msgs`` and ``body_size`` (the sum of the entries' bodies) are set by the put once the
+    body is parsed.
+    """
+
+    __slots__ = (
+        "body",
+        "body_size",
+        "born_host",
+        "born_timestamp",
+        "msgs",
+        "properties",
+        "properties_string",
+        "queue_id",
+        "reconsume_times",
+        "store_host",
+        "sys_flag",
+        "topic",
+    )
+
+    def __init__(
+        self,
+        *,
+        topic: str,
+        queue_id: int,
+        body: bytes,
+        born_host: HostAddr,
+        store_host: HostAddr,
+        properties: dict[str, str],
+        sys_flag: int = 0,
+        born_timestamp: int = 0,
+        reconsume_times: int = 0,
+    ) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.body = body
+        self.born_host = born_host
+        self.store_host = store_host
+        self.properties = properties
+        self.properties_string = encode_properties(properties, java_order=True)
+        self.sys_flag = sys_flag
+        self.born_timestamp = born_timestamp
+        self.reconsume_times = reconsume_times
+        self.msgs = 0
+        self.body_size = 0

@@ -41,7 +41,9 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import Final
 
+from rocketq.broker.store.aio_sync import AioSync
 from rocketq.broker.store.checkpoint import StoreCheckpoint
 from rocketq.broker.store.clean_service import (
     CleanCommitLogService,
@@ -54,7 +56,7 @@ from rocketq.broker.store.consume_queue import ConsumeQueue
 from rocketq.broker.store.flush_service import FlushRealTimeService, GroupCommitService, LoopGroupCommit
 from rocketq.broker.store.index import IndexService, index_key_hashes
 from rocketq.broker.store.mapped_file import MappedFile, now_ms
-from rocketq.broker.store.message_ext_broker_inner import MessageExtBrokerInner
+from rocketq.broker.store.message_ext_broker_inner import MessageExtBatch, MessageExtBrokerInner
 from rocketq.broker.store.read_path import contiguous_run
 from rocketq.broker.store.status import (
     GetMessageResult,
@@ -70,12 +72,16 @@ from rocketq.common.histogram import Histogram
 from rocketq.common.service_thread import PeriodicService, ServiceThread
 from rocketq.errors import IllegalArgumentError, MalformedFrameError
 from rocketq.protocol.codes import TRANSACTION_TYPE_MASK, MessageSysFlag
+from rocketq.protocol.java import string_hash
 from rocketq.protocol.message import (
     MAX_PROPERTIES_LENGTH,
     MAX_TOPIC_LENGTH,
+    PROPERTY_SEPARATOR,
     MessageConst,
     MessageExt,
     RecordEncoder,
+    batch_entry_at,
+    decode_properties,
     decode_record,
 )
 from rocketq.protocol.message_id import HostAddr
@@ -96,6 +102,42 @@ _TRANSACTION_ROLLBACK = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
 _ENCODER_CACHE_MAX = 1024
 # MessageExtEncoder: the record may exceed maxMessageSize (a body limit) by 64 KiB of headers.
 _RECORD_OVERHEAD_ALLOWANCE = 64 * 1024
+_SEPARATOR: Final = PROPERTY_SEPARATOR.encode()
+_SEPARATOR_BYTE: Final = ord(PROPERTY_SEPARATOR)
+
+
+def _encoder_for(
+    encoders: dict[tuple[str, HostAddr, HostAddr, int], RecordEncoder] | None,
+    topic: str,
+    born_host: HostAddr,
+    store_host: HostAddr,
+    sys_flag: int,
+) -> RecordEncoder | None:
+    """The record encoder for this topic, hosts and sysFlag, from ``encoders`` or made (and
+    kept there); None for a topic over 127 bytes (``DefaultMessageStore.checkMessage``) or
+    a host that cannot be encoded."""
+    key = (topic, born_host, store_host, sys_flag)
+    encoder = encoders.get(key) if encoders is not None else None
+    if encoder is None:
+        topic_b = topic.encode()
+        if len(topic_b) > MAX_TOPIC_LENGTH:
+            return None
+        try:
+            encoder = RecordEncoder(topic_b, born_host, store_host, sys_flag)
+        except IllegalArgumentError:
+            return None
+        if encoders is not None:
+            encoders[key] = encoder
+    return encoder
+
+
+def _positive(level: str) -> bool:
+    """Whether a DELAY property names a level (``Message.getDelayTimeLevel`` > 0; not a
+    number counts as 0)."""
+    try:
+        return int(level) > 0
+    except ValueError:
+        return False
 
 
 class MessageStore(CommitLogDispatcher):
@@ -223,7 +265,9 @@ class MessageStore(CommitLogDispatcher):
             service.shutdown()
         self._services = []
         self._group_commit = None
-        self._loop_group_commit = None
+        lgc, self._loop_group_commit = self._loop_group_commit, None
+        if lgc is not None:
+            lgc.close()
         if not self._loaded:
             return
         self.commit_log.flush(0)
@@ -343,18 +387,9 @@ class MessageStore(CommitLogDispatcher):
         ``encoders``: record encoders by topic, hosts and sysFlag, so what the messages of a
         batch (or the single puts of one producer connection) share is worked out once."""
         topic = msg.topic
-        key = (topic, msg.born_host, msg.store_host, msg.sys_flag)
-        encoder = encoders.get(key) if encoders is not None else None
+        encoder = _encoder_for(encoders, topic, msg.born_host, msg.store_host, msg.sys_flag)
         if encoder is None:
-            topic_b = topic.encode()
-            if len(topic_b) > MAX_TOPIC_LENGTH:
-                return PutMessageStatus.MESSAGE_ILLEGAL  # DefaultMessageStore.checkMessage
-            try:
-                encoder = RecordEncoder(topic_b, msg.born_host, msg.store_host, msg.sys_flag)
-            except IllegalArgumentError:
-                return PutMessageStatus.MESSAGE_ILLEGAL
-            if encoders is not None:
-                encoders[key] = encoder
+            return PutMessageStatus.MESSAGE_ILLEGAL
         body = msg.body
         if len(body) > self.config.max_message_size:
             return PutMessageStatus.MESSAGE_ILLEGAL  # MessageExtEncoder.encode: body limit
@@ -412,11 +447,19 @@ class MessageStore(CommitLogDispatcher):
     def loop_group_commit(self, loop: asyncio.AbstractEventLoop) -> LoopGroupCommit:
         """The group commit that makes ``defer_flush`` puts made on ``loop`` durable (the
         broker's server loop; a put from another loop rebinds it, and the old one still
-        serves its waiters)."""
+        serves its waiters). Its syncs go through native AIO when ``sync_flush_aio`` is set
+        and the kernel offers it (``aio_sync``), else to the ``GroupCommitService`` thread,
+        or are made on the loop with ``sync_flush_on_loop``."""
         lgc = self._loop_group_commit
         if lgc is None or lgc.loop is not loop:
-            thread = None if self.config.sync_flush_on_loop else self._group_commit
-            lgc = self._loop_group_commit = LoopGroupCommit(self.commit_log, loop, self.flush_latency, thread)
+            config = self.config
+            thread = None if config.sync_flush_on_loop else self._group_commit
+            aio = AioSync.open() if thread is not None and config.sync_flush_aio else None
+            if lgc is not None:
+                lgc.close()
+            lgc = self._loop_group_commit = LoopGroupCommit(
+                self.commit_log, loop, self.flush_latency, thread, aio
+            )
         return lgc
 
     def put_message(self, msg: MessageExtBrokerInner, *, defer_flush: bool = False) -> PutMessageResult:
@@ -444,7 +487,7 @@ class MessageStore(CommitLogDispatcher):
             self._count_failure()
             return PutMessageResult(prepared)
         record, request = prepared
-        return self._append([record], [request], msg.store_host, msg.wait_store_msg_ok, defer_flush)
+        return self._append(record, [request], msg.store_host, msg.wait_store_msg_ok, defer_flush)
 
     def put_messages(
         self,
@@ -497,7 +540,104 @@ class MessageStore(CommitLogDispatcher):
         if total + 8 > self.config.mapped_file_size_commit_log:
             self._count_failure()
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        return self._append(records, requests, first.store_host, first.wait_store_msg_ok, defer_flush)
+        return self._append(
+            b"".join(records), requests, first.store_host, first.wait_store_msg_ok, defer_flush
+        )
+
+    def put_batch(self, batch: MessageExtBatch, *, defer_flush: bool = False) -> PutMessageResult:
+        """Store a SEND_BATCH_MESSAGE as received (``putMessages`` of a ``MessageExtBatch``):
+        what :meth:`put_messages` does, with the records encoded straight from the batch
+        body into one buffer (``CommitLog.MessageExtBatchEncoder``), without a message
+        object per entry. Sets ``batch.msgs`` and ``batch.body_size``.
+
+        Raises :class:`MalformedFrameError` for a body that does not split into entries and
+        :class:`IllegalArgumentError` for an entry with a delay level (nothing is stored
+        then); the statuses are :meth:`put_messages`'s. Each record stores its entry's
+        property bytes as sent, then the batch's (a separator between them when both are
+        non-empty and the entry's do not already end with one).
+        """
+        status = self._check_store_status()
+        if status is not None:
+            return PutMessageResult(status)
+        body = batch.body
+        topic = batch.topic
+        if (
+            not body
+            or len(body) > self.config.max_message_size  # checkMessages: the encoded body
+            or batch.sys_flag & _TRANSACTION_MASK
+        ):
+            self._count_failure()
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        encoders = self._encoders
+        if len(encoders) >= _ENCODER_CACHE_MAX:
+            encoders.clear()
+        encoder = _encoder_for(encoders, topic, batch.born_host, batch.store_host, batch.sys_flag)
+        if encoder is None:
+            self._count_failure()
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        batch_props = batch.properties
+        suffix = batch.properties_string.encode()
+        queue_id = batch.queue_id
+        born_timestamp = batch.born_timestamp
+        reconsume_times = batch.reconsume_times
+        sys_flag = encoder.sys_flag  # with the V6 host bits
+        index = self._index_enabled
+        schedule = topic == RMQ_SYS_SCHEDULE_TOPIC
+        view = memoryview(body)
+        data = bytearray()
+        requests: list[DispatchRequest] = []
+        wait = True
+        body_size = 0
+        pos = 0
+        end = len(body)
+        while pos < end:
+            flag, ppos, entry_end = batch_entry_at(body, pos)
+            raw = body[ppos + 2 : entry_end]
+            props = decode_properties(raw.decode("utf-8", "replace"))
+            delay = props.get(MessageConst.DELAY)
+            if delay and _positive(delay):
+                raise IllegalArgumentError("Delay message is not supported in batch")
+            tags = props.get(MessageConst.TAGS)
+            if batch_props:
+                props.update(batch_props)
+            if suffix:
+                if raw and raw[-1] != _SEPARATOR_BYTE:
+                    raw += _SEPARATOR
+                raw += suffix
+            if len(raw) > MAX_PROPERTIES_LENGTH:
+                self._count_failure()
+                return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+            if not requests:
+                first_wait = props.get(MessageConst.WAIT)
+                wait = first_wait is None or first_wait.lower() == "true"
+            try:
+                size = encoder.append_record(
+                    data, queue_id, flag, born_timestamp, reconsume_times, view[pos + 20 : ppos], raw
+                )
+            except IllegalArgumentError:
+                self._count_failure()
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+            body_size += ppos - pos - 20
+            requests.append(
+                DispatchRequest(
+                    topic=topic,
+                    queue_id=queue_id,
+                    msg_size=size,
+                    tags_code=string_hash(tags) if tags else 0,
+                    sys_flag=sys_flag,
+                    properties=props,
+                    key_hashes=index_key_hashes(topic, props) if index else [],
+                    delay_ms=delay_ms_for(topic, props, self._delay_levels) if schedule else -1,
+                )
+            )
+            pos = entry_end
+        view.release()
+        batch.msgs = len(requests)
+        batch.body_size = body_size
+        if len(data) + 8 > self.config.mapped_file_size_commit_log:
+            self._count_failure()
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        return self._append(data, requests, batch.store_host, wait, defer_flush)
 
     def _count_failure(self) -> None:
         with self._stats_lock:
@@ -505,13 +645,13 @@ class MessageStore(CommitLogDispatcher):
 
     def _append(
         self,
-        records: list[bytes],
+        data: bytes | bytearray,
         requests: list[DispatchRequest],
         store_host: HostAddr,
         wait: bool,
         defer_flush: bool,
     ) -> PutMessageResult:
-        result = self.commit_log.append(records, requests, store_host)
+        result = self.commit_log.append(data, requests, store_host)
         if isinstance(result, PutMessageStatus):
             self._count_failure()
             return PutMessageResult(result)
