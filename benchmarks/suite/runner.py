@@ -240,6 +240,9 @@ def run_suite(
 ) -> SuiteResult:
     """Run every workload ``sizes.rounds`` times against each available system."""
     result = SuiteResult(sizes=sizes, machine=machine_info())
+    warning = disk_warning()
+    if warning is not None:
+        say(warning)
     t0 = time.monotonic()
     present = []
     from rocketq import _build
@@ -376,4 +379,32 @@ def machine_info() -> dict[str, str]:
         "hiredis": _pkg("hiredis"),
         "nats-py": _pkg("nats-py"),
         "load average (1/5/15 min) at the start": _loadavg(),
+        "temp disk used (as the broker measures it)": f"{_temp_disk_used():.0%}",
     }
+
+
+def _temp_disk_used() -> float:
+    """The used fraction of the partition the servers' temporary stores go to, computed as
+    the broker computes it (``UtilAll.getDiskPartitionSpaceUsedPercent``: blocks not free,
+    reserved ones included)."""
+    from rocketq.broker.store.clean_service import default_disk_usage
+
+    return default_disk_usage(tempfile.gettempdir())
+
+
+def disk_warning() -> str | None:
+    """A warning when the broker would delete segments during the run: over
+    ``diskSpaceCleanForciblyRatio`` it deletes the oldest commit-log segments whatever
+    their age (Java's ``cleanImmediately``), and the drains then find their first messages
+    gone (PULL_OFFSET_MOVED)."""
+    from rocketq.broker.store.config import MessageStoreConfig
+
+    used = _temp_disk_used()
+    forcibly = MessageStoreConfig.disk_space_clean_forcibly_ratio / 100
+    if used < forcibly - 0.05:
+        return None
+    return (
+        f"WARNING: the disk under {tempfile.gettempdir()} is {used:.0%} used as the broker measures it; "
+        f"from {forcibly:.0%} the broker deletes its oldest segments whatever their age and the drains "
+        "fail. Free some space first."
+    )
