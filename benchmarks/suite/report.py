@@ -260,7 +260,7 @@ def targets_table(rows: Sequence[Row]) -> list[str]:
         out.append(f"| {t.level} | {what} | " + " | ".join(cells) + " |")
         if t.variant is Variant.DURABLE and (ONLOOP_SYSTEM, t.variant, t.workload) in by:
             # the opt-in sync on the loop (Redis's policy), measured with the loaded build; the
-            # Must is judged on the default row above (Java's GroupCommitService)
+            # Must is judged on the default row above (the native AIO group commit)
             cells = []
             for b in builds:
                 cells += _verdict(
@@ -432,8 +432,9 @@ def render_markdown(data: dict[str, object], ms: Sequence[Measurement], out_dir:
         "rocketq SYNC_FLUSH, Redis `appendfsync always`, NATS file storage with `sync_interval: always` "
         "when the server supports it (see the servers table: Debian 12's nats-server 2.9.10 does not, so "
         "its durable row is NOT fsynced per message and is not a like-for-like comparison). "
-        "`rocketq` acks after Java's GroupCommitService thread synced (the default, what the targets "
-        f"judge); `{ONLOOP_SYSTEM}` is the same build with the opt-in `syncFlushOnLoop=true`, the sync "
+        "`rocketq` acks once the group commit's sync, which the broker's loop submits through Linux "
+        "native AIO and is woken by, completed (the default, what the targets judge; without native AIO "
+        f"Java's GroupCommitService thread syncs); `{ONLOOP_SYSTEM}` is the same build with the opt-in `syncFlushOnLoop=true`, the sync "
         "made on the broker's event loop as Redis makes it under `appendfsync always` (the like-for-like "
         "policy; a stalled disk then stalls the broker's network service too).",
         "",
