@@ -513,6 +513,18 @@ class _FakeAio:
             os.close(self.fd)
 
 
+async def _first_flight(
+    log: _SyncedLog, service: GroupCommitService, aio: _FakeAio
+) -> tuple[LoopGroupCommit, asyncio.Future[bool]]:
+    """A group commit over ``aio`` on the running loop, with one put (offset 100) waiting on
+    the sync it submitted."""
+    commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service, aio=aio)  # type: ignore[arg-type]
+    log.max_offset = 100
+    waiting = commit.wait_durable(100)
+    await _until(lambda: len(aio.submitted) == 1)
+    return commit, waiting
+
+
 async def _until(predicate: Callable[[], bool]) -> None:
     deadline = time.monotonic() + 5
     while not predicate():
@@ -569,10 +581,7 @@ def test_aio_a_failed_sync_answers_false_at_once(
     aio = _FakeAio()
 
     async def run() -> bool:
-        commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service, aio=aio)  # type: ignore[arg-type]
-        log.max_offset = 100
-        waiting = commit.wait_durable(100)
-        await _until(lambda: len(aio.submitted) == 1)
+        commit, waiting = await _first_flight(log, service, aio)
         assert aio.submitted == [[7, 8]]
         aio.complete(0)  # one file synced ...
         await asyncio.sleep(0.01)
@@ -656,10 +665,7 @@ def test_aio_close_waits_for_the_sync_in_flight(
     aio = _FakeAio()
 
     async def run() -> bool:
-        commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service, aio=aio)  # type: ignore[arg-type]
-        log.max_offset = 100
-        waiting = commit.wait_durable(100)
-        await _until(lambda: len(aio.submitted) == 1)
+        commit, waiting = await _first_flight(log, service, aio)
         aio.results.append(0)  # completes as close waits for it
         commit.close()
         assert aio.closed
