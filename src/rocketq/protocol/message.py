@@ -118,7 +118,6 @@ def _layout(born_len: int, store_len: int) -> struct.Struct:
 
 # Indexed by sysFlag & 0x30 (BORNHOST_V6 = 0x10, STOREHOST_V6 = 0x20).
 _LAYOUTS = {0x00: _layout(8, 8), 0x10: _layout(20, 8), 0x20: _layout(8, 20), 0x30: _layout(20, 20)}
-_SHORT = struct.Struct(">h")
 _INT = struct.Struct(">i")
 _BATCH_HEAD = struct.Struct(">iiiii")  # TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODYLENGTH
 _unpack_batch_head: Final = _BATCH_HEAD.unpack_from  # bound once (see RecordEncoder)

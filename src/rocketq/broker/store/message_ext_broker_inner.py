@@ -24,6 +24,23 @@ from rocketq.protocol.message_id import HostAddr
 __all__ = ["MessageExtBatch", "MessageExtBrokerInner"]
 
 
+def delay_time_level(properties: Mapping[str, str]) -> int:
+    """``Message.getDelayTimeLevel``: property DELAY, 0 when absent or not a number."""
+    raw = properties.get(MessageConst.DELAY)
+    if not raw:
+        return 0
+    try:
+        return int(raw)
+    except ValueError:
+        return 0
+
+
+def wait_store_msg_ok(properties: Mapping[str, str]) -> bool:
+    """``Message.isWaitStoreMsgOK``: property WAIT, absent means True."""
+    raw = properties.get(MessageConst.WAIT)
+    return raw is None or raw.lower() == "true"
+
+
 class MessageExtBrokerInner:
     """One message to store (``MessageExtBrokerInner``)."""
 
@@ -139,20 +156,13 @@ class MessageExtBrokerInner:
 
     @property
     def delay_time_level(self) -> int:
-        """``Message.getDelayTimeLevel``: property DELAY, 0 when absent or not a number."""
-        raw = self.properties.get(MessageConst.DELAY)
-        if not raw:
-            return 0
-        try:
-            return int(raw)
-        except ValueError:
-            return 0
+        """``Message.getDelayTimeLevel``: see :func:`delay_time_level`."""
+        return delay_time_level(self.properties)
 
     @property
     def wait_store_msg_ok(self) -> bool:
-        """``Message.isWaitStoreMsgOK``: property WAIT, absent means True."""
-        raw = self.properties.get(MessageConst.WAIT)
-        return raw is None or raw.lower() == "true"
+        """``Message.isWaitStoreMsgOK``: see :func:`wait_store_msg_ok`."""
+        return wait_store_msg_ok(self.properties)
 
     def __repr__(self) -> str:
         return (

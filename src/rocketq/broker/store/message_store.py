@@ -56,7 +56,12 @@ from rocketq.broker.store.consume_queue import ConsumeQueue
 from rocketq.broker.store.flush_service import FlushRealTimeService, GroupCommitService, LoopGroupCommit
 from rocketq.broker.store.index import IndexService, index_key_hashes
 from rocketq.broker.store.mapped_file import MappedFile, now_ms
-from rocketq.broker.store.message_ext_broker_inner import MessageExtBatch, MessageExtBrokerInner
+from rocketq.broker.store.message_ext_broker_inner import (
+    MessageExtBatch,
+    MessageExtBrokerInner,
+    delay_time_level,
+    wait_store_msg_ok,
+)
 from rocketq.broker.store.read_path import contiguous_run
 from rocketq.broker.store.status import (
     GetMessageResult,
@@ -72,7 +77,6 @@ from rocketq.common.histogram import Histogram
 from rocketq.common.service_thread import PeriodicService, ServiceThread
 from rocketq.errors import IllegalArgumentError, MalformedFrameError
 from rocketq.protocol.codes import TRANSACTION_TYPE_MASK, MessageSysFlag
-from rocketq.protocol.java import string_hash
 from rocketq.protocol.message import (
     MAX_PROPERTIES_LENGTH,
     MAX_TOPIC_LENGTH,
@@ -83,6 +87,7 @@ from rocketq.protocol.message import (
     batch_entry_at,
     decode_properties,
     decode_record,
+    tags_code,
 )
 from rocketq.protocol.message_id import HostAddr
 from rocketq.protocol.mixall import RMQ_SYS_SCHEDULE_TOPIC
@@ -129,15 +134,6 @@ def _encoder_for(
         if encoders is not None:
             encoders[key] = encoder
     return encoder
-
-
-def _positive(level: str) -> bool:
-    """Whether a DELAY property names a level (``Message.getDelayTimeLevel`` > 0; not a
-    number counts as 0)."""
-    try:
-        return int(level) > 0
-    except ValueError:
-        return False
 
 
 class MessageStore(CommitLogDispatcher):
@@ -594,8 +590,7 @@ class MessageStore(CommitLogDispatcher):
             flag, ppos, entry_end = batch_entry_at(body, pos)
             raw = body[ppos + 2 : entry_end]
             props = decode_properties(raw.decode("utf-8", "replace"))
-            delay = props.get(MessageConst.DELAY)
-            if delay and _positive(delay):
+            if delay_time_level(props) > 0:
                 raise IllegalArgumentError("Delay message is not supported in batch")
             tags = props.get(MessageConst.TAGS)
             if batch_props:
@@ -608,8 +603,7 @@ class MessageStore(CommitLogDispatcher):
                 self._count_failure()
                 return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
             if not requests:
-                first_wait = props.get(MessageConst.WAIT)
-                wait = first_wait is None or first_wait.lower() == "true"
+                wait = wait_store_msg_ok(props)
             try:
                 size = encoder.append_record(
                     data, queue_id, flag, born_timestamp, reconsume_times, view[pos + 20 : ppos], raw
@@ -623,7 +617,7 @@ class MessageStore(CommitLogDispatcher):
                     topic=topic,
                     queue_id=queue_id,
                     msg_size=size,
-                    tags_code=string_hash(tags) if tags else 0,
+                    tags_code=tags_code(tags),
                     sys_flag=sys_flag,
                     properties=props,
                     key_hashes=index_key_hashes(topic, props) if index else [],
@@ -631,7 +625,6 @@ class MessageStore(CommitLogDispatcher):
                 )
             )
             pos = entry_end
-        view.release()
         batch.msgs = len(requests)
         batch.body_size = body_size
         if len(data) + 8 > self.config.mapped_file_size_commit_log:
