@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 import platform
 import struct
@@ -49,24 +50,15 @@ _EVENT = struct.Struct("<QQqq")
 _MAX_EVENTS = 8
 
 
-class _Libc:
-    """libc's ``syscall``, loaded once."""
-
-    fn: ctypes._NamedFuncPointer | None = None
-    loaded = False
-
-    @classmethod
-    def get(cls) -> ctypes._NamedFuncPointer | None:
-        if not cls.loaded:
-            cls.loaded = True
-            try:
-                lib = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-                fn = lib.syscall
-                fn.restype = ctypes.c_long
-                cls.fn = fn
-            except (OSError, AttributeError):
-                cls.fn = None
-        return cls.fn
+@functools.cache
+def _libc_syscall() -> ctypes._NamedFuncPointer | None:
+    """libc's ``syscall`` (loaded once), None where it cannot be loaded."""
+    try:
+        fn = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True).syscall
+    except (OSError, AttributeError):
+        return None
+    fn.restype = ctypes.c_long
+    return fn
 
 
 class AioSync:
@@ -99,7 +91,7 @@ class AioSync:
         if not sys.platform.startswith("linux") or not hasattr(os, "eventfd"):
             return None
         nr = _SYSCALLS.get(platform.machine().lower())
-        syscall = _Libc.get()
+        syscall = _libc_syscall()
         if nr is None or syscall is None:
             return None
         try:

@@ -325,30 +325,25 @@ class LoopGroupCommit:
     # ------------------------------------------------------------------ GroupCommitService
     def _hand_over(self) -> None:
         """End of the iteration: one request to the flush thread for all its waiters."""
+        self._to_thread([self._take_batch()])
+
+    def _take_batch(self) -> _Batch:
+        """End of the iteration: its waiters as one batch, its timeout timer armed (first:
+        a request to the thread wakes it, and the thread then needs the GIL this thread
+        holds until the loop goes back to waiting, so the less done after, the better)."""
         self._scheduled = False
         waiting, self._waiting = self._waiting, []
         thread = self._thread
         assert thread is not None
         batch = _Batch(waiting, self)
-        upto = max(offset for offset, _ in waiting)
-        # the timer first: the request wakes the thread, which then needs the GIL this
-        # thread holds until the loop goes back to waiting (the less done after, the better)
         batch.timer = self._loop.call_later(thread.timeout_s, _resolve, batch, False)
-        if not thread.request(upto, batch):
-            # the service shut down: only what is durable already counts
-            _resolve(batch, self._commit_log.flushed_where >= upto)
+        return batch
 
     # ------------------------------------------------------------------ native AIO
     def _submit(self) -> None:
         """End of the iteration: its waiters become one batch for the next sync, started
         now unless one is in flight."""
-        self._scheduled = False
-        waiting, self._waiting = self._waiting, []
-        thread = self._thread
-        assert thread is not None
-        batch = _Batch(waiting, self)
-        batch.timer = self._loop.call_later(thread.timeout_s, _resolve, batch, False)
-        self._queued.append(batch)
+        self._queued.append(self._take_batch())
         if self._flight is None:
             self._start_sync()
 
@@ -428,11 +423,13 @@ class LoopGroupCommit:
             self._start_sync()
 
     def _to_thread(self, batches: list[_Batch]) -> None:
+        """One request to the flush thread per batch, for the highest of its offsets."""
         thread = self._thread
         assert thread is not None
         for batch in batches:
             upto = max(offset for offset, _ in batch.waiting)
             if not thread.request(upto, batch):
+                # the service shut down: only what is durable already counts
                 _resolve(batch, self._commit_log.flushed_where >= upto)
 
     def _drop_aio(self) -> None:
