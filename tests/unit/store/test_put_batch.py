@@ -173,6 +173,10 @@ def test_a_delayed_entry_refuses_the_batch(factory: StoreFactory) -> None:
     with pytest.raises(IllegalArgumentError, match="Delay message is not supported in batch"):
         store.put_batch(_batch(body, {}))
     assert store.commit_log.max_offset() == 0
+    # the batch's own delay level refuses it too (CommitLog.asyncPutMessages)
+    with pytest.raises(IllegalArgumentError, match="Delay message is not supported in batch"):
+        store.put_batch(_batch(_entries([(0, b"a", "")]), {"DELAY": "2"}))
+    assert store.commit_log.max_offset() == 0
     # Message.getDelayTimeLevel: a level that is not a number, or 0, is no delay
     body = _entries([(0, b"a", "DELAY\x01x"), (0, b"b", "DELAY\x010")])
     assert store.put_batch(_batch(body, {})).ok

@@ -547,8 +547,8 @@ class MessageStore(CommitLogDispatcher):
         object per entry. Sets ``batch.msgs`` and ``batch.body_size``.
 
         Raises :class:`MalformedFrameError` for a body that does not split into entries and
-        :class:`IllegalArgumentError` for an entry with a delay level (nothing is stored
-        then); the statuses are :meth:`put_messages`'s. Each record stores its entry's
+        :class:`IllegalArgumentError` for a delay level, the batch's or an entry's (nothing is
+        stored then); the statuses are :meth:`put_messages`'s. Each record stores its entry's
         property bytes as sent, then the batch's (a separator between them when both are
         non-empty and the entry's do not already end with one).
         """
@@ -590,11 +590,12 @@ class MessageStore(CommitLogDispatcher):
             flag, ppos, entry_end = batch_entry_at(body, pos)
             raw = body[ppos + 2 : entry_end]
             props = decode_properties(raw.decode("utf-8", "replace"))
-            if delay_time_level(props) > 0:
-                raise IllegalArgumentError("Delay message is not supported in batch")
             tags = props.get(MessageConst.TAGS)
             if batch_props:
                 props.update(batch_props)
+            # the entry's or the batch's own (CommitLog.asyncPutMessages checks the batch's)
+            if delay_time_level(props) > 0:
+                raise IllegalArgumentError("Delay message is not supported in batch")
             if suffix:
                 if raw and raw[-1] != _SEPARATOR_BYTE:
                     raw += _SEPARATOR
