@@ -17,14 +17,16 @@ Mirrors ``CommitLog.FlushRealTimeService`` and ``CommitLog.GroupCommitService`` 
   the iteration covers them all, with a loop timer for ``sync_flush_timeout_ms`` so a
   sync hanging in the kernel still yields FLUSH_DISK_TIMEOUT on time. By default
   (``sync_flush_aio``) the loop submits that sync itself through Linux native AIO and the
-  completion wakes it (:mod:`~rocketq.broker.store.aio_sync`: no thread hand-off);
+  completion wakes it (:mod:`~rocketq.broker.store.aio_sync`: no thread hand-off); a put
+  that finds no sync in flight starts one as soon as its bytes are written, before its
+  consume-queue and index dispatch, and the puts that sync covers join it;
   without native AIO it hands ``GroupCommitService`` one request for the whole iteration
   and gets the answers back in one ``call_soon_threadsafe`` (no
   ``concurrent.futures.Future``, no thread wake-up per put). With ``sync_flush_on_loop``
   it syncs on the loop thread itself (as Redis does under ``appendfsync always``),
   blocking the loop for the sync.
-  Either way the ack is written only after a sync that started after the put returned,
-  so an acknowledged message is on disk. Puts from other threads use
+  Either way the ack is written only after a sync that started after the put's bytes were
+  written, so an acknowledged message is on disk. Puts from other threads use
   :meth:`GroupCommitService.submit` (a ``concurrent.futures.Future``).
 """
 
@@ -241,9 +243,10 @@ class LoopGroupCommit:
 
     :meth:`wait_durable` is called on the loop thread by a put that must be durable before
     it is acknowledged; the future it returns resolves ``True`` once a sync that started
-    after the put covered it, ``False`` if it did not within ``sync_flush_timeout_ms``
-    (the broker answers FLUSH_DISK_TIMEOUT; the bytes stay stored). The first waiter of an
-    iteration schedules one callback at its end, which covers every waiter of the iteration:
+    after the put's bytes were written covered it, ``False`` if it did not within
+    ``sync_flush_timeout_ms`` (the broker answers FLUSH_DISK_TIMEOUT; the bytes stay
+    stored). The first waiter of an iteration that no sync in flight covers schedules one
+    callback at its end, which covers every such waiter of the iteration:
 
     * with ``thread`` (Java's ``GroupCommitService``, the default): it hands the thread
       *one* request for all of them and arms one timer at ``sync_flush_timeout_ms``; the
@@ -254,8 +257,11 @@ class LoopGroupCommit:
       the loop submits the sync itself (:class:`~rocketq.broker.store.aio_sync.AioSync`)
       and the completion wakes it through an ``eventfd``; iterations that end while a sync
       runs queue their batches for the next one (one sync in flight, as the thread runs
-      one at a time). Each batch has the same timer. Should the kernel refuse a
-      submission, this and every later batch go to the thread;
+      one at a time). Each batch has the same timer. A put that finds no sync in flight
+      starts one from under the append lock (:meth:`sync_early`, Java's put waking
+      ``GroupCommitService`` at once), and the waiters it covers join it rather than wait
+      for the end of the iteration. Should the kernel refuse a submission, this and every
+      later batch go to the thread;
     * without (``sync_flush_on_loop``): it syncs on the loop thread itself (as Redis does
       under ``appendfsync always``), blocking the loop for the sync's duration; a sync
       that failed answers ``False`` at once.
