@@ -157,12 +157,8 @@ def _native_aio() -> bool:
     return True
 
 
-@pytest.mark.parametrize("aio", [False, True], ids=["thread", "native-aio"])
-def test_sync_flush_ack_waits_for_the_group_commit(
-    tmp_path: Path, aio: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if aio and not _native_aio():
-        pytest.skip("no native AIO here")
+def _count_submissions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The files of each native AIO submission from now on (their count per submission)."""
     submitted: list[int] = []
     real_submit = AioSync.submit
 
@@ -171,6 +167,16 @@ def test_sync_flush_ack_waits_for_the_group_commit(
         return real_submit(self, fds)
 
     monkeypatch.setattr(AioSync, "submit", counting)
+    return submitted
+
+
+@pytest.mark.parametrize("aio", [False, True], ids=["thread", "native-aio"])
+def test_sync_flush_ack_waits_for_the_group_commit(
+    tmp_path: Path, aio: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if aio and not _native_aio():
+        pytest.skip("no native AIO here")
+    submitted = _count_submissions(monkeypatch)
     writes, max_offset, syncs = asyncio.run(_send_chunk(tmp_path, "SYNC_FLUSH", 20, on_loop=False, aio=aio))
     # with AIO the loop submits the syncs itself: the first put's sync as soon as its bytes
     # are written, and one for the 19 stored while it ran; the thread never syncs
@@ -191,14 +197,7 @@ def test_a_put_nobody_waits_for_starts_no_sync_on_the_loop(
     GroupCommitService's pass; the loop submits no sync for it."""
     if not _native_aio():
         pytest.skip("no native AIO here")
-    submitted: list[int] = []
-    real_submit = AioSync.submit
-
-    def counting(self: AioSync, fds: list[int]) -> int:
-        submitted.append(len(fds))
-        return real_submit(self, fds)
-
-    monkeypatch.setattr(AioSync, "submit", counting)
+    submitted = _count_submissions(monkeypatch)
     writes, _max_offset, _syncs = asyncio.run(
         _send_chunk(tmp_path, "SYNC_FLUSH", 3, on_loop=False, properties="WAIT\x01false")
     )
@@ -582,12 +581,25 @@ class _FakeAio:
             os.close(self.fd)
 
 
+def _aio_commit(
+    log: _SyncedLog, service: GroupCommitService, aio: _FakeAio, latency: Histogram | None = None
+) -> LoopGroupCommit:
+    """A group commit on the running loop syncing ``log`` through the fake ``aio``."""
+    return LoopGroupCommit(
+        log,  # type: ignore[arg-type]
+        asyncio.get_running_loop(),
+        latency,
+        thread=service,
+        aio=aio,  # type: ignore[arg-type]
+    )
+
+
 async def _first_flight(
     log: _SyncedLog, service: GroupCommitService, aio: _FakeAio
 ) -> tuple[LoopGroupCommit, asyncio.Future[bool]]:
     """A group commit over ``aio`` on the running loop, with one put (offset 100) waiting on
     the sync it submitted."""
-    commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service, aio=aio)  # type: ignore[arg-type]
+    commit = _aio_commit(log, service, aio)
     log.max_offset = 100
     waiting = commit.wait_durable(100)
     await _until(lambda: len(aio.submitted) == 1)
@@ -609,13 +621,7 @@ def test_aio_one_sync_per_flight_and_the_iterations_behind_it_share_the_next(
     aio = _FakeAio()
 
     async def run() -> list[bool]:
-        commit = LoopGroupCommit(
-            log,  # type: ignore[arg-type]
-            asyncio.get_running_loop(),
-            latency,
-            thread=service,
-            aio=aio,  # type: ignore[arg-type]
-        )
+        commit = _aio_commit(log, service, aio, latency)
         log.max_offset = 100
         first = commit.wait_durable(100)
         await _until(lambda: len(aio.submitted) == 1)
@@ -653,13 +659,7 @@ def test_aio_sync_early_starts_at_once_and_the_puts_it_covers_join_it(
     aio = _FakeAio()
 
     async def run() -> list[bool]:
-        commit = LoopGroupCommit(
-            log,  # type: ignore[arg-type]
-            asyncio.get_running_loop(),
-            latency,
-            thread=service,
-            aio=aio,  # type: ignore[arg-type]
-        )
+        commit = _aio_commit(log, service, aio, latency)
         log.max_offset = 100
         commit.sync_early()
         assert aio.submitted == [[7]]  # at once, not at the end of the iteration
@@ -694,12 +694,7 @@ def test_aio_an_iterations_earlier_waiters_join_the_sync_that_covers_them(
     aio = _FakeAio()
 
     async def run() -> list[bool]:
-        commit = LoopGroupCommit(
-            log,  # type: ignore[arg-type]
-            asyncio.get_running_loop(),
-            thread=service,
-            aio=aio,  # type: ignore[arg-type]
-        )
+        commit = _aio_commit(log, service, aio)
         log.max_offset = 100
         earlier = commit.wait_durable(100)  # e.g. its early start found a sync in flight
         log.max_offset = 200
@@ -729,12 +724,7 @@ def test_aio_a_joined_put_gets_flush_disk_timeout_while_the_sync_hangs(
     aio = _FakeAio()
 
     async def run() -> tuple[bool, float]:
-        commit = LoopGroupCommit(
-            log,  # type: ignore[arg-type]
-            asyncio.get_running_loop(),
-            thread=service,
-            aio=aio,  # type: ignore[arg-type]
-        )
+        commit = _aio_commit(log, service, aio)
         log.max_offset = 100
         commit.sync_early()
         started = time.monotonic()
@@ -778,7 +768,7 @@ def test_aio_timeout_answers_false_while_the_sync_hangs(
     aio = _FakeAio()
 
     async def run() -> tuple[bool, float, bool]:
-        commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service, aio=aio)  # type: ignore[arg-type]
+        commit = _aio_commit(log, service, aio)
         log.max_offset = 100
         started = time.monotonic()
         durable = await commit.wait_durable(100)  # the sync never completes
@@ -816,7 +806,7 @@ def test_aio_refused_falls_back_to_the_thread() -> None:
     service.start()
 
     async def run() -> list[bool]:
-        commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service, aio=aio)  # type: ignore[arg-type]
+        commit = _aio_commit(log, service, aio)
         log.max_offset = 100
         first = await commit.wait_durable(100)
         log.max_offset = 200
