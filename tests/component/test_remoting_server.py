@@ -15,7 +15,7 @@ from rocketq.errors import ConnectError, RequestTimeoutError
 from rocketq.protocol.codes import RequestCode, ResponseCode, SerializeType
 from rocketq.protocol.frame import FLAG_ONEWAY, FLAG_RESPONSE, FrameDecoder, RemotingCommand
 from rocketq.remoting.client import RemotingClient
-from rocketq.remoting.server import Channel, RemotingServer, ServerThread
+from rocketq.remoting.server import Channel, DeferredResponse, RemotingServer, ServerThread
 from tests.conftest import load_golden_frames
 
 pytestmark = pytest.mark.timeout(60)
@@ -501,7 +501,9 @@ def test_server_thread_reports_bind_errors() -> None:
 
 class Immediate:
     """An immediate handler: "now" answers at once, "wait" returns a coroutine that answers
-    after a sleep, "boom" raises; ``process`` must never be called."""
+    after a sleep, "boom" raises, "defer" returns a DeferredResponse whose future is done
+    after a sleep (answered from it), "defer-boom" one whose finish raises, "defer-cancel"
+    one whose future is cancelled (no answer); ``process`` must never be called."""
 
     def __init__(self) -> None:
         self.calls: list[str] = []
@@ -515,7 +517,21 @@ class Immediate:
             return None
         if mode == "wait":
             return self._later(request)
+        if mode.startswith("defer"):
+            loop = asyncio.get_running_loop()
+            fut: asyncio.Future[str] = loop.create_future()
+            if mode == "defer-cancel":
+                loop.call_later(0.01, fut.cancel)
+            else:
+                loop.call_later(0.01, fut.set_result, mode)
+            return DeferredResponse(fut, self._finish, request)
         return request.make_response(0, remark="now", body=request.body)
+
+    @staticmethod
+    def _finish(request: RemotingCommand, fut: asyncio.Future[str]) -> RemotingCommand:
+        if fut.result() == "defer-boom":
+            raise KeyError("finish failed")
+        return request.make_response(0, remark=f"deferred {fut.result()}", body=request.body)
 
     async def _later(self, request: RemotingCommand) -> RemotingCommand:
         await asyncio.sleep(0.01)
@@ -535,21 +551,49 @@ def test_immediate_handler_answers_now_later_or_with_system_error() -> None:
         with connect(st) as sock:
             dec = FrameDecoder()
             frames = b""
-            for opaque, mode in enumerate(("wait", "now", "boom", "none", "now"), start=1):
+            modes = ("wait", "now", "boom", "none", "now", "defer", "defer-boom", "defer-cancel")
+            for opaque, mode in enumerate(modes, start=1):
                 cmd = RemotingCommand.request(1005, {"mode": mode}, mode.encode())
                 cmd.opaque = opaque
                 frames += cmd.encode()
             sock.sendall(frames)
-            got = {c.opaque: c for c in read_frames(sock, dec, 4)}
+            got = {c.opaque: c for c in read_frames(sock, dec, 6)}
             sock.settimeout(0.2)
-            assert not is_closed_by_peer(sock)  # no fifth answer ("none") and still open
+            # no answer to "none" nor to the cancelled "defer-cancel", and still open
+            assert not is_closed_by_peer(sock)
     finally:
         st.stop()
-    assert handler.calls == ["wait", "now", "boom", "none", "now"]
-    assert sorted(got) == [1, 2, 3, 5]
+    assert handler.calls == list(modes)
+    assert sorted(got) == [1, 2, 3, 5, 6, 7]
     assert (got[1].code, got[1].remark, got[1].body, got[1].flag) == (0, "later", b"wait", FLAG_RESPONSE)
     assert (got[2].remark, got[5].remark) == ("now", "now")
     assert got[3].code == ResponseCode.SYSTEM_ERROR and "KeyError" in (got[3].remark or "")
+    assert (got[6].code, got[6].remark, got[6].body, got[6].flag) == (
+        0,
+        "deferred defer",
+        b"defer",
+        FLAG_RESPONSE,
+    )
+    assert got[7].code == ResponseCode.SYSTEM_ERROR and "finish failed" in (got[7].remark or "")
+
+
+def test_deferred_response_wait_gives_the_answer_to_a_caller_of_process() -> None:
+    async def run() -> tuple[str | None, str | None]:
+        loop = asyncio.get_running_loop()
+        ok: asyncio.Future[int] = loop.create_future()
+        failed: asyncio.Future[int] = loop.create_future()
+        loop.call_soon(ok.set_result, 7)
+        loop.call_soon(failed.set_exception, OSError("disk"))
+
+        def finish(tag: str, fut: asyncio.Future[int]) -> RemotingCommand:
+            remark = f"{tag} {fut.result()}" if fut.exception() is None else f"{tag} {fut.exception()}"
+            return RemotingCommand(code=0, remark=remark)
+
+        first = await DeferredResponse(ok, finish, "ok").wait()
+        second = await DeferredResponse(failed, finish, "failed").wait()
+        return (first.remark if first else None, second.remark if second else None)
+
+    assert asyncio.run(run()) == ("ok 7", "failed disk")
 
 
 class AfterChunk:

@@ -28,6 +28,7 @@ from rocketq.protocol.codes import ResponseCode, SerializeType
 from rocketq.protocol.frame import FrameDecoder, RemotingCommand
 from rocketq.protocol.headers import SendMessageResponseHeader
 from rocketq.protocol.message import MessageConst
+from rocketq.protocol.message_id import decode_offset_msg_id
 from rocketq.protocol.route import TopicConfig
 from rocketq.remoting.server import _ServerProtocol
 from tests.conftest import send_request
@@ -81,6 +82,7 @@ async def _send_chunk(
     on_loop: bool = True,
     aio: bool = True,
     timeout_ms: int = 5000,
+    properties: str = "WAIT\x01true",
     before: Callable[[BrokerController], None] | None = None,
     after: Callable[[], None] | None = None,
 ) -> tuple[list[tuple[bytes, int]], int, int]:
@@ -102,7 +104,7 @@ async def _send_chunk(
         protocol.connection_made(transport)
         chunk = b""
         for opaque in range(sends):
-            request = send_request("SyncAck", b"durable-%d" % opaque, properties="WAIT\x01true")
+            request = send_request("SyncAck", b"durable-%d" % opaque, properties=properties)
             request.opaque = opaque
             request.serialize_type = serialize_type
             chunk += request.encode()
@@ -132,6 +134,21 @@ def test_sync_flush_ack_leaves_only_after_the_sync_and_one_sync_serves_the_chunk
     assert syncs == 1  # three sends of one loop iteration, one sync
 
 
+def _acked_durable(writes: list[tuple[bytes, int]], max_offset: int) -> int:
+    """How many acks in ``writes`` left once the log was durable past the end of their
+    record (each record ends where the next begins, the last at ``max_offset``); asserts
+    that none left earlier."""
+    starts = {}
+    for data, flushed in writes:
+        for answer in FrameDecoder().feed(data):
+            starts[answer.opaque] = (decode_offset_msg_id(answer.ext("msgId") or "")[1], flushed)
+    ordered = sorted(start for start, _ in starts.values())
+    ends = dict(zip(ordered, [*ordered[1:], max_offset], strict=True))
+    for opaque, (start, flushed) in starts.items():
+        assert flushed >= ends[start], f"ack {opaque} left before its record was durable"
+    return len(starts)
+
+
 def _native_aio() -> bool:
     aio = AioSync.open()
     if aio is None:
@@ -140,12 +157,8 @@ def _native_aio() -> bool:
     return True
 
 
-@pytest.mark.parametrize("aio", [False, True], ids=["thread", "native-aio"])
-def test_sync_flush_ack_waits_for_the_group_commit(
-    tmp_path: Path, aio: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if aio and not _native_aio():
-        pytest.skip("no native AIO here")
+def _count_submissions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The files of each native AIO submission from now on (their count per submission)."""
     submitted: list[int] = []
     real_submit = AioSync.submit
 
@@ -154,15 +167,70 @@ def test_sync_flush_ack_waits_for_the_group_commit(
         return real_submit(self, fds)
 
     monkeypatch.setattr(AioSync, "submit", counting)
+    return submitted
+
+
+@pytest.mark.parametrize("aio", [False, True], ids=["thread", "native-aio"])
+def test_sync_flush_ack_waits_for_the_group_commit(
+    tmp_path: Path, aio: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if aio and not _native_aio():
+        pytest.skip("no native AIO here")
+    submitted = _count_submissions(monkeypatch)
     writes, max_offset, syncs = asyncio.run(_send_chunk(tmp_path, "SYNC_FLUSH", 20, on_loop=False, aio=aio))
-    assert submitted == ([1] if aio else [])  # the loop submitted the one sync itself, or never
+    # with AIO the loop submits the syncs itself: the first put's sync as soon as its bytes
+    # are written, and one for the 19 stored while it ran; the thread never syncs
+    assert submitted == ([1, 1] if aio else [])
     answers = [cmd for data, _ in writes for cmd in FrameDecoder().feed(data)]
     assert [a.code for a in answers] == [ResponseCode.SUCCESS] * 20
-    # Java's GroupCommitService: the acks still leave only once the log is durable past them
-    assert all(flushed >= max_offset for _, flushed in writes)
-    # the 20 sends of one loop iteration are one request to the thread: one sync serves them
+    # Java's GroupCommitService: each ack leaves only once the log is durable past its record
+    assert _acked_durable(writes, max_offset) == 20
+    # the thread: the 20 sends of one loop iteration are one request, one sync serves them
     # (one request per put would let the thread wake at the first and sync more than once)
-    assert syncs == 1
+    assert syncs == (2 if aio else 1)
+
+
+def test_a_put_nobody_waits_for_starts_no_sync_on_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """WAIT=false under SYNC_FLUSH: answered at once, its bytes left to the
+    GroupCommitService's pass; the loop submits no sync for it."""
+    if not _native_aio():
+        pytest.skip("no native AIO here")
+    submitted = _count_submissions(monkeypatch)
+    writes, _max_offset, _syncs = asyncio.run(
+        _send_chunk(tmp_path, "SYNC_FLUSH", 3, on_loop=False, properties="WAIT\x01false")
+    )
+    answers = [cmd for data, _ in writes for cmd in FrameDecoder().feed(data)]
+    assert [a.code for a in answers] == [ResponseCode.SUCCESS] * 3
+    assert submitted == []
+
+
+def test_aio_sync_starts_after_the_write_before_the_dispatch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A durable put's sync is submitted once its bytes are in the commit log and before
+    its consume-queue entry is written: the disk works while the dispatch runs."""
+    if not _native_aio():
+        pytest.skip("no native AIO here")
+    seen: list[tuple[int, int]] = []  # (commit log written to, consume-queue entries) at submit
+    broker_ref: list[BrokerController] = []
+    real_submit = AioSync.submit
+
+    def recording(self: AioSync, fds: list[int]) -> int:
+        store = broker_ref[0].store
+        cq = store.consume_queue_table.get(("SyncAck", 0))
+        seen.append((store.get_max_phy_offset(), 0 if cq is None else cq.max_offset_in_queue))
+        return real_submit(self, fds)
+
+    monkeypatch.setattr(AioSync, "submit", recording)
+    writes, max_offset, syncs = asyncio.run(
+        _send_chunk(tmp_path, "SYNC_FLUSH", 1, on_loop=False, before=broker_ref.append)
+    )
+    answers = [cmd for data, _ in writes for cmd in FrameDecoder().feed(data)]
+    assert [a.code for a in answers] == [ResponseCode.SUCCESS]
+    assert seen == [(max_offset, 0)]  # the record written, its queue entry not yet
+    assert syncs == 1 and all(flushed >= max_offset for _, flushed in writes)
 
 
 @pytest.mark.pure_python  # replaces CommitLog.flush, a compiled method
@@ -513,12 +581,25 @@ class _FakeAio:
             os.close(self.fd)
 
 
+def _aio_commit(
+    log: _SyncedLog, service: GroupCommitService, aio: _FakeAio, latency: Histogram | None = None
+) -> LoopGroupCommit:
+    """A group commit on the running loop syncing ``log`` through the fake ``aio``."""
+    return LoopGroupCommit(
+        log,  # type: ignore[arg-type]
+        asyncio.get_running_loop(),
+        latency,
+        thread=service,
+        aio=aio,  # type: ignore[arg-type]
+    )
+
+
 async def _first_flight(
     log: _SyncedLog, service: GroupCommitService, aio: _FakeAio
 ) -> tuple[LoopGroupCommit, asyncio.Future[bool]]:
     """A group commit over ``aio`` on the running loop, with one put (offset 100) waiting on
     the sync it submitted."""
-    commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service, aio=aio)  # type: ignore[arg-type]
+    commit = _aio_commit(log, service, aio)
     log.max_offset = 100
     waiting = commit.wait_durable(100)
     await _until(lambda: len(aio.submitted) == 1)
@@ -540,13 +621,7 @@ def test_aio_one_sync_per_flight_and_the_iterations_behind_it_share_the_next(
     aio = _FakeAio()
 
     async def run() -> list[bool]:
-        commit = LoopGroupCommit(
-            log,  # type: ignore[arg-type]
-            asyncio.get_running_loop(),
-            latency,
-            thread=service,
-            aio=aio,  # type: ignore[arg-type]
-        )
+        commit = _aio_commit(log, service, aio, latency)
         log.max_offset = 100
         first = commit.wait_durable(100)
         await _until(lambda: len(aio.submitted) == 1)
@@ -571,6 +646,96 @@ def test_aio_one_sync_per_flight_and_the_iterations_behind_it_share_the_next(
     assert log.marked == [100, 300]  # each sync covered everything stored when it started
     assert latency.snapshot().count == 2
     assert aio.closed
+
+
+def test_aio_sync_early_starts_at_once_and_the_puts_it_covers_join_it(
+    group_commit: tuple[_FakeCommitLog, GroupCommitService, Histogram],
+) -> None:
+    """``sync_early`` (a durable put's bytes just written) submits a sync at once; the
+    waiters whose records it covers join it (one submission for them), a put written after
+    it waits for the next one; while one is in flight ``sync_early`` starts nothing."""
+    _log, service, latency = group_commit
+    log = _SyncedLog()
+    aio = _FakeAio()
+
+    async def run() -> list[bool]:
+        commit = _aio_commit(log, service, aio, latency)
+        log.max_offset = 100
+        commit.sync_early()
+        assert aio.submitted == [[7]]  # at once, not at the end of the iteration
+        first = commit.wait_durable(100)  # covered: joins the sync in flight
+        log.max_offset = 200
+        commit.sync_early()  # one in flight: nothing more
+        later = commit.wait_durable(200)  # written after the sync started
+        await asyncio.sleep(0.01)
+        assert len(aio.submitted) == 1 and not first.done() and not later.done()
+        aio.complete(0)
+        assert await first is True
+        await _until(lambda: len(aio.submitted) == 2)
+        assert not later.done()
+        aio.complete(0)
+        results = [True, await later]
+        commit.close()
+        return results
+
+    assert asyncio.run(run()) == [True, True]
+    assert log.marked == [100, 200]
+    assert latency.snapshot().count == 2
+
+
+def test_aio_an_iterations_earlier_waiters_join_the_sync_that_covers_them(
+    group_commit: tuple[_FakeCommitLog, GroupCommitService, Histogram],
+) -> None:
+    """A put waiting since earlier in the iteration (no sync was in flight to join) is
+    covered by the sync a later put of the same iteration started early: the iteration's
+    batch joins that sync instead of waiting for another."""
+    _log, service, _latency = group_commit
+    log = _SyncedLog()
+    aio = _FakeAio()
+
+    async def run() -> list[bool]:
+        commit = _aio_commit(log, service, aio)
+        log.max_offset = 100
+        earlier = commit.wait_durable(100)  # e.g. its early start found a sync in flight
+        log.max_offset = 200
+        commit.sync_early()
+        later = commit.wait_durable(200)
+        await asyncio.sleep(0.01)  # the iteration ended
+        assert aio.submitted == [[7]]
+        log.max_offset = 300  # a put nobody waits for (WAIT=false), after the sync started
+        aio.complete(0)
+        results = [await earlier, await later]
+        await asyncio.sleep(0.01)
+        assert aio.submitted == [[7]]  # one sync served both: no second one for the earlier
+        commit.close()
+        return results
+
+    assert asyncio.run(run()) == [True, True]
+    assert log.marked == [200]
+
+
+def test_aio_a_joined_put_gets_flush_disk_timeout_while_the_sync_hangs(
+    group_commit: tuple[_FakeCommitLog, GroupCommitService, Histogram],
+) -> None:
+    """A waiter that joined a sync in flight has the same FLUSH_DISK_TIMEOUT bound (200 ms
+    here) as one that waits for the next sync."""
+    _log, service, _latency = group_commit
+    log = _SyncedLog()
+    aio = _FakeAio()
+
+    async def run() -> tuple[bool, float]:
+        commit = _aio_commit(log, service, aio)
+        log.max_offset = 100
+        commit.sync_early()
+        started = time.monotonic()
+        durable = await commit.wait_durable(100)  # the sync never completes
+        waited = time.monotonic() - started
+        aio.complete(0)
+        commit.close()
+        return durable, waited
+
+    durable, waited = asyncio.run(run())
+    assert durable is False and 0.15 <= waited < 5
 
 
 def test_aio_a_failed_sync_answers_false_at_once(
@@ -603,7 +768,7 @@ def test_aio_timeout_answers_false_while_the_sync_hangs(
     aio = _FakeAio()
 
     async def run() -> tuple[bool, float, bool]:
-        commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service, aio=aio)  # type: ignore[arg-type]
+        commit = _aio_commit(log, service, aio)
         log.max_offset = 100
         started = time.monotonic()
         durable = await commit.wait_durable(100)  # the sync never completes
@@ -641,7 +806,7 @@ def test_aio_refused_falls_back_to_the_thread() -> None:
     service.start()
 
     async def run() -> list[bool]:
-        commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service, aio=aio)  # type: ignore[arg-type]
+        commit = _aio_commit(log, service, aio)
         log.max_offset = 100
         first = await commit.wait_durable(100)
         log.max_offset = 200

@@ -70,6 +70,7 @@ __all__ = [
     "DEFAULT_MAX_PENDING_FRAME_BYTES",
     "Channel",
     "ChannelListener",
+    "DeferredResponse",
     "ImmediateHandler",
     "LoopThread",
     "RemotingServer",
@@ -94,13 +95,65 @@ ChannelListener = Callable[["Channel"], None]
 #: (the server RPC hook of the ACL: ``PlainAccessValidator``).
 RequestValidator = Callable[[str, RemotingCommand], RemotingCommand | None]
 
-#: ``(channel, request) ->`` the answer now (a response, or None for none), or a coroutine
-#: for an answer that must wait (run as :meth:`RequestProcessor.process`'s would be): a
+#: ``(channel, request) ->`` the answer now (a response, or None for none), a
+#: :class:`DeferredResponse` for an answer that waits for one future, or a coroutine for an
+#: answer that must wait otherwise (run as :meth:`RequestProcessor.process`'s would be): a
 #: processor's request path without a coroutine per request when it needs none
 #: (``RemotingServer.register_processor(..., immediate=...)``).
 ImmediateHandler = Callable[
-    ["Channel", RemotingCommand], "RemotingCommand | Coroutine[Any, Any, RemotingCommand | None] | None"
+    ["Channel", RemotingCommand],
+    "RemotingCommand | DeferredResponse | Coroutine[Any, Any, RemotingCommand | None] | None",
 ]
+
+
+class DeferredResponse:
+    """An immediate handler's answer that waits for ``future`` (a loop future): once it is
+    done, the server answers with ``finish(arg, future)`` (a response, or None for none; an
+    exception is answered as the handler's would be). No task and no coroutine per request:
+    the server adds one done-callback. A cancelled future (shutdown) answers nothing."""
+
+    __slots__ = ("arg", "finish", "future")
+
+    def __init__(
+        self,
+        future: asyncio.Future[Any],
+        finish: Callable[[Any, asyncio.Future[Any]], RemotingCommand | None],
+        arg: object,
+    ) -> None:
+        self.future = future
+        self.finish = finish
+        self.arg = arg
+
+    async def wait(self) -> RemotingCommand | None:
+        """The answer, awaited (a caller of ``process`` rather than the server)."""
+        with contextlib.suppress(Exception):  # finish reads the outcome from the future
+            await self.future
+        return self.finish(self.arg, self.future)
+
+
+class _DeferredAnswer:
+    """The done-callback that answers a :class:`DeferredResponse` on its channel."""
+
+    __slots__ = ("channel", "cmd", "deferred", "server")
+
+    def __init__(
+        self, server: RemotingServer, channel: Channel, cmd: RemotingCommand, deferred: DeferredResponse
+    ) -> None:
+        self.server = server
+        self.channel = channel
+        self.cmd = cmd
+        self.deferred = deferred
+
+    def __call__(self, future: asyncio.Future[Any]) -> None:
+        if future.cancelled():
+            return
+        deferred = self.deferred
+        try:
+            response = deferred.finish(deferred.arg, future)
+        except Exception as exc:
+            self.server._respond_error(self.channel, self.cmd, exc)
+            return
+        self.server._respond(self.channel, self.cmd, response)
 
 
 class RequestProcessor(Protocol):
@@ -847,6 +900,9 @@ class RemotingServer:
                 return
             if outcome is None or isinstance(outcome, RemotingCommand):
                 self._respond(channel, cmd, outcome)
+                return
+            if isinstance(outcome, DeferredResponse):
+                outcome.future.add_done_callback(_DeferredAnswer(self, channel, cmd, outcome))
                 return
             coro = outcome
         else:

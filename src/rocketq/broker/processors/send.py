@@ -18,8 +18,10 @@ Mirrors ``org.apache.rocketmq.broker.processor.SendMessageProcessor`` and
   ``GroupCommitService`` thread (Java's), or with ``sync_flush_on_loop`` on one sync made on the
   loop.
 * The server calls :meth:`SendMessageProcessor.process_now` (its immediate handler): checks,
-  put and answer are plain calls, no coroutine per send; only an ack that waits for the disk
-  returns a coroutine (the put is already in the commit log then, the answer waits).
+  put and answer are plain calls, no coroutine per send; an ack that waits for the disk (the
+  put is already in the commit log then) is a ``DeferredResponse`` on the group commit's
+  future, answered from its done-callback (no task per send), or, for a put made off the
+  loop's group commit, a coroutine.
 * A message with ``TRAN_MSG=true`` is stored as a half message in
   ``RMQ_SYS_TRANS_HALF_TOPIC`` (:mod:`rocketq.broker.transaction`), or refused with
   NO_PERMISSION under ``rejectTransactionMessage``; the answer names the half's offsets.
@@ -73,7 +75,7 @@ from rocketq.protocol.message import (
 from rocketq.protocol.message_id import HostAddr, create_offset_msg_id
 from rocketq.protocol.mixall import RETRY_GROUP_TOPIC_PREFIX, dlq_topic, retry_topic
 from rocketq.remoting.helper import parse_addr
-from rocketq.remoting.server import Channel
+from rocketq.remoting.server import Channel, DeferredResponse
 
 if TYPE_CHECKING:
     from rocketq.broker.broker import BrokerController
@@ -250,7 +252,7 @@ class _StoredPut:
     answer when the producer waits for the disk (SYNC_FLUSH, ``WAIT`` not false), for
     :meth:`SendMessageProcessor._ack_when_durable` to answer later."""
 
-    __slots__ = ("msgs", "queue_id", "request", "result", "size", "topic")
+    __slots__ = ("msgs", "queue_id", "request", "result", "size", "started", "topic")
 
     def __init__(
         self,
@@ -267,6 +269,8 @@ class _StoredPut:
         self.queue_id = queue_id
         self.msgs = msgs
         self.size = size
+        #: when the request's processing began (its send latency ends at the answer)
+        self.started = 0.0
 
 
 def _wire_names(cls: type[SendMessageRequestHeader] | type[SendMessageRequestHeaderV2]) -> tuple[str, ...]:
@@ -403,14 +407,17 @@ class SendMessageProcessor:
         outcome = self.process_now(channel, request)
         if outcome is None or isinstance(outcome, RemotingCommand):
             return outcome
+        if isinstance(outcome, DeferredResponse):
+            return await outcome.wait()
         return await outcome
 
     def process_now(
         self, channel: Channel, request: RemotingCommand
-    ) -> RemotingCommand | Coroutine[Any, Any, RemotingCommand | None] | None:
+    ) -> RemotingCommand | DeferredResponse | Coroutine[Any, Any, RemotingCommand | None] | None:
         """The server's immediate handler (:data:`~rocketq.remoting.server.ImmediateHandler`):
         the answer, without a coroutine, unless the ack waits for the disk (SYNC_FLUSH): then
-        the coroutine that answers once it is durable."""
+        the group commit's future with what answers once it is durable, or (a put that did
+        not go through the loop's group commit) the coroutine that answers then."""
         started = time.perf_counter()
         try:
             outcome = self._process(channel, request)
@@ -418,9 +425,24 @@ class SendMessageProcessor:
             self._observe_latency(started)
             raise
         if isinstance(outcome, _StoredPut):
+            result = outcome.result
+            if result.flush_offset >= 0:
+                # SYNC_FLUSH: the loop's group commit (one sync for the puts it covers)
+                group_commit = self.broker.store.loop_group_commit(asyncio.get_running_loop())
+                outcome.started = started
+                return DeferredResponse(
+                    group_commit.wait_durable(result.flush_offset), self._durable_answer, outcome
+                )
             return self._ack_later(outcome, started)
         self._observe_latency(started)
         return outcome
+
+    def _durable_answer(self, pending: _StoredPut, durable: asyncio.Future[bool]) -> RemotingCommand:
+        """The answer once the group commit's ``durable`` is done (False: the flush timed
+        out, FLUSH_DISK_TIMEOUT; the message *is* stored)."""
+        self._observe_latency(pending.started)
+        ok = durable.result()
+        return self._answer(pending, PutMessageStatus.PUT_OK if ok else PutMessageStatus.FLUSH_DISK_TIMEOUT)
 
     async def _ack_later(self, pending: _StoredPut, started: float) -> RemotingCommand:
         try:
@@ -709,16 +731,12 @@ class SendMessageProcessor:
         return self._answer(put, result.status)
 
     async def _ack_when_durable(self, pending: _StoredPut) -> RemotingCommand:
-        """Wait until the put is durable (or the flush timed out: FLUSH_DISK_TIMEOUT, the
-        message *is* stored), then answer."""
+        """Wait until a put made off the loop's group commit (its ``flush_future``, from the
+        ``GroupCommitService`` thread) is durable (or the flush timed out:
+        FLUSH_DISK_TIMEOUT, the message *is* stored), then answer."""
         result = pending.result
         durable = True
-        if result.flush_offset >= 0:
-            # SYNC_FLUSH: one group-commit request (or sync) for every put of this loop
-            # iteration, then the ack leaves
-            group_commit = self.broker.store.loop_group_commit(asyncio.get_running_loop())
-            durable = await group_commit.wait_durable(result.flush_offset)
-        elif result.flush_future is not None:
+        if result.flush_future is not None:
             durable = await asyncio.wrap_future(result.flush_future)
         return self._answer(
             pending, PutMessageStatus.PUT_OK if durable else PutMessageStatus.FLUSH_DISK_TIMEOUT

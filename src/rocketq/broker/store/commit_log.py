@@ -179,6 +179,10 @@ class CommitLogDispatcher:
     def dispatch_batch(self, requests: Sequence[DispatchRequest]) -> None:
         """Dispatch the records of one batch, in order."""
 
+    def written(self) -> None:
+        """The bytes of an append that asked for it (``sync_now``) are written, its dispatch
+        not made yet: the moment a sync of them can start. Must not raise."""
+
     def appended(self, msgs: int, wrote_bytes: int) -> None:
         """Count a successful append of ``msgs`` records, ``wrote_bytes`` bytes (after its
         dispatch, still under the lock: the store's put counters are exact without a lock
@@ -226,12 +230,14 @@ class CommitLog:
         data: bytes | bytearray,
         requests: Sequence[DispatchRequest],
         store_host: HostAddr,
+        sync_now: bool = False,
     ) -> AppendResult | PutMessageStatus:
         """Append the records in ``data`` (pre-encoded and back to back, one batch: each
         request's ``msg_size`` bytes in turn) in one segment, under one lock.
 
         Patches each record's queue offset, physical offset and store timestamp, publishes
-        the bytes, then (still under the lock) calls ``dispatcher.dispatch`` for a single
+        the bytes, calls ``dispatcher.written`` if ``sync_now`` (a sync can start while the
+        dispatch runs), then (still under the lock) calls ``dispatcher.dispatch`` for a single
         record or ``dispatcher.dispatch_batch`` once for all the records of a batch, in order.
         A ``bytearray`` is patched in place and written as it is when the segment is written
         through its descriptor (the caller gives it up). Returns CREATE_MAPEDFILE_FAILED if
@@ -329,6 +335,8 @@ class CommitLog:
                     _SEGMENT_LOG.log(logging.ERROR, "write", "cannot write the commit log: %s", exc)
                     return PutMessageStatus.UNKNOWN_ERROR
             mf.wrote_position = pos
+            if sync_now:
+                dispatcher.written()
             if len(requests) == 1:
                 dispatcher.dispatch(requests[0])
             else:

@@ -17,14 +17,16 @@ Mirrors ``CommitLog.FlushRealTimeService`` and ``CommitLog.GroupCommitService`` 
   the iteration covers them all, with a loop timer for ``sync_flush_timeout_ms`` so a
   sync hanging in the kernel still yields FLUSH_DISK_TIMEOUT on time. By default
   (``sync_flush_aio``) the loop submits that sync itself through Linux native AIO and the
-  completion wakes it (:mod:`~rocketq.broker.store.aio_sync`: no thread hand-off);
+  completion wakes it (:mod:`~rocketq.broker.store.aio_sync`: no thread hand-off); a put
+  that finds no sync in flight starts one as soon as its bytes are written, before its
+  consume-queue and index dispatch, and the puts that sync covers join it;
   without native AIO it hands ``GroupCommitService`` one request for the whole iteration
   and gets the answers back in one ``call_soon_threadsafe`` (no
   ``concurrent.futures.Future``, no thread wake-up per put). With ``sync_flush_on_loop``
   it syncs on the loop thread itself (as Redis does under ``appendfsync always``),
   blocking the loop for the sync.
-  Either way the ack is written only after a sync that started after the put returned,
-  so an acknowledged message is on disk. Puts from other threads use
+  Either way the ack is written only after a sync that started after the put's bytes were
+  written, so an acknowledged message is on disk. Puts from other threads use
   :meth:`GroupCommitService.submit` (a ``concurrent.futures.Future``).
 """
 
@@ -241,9 +243,10 @@ class LoopGroupCommit:
 
     :meth:`wait_durable` is called on the loop thread by a put that must be durable before
     it is acknowledged; the future it returns resolves ``True`` once a sync that started
-    after the put covered it, ``False`` if it did not within ``sync_flush_timeout_ms``
-    (the broker answers FLUSH_DISK_TIMEOUT; the bytes stay stored). The first waiter of an
-    iteration schedules one callback at its end, which covers every waiter of the iteration:
+    after the put's bytes were written covered it, ``False`` if it did not within
+    ``sync_flush_timeout_ms`` (the broker answers FLUSH_DISK_TIMEOUT; the bytes stay
+    stored). The first waiter of an iteration that no sync in flight covers schedules one
+    callback at its end, which covers every such waiter of the iteration:
 
     * with ``thread`` (Java's ``GroupCommitService``, the default): it hands the thread
       *one* request for all of them and arms one timer at ``sync_flush_timeout_ms``; the
@@ -254,8 +257,11 @@ class LoopGroupCommit:
       the loop submits the sync itself (:class:`~rocketq.broker.store.aio_sync.AioSync`)
       and the completion wakes it through an ``eventfd``; iterations that end while a sync
       runs queue their batches for the next one (one sync in flight, as the thread runs
-      one at a time). Each batch has the same timer. Should the kernel refuse a
-      submission, this and every later batch go to the thread;
+      one at a time). Each batch has the same timer. A put that finds no sync in flight
+      starts one from under the append lock (:meth:`sync_early`, Java's put waking
+      ``GroupCommitService`` at once), and the waiters it covers join it rather than wait
+      for the end of the iteration. Should the kernel refuse a submission, this and every
+      later batch go to the thread;
     * without (``sync_flush_on_loop``): it syncs on the loop thread itself (as Redis does
       under ``appendfsync always``), blocking the loop for the sync's duration; a sync
       that failed answers ``False`` at once.
@@ -309,8 +315,18 @@ class LoopGroupCommit:
         return self._loop
 
     def wait_durable(self, next_offset: int) -> asyncio.Future[bool]:
-        """A loop future resolved once the commit log is durable up to ``next_offset``."""
+        """A loop future resolved once the commit log is durable up to ``next_offset``: by
+        the AIO sync in flight if it covers the offset (:meth:`sync_early` started it after
+        the put's bytes were written), else by one started at the end of the iteration."""
         fut: asyncio.Future[bool] = self._loop.create_future()
+        flight = self._flight
+        if flight is not None and next_offset <= flight.upto:
+            joining = flight.joining
+            if joining is None:
+                joining = flight.joining = self._new_batch([])
+                flight.batches.append(joining)
+            joining.waiting.append((next_offset, fut))
+            return fut
         self._waiting.append((next_offset, fut))
         if not self._scheduled:
             self._scheduled = True
@@ -333,6 +349,10 @@ class LoopGroupCommit:
         holds until the loop goes back to waiting, so the less done after, the better)."""
         self._scheduled = False
         waiting, self._waiting = self._waiting, []
+        return self._new_batch(waiting)
+
+    def _new_batch(self, waiting: list[tuple[int, asyncio.Future[bool]]]) -> _Batch:
+        """A batch of ``waiting`` with its FLUSH_DISK_TIMEOUT timer armed."""
         thread = self._thread
         assert thread is not None
         batch = _Batch(waiting, self)
@@ -340,12 +360,27 @@ class LoopGroupCommit:
         return batch
 
     # ------------------------------------------------------------------ native AIO
+    def sync_early(self) -> None:
+        """A put whose ack waits for the disk has written its bytes (called on this loop's
+        thread, under the append lock, before the dispatch): with native AIO and no sync in
+        flight, start one now; the put's :meth:`wait_durable` then joins it."""
+        if self._aio is None or self._flight is not None:
+            return
+        self._start_sync()
+
     def _submit(self) -> None:
-        """End of the iteration: its waiters become one batch for the next sync, started
-        now unless one is in flight."""
-        self._queued.append(self._take_batch())
-        if self._flight is None:
+        """End of the iteration: its waiters become one batch, answered by the sync in
+        flight if that covers them all (:meth:`sync_early` started it after they were
+        written), else by the next sync, started now unless one is in flight."""
+        batch = self._take_batch()
+        flight = self._flight
+        if flight is None:
+            self._queued.append(batch)
             self._start_sync()
+        elif max(offset for offset, _ in batch.waiting) <= flight.upto:
+            flight.batches.append(batch)
+        else:
+            self._queued.append(batch)
 
     def _start_sync(self) -> None:
         """Submit one sync for every queued batch (all of them were stored already)."""
@@ -538,9 +573,10 @@ class _Batch:
 
 class _Flight:
     """The native AIO sync in flight: the batches it answers, the offset and store time it
-    makes durable, the completions still due and whether all so far succeeded."""
+    makes durable, the completions still due and whether all so far succeeded; and the
+    batch of the waiters that joined it after it started (their puts lie below ``upto``)."""
 
-    __slots__ = ("batches", "ok", "pending", "started", "ts", "upto")
+    __slots__ = ("batches", "joining", "ok", "pending", "started", "ts", "upto")
 
     def __init__(self, batches: list[_Batch], upto: int, ts: int, pending: int, ok: bool) -> None:
         self.batches = batches
@@ -549,6 +585,7 @@ class _Flight:
         self.pending = pending
         self.ok = ok
         self.started = time.perf_counter()
+        self.joining: _Batch | None = None
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -645,13 +645,16 @@ class MessageStore(CommitLogDispatcher):
         wait: bool,
         defer_flush: bool,
     ) -> PutMessageResult:
-        result = self.commit_log.append(data, requests, store_host)
+        group_commit = self._group_commit
+        # a put whose ack waits for its sync on the loop: the sync starts once the bytes are
+        # written, while the dispatch runs (``written``)
+        sync_now = group_commit is not None and wait and defer_flush
+        result = self.commit_log.append(data, requests, store_host, sync_now)
         if isinstance(result, PutMessageStatus):
             self._count_failure()
             return PutMessageResult(result)
         future = None
         flush_offset = -1
-        group_commit = self._group_commit
         if group_commit is not None:
             # CommitLog.submitFlushRequest: wait only if the producer asked (WAIT=true)
             if not wait:
@@ -674,6 +677,20 @@ class MessageStore(CommitLogDispatcher):
                             request.properties,
                         )
         return PutMessageResult(PutMessageStatus.PUT_OK, result, future, flush_offset)
+
+    def written(self) -> None:
+        """``CommitLogDispatcher.written``: the bytes of a put whose ack waits for the disk
+        are written (under the append lock, before their dispatch): the loop's group commit
+        starts a sync of them now if none is in flight, so the disk works while the consume
+        queue and the index are written (as Java's put wakes ``GroupCommitService`` at once).
+        Any failure leaves the put to the end-of-iteration path (``wait_durable``)."""
+        loop = asyncio._get_running_loop()
+        if loop is None:  # (defer_flush puts are made on a loop)
+            return
+        try:
+            self.loop_group_commit(loop).sync_early()
+        except Exception:
+            _log.exception("SYNC_FLUSH: starting a sync after the append failed")
 
     def appended(self, msgs: int, wrote_bytes: int) -> None:
         """``CommitLogDispatcher.appended``: the put counters, under the append lock."""
