@@ -10,7 +10,14 @@ other repetition), with the suite's own workload code and meter. It prints every
 msgs/s and server CPU µs per message, and the median of the **per-repetition** ratios to Redis
 (each ratio taken seconds apart, on the same disk).
 
+``--tree LABEL=PYTHON[:KEY=VALUE]`` (repeatable) adds a rocketq SYNC_FLUSH server started by
+another tree's interpreter (its venv's ``python``, built with ``make`` there), with one optional
+environment variable: an A/B of two trees on the same disk, with Redis between them. The client
+is always this tree's. ``--workloads`` picks among 1, 2, 3 (6a, 6b, 6c).
+
     python benchmarks/durable_ab.py [--reps 4] [--seconds 2] [--systems rocketq,rocketq-onloop,redis]
+    python benchmarks/durable_ab.py --systems redis --tree new=.venv/bin/python \
+        --tree base=/tmp/base/.venv/bin/python --reps 6 --workloads 1,3
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.suite.common import Meter, Sizes, Variant, Workload
-from benchmarks.suite.peers import Server, make_server
+from benchmarks.suite.peers import RocketqServer, Server, make_server
 from benchmarks.suite.runner import DURABLE_WORKLOADS, _bench_for, _run_workload
 
 
@@ -32,8 +39,27 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=2.0, help="measured window per run")
     parser.add_argument("--systems", default="rocketq,rocketq-onloop,redis")
+    parser.add_argument(
+        "--tree",
+        action="append",
+        default=[],
+        metavar="LABEL=PYTHON[:KEY=VALUE]",
+        help="a rocketq server started by another interpreter (repeatable)",
+    )
+    parser.add_argument("--workloads", default="1,2,3", help="of 1, 2, 3 (6a, 6b, 6c)")
     args = parser.parse_args()
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    trees: dict[str, Server] = {}
+    for spec in args.tree:
+        label, _, rest = spec.partition("=")
+        python, _, setting = rest.partition(":")
+        key, _, value = setting.partition("=")
+        if not label or not python or label in systems or label in trees:
+            parser.error(f"--tree {spec!r}: LABEL=PYTHON[:KEY=VALUE], a label of its own")
+        trees[label] = RocketqServer(Variant.DURABLE, python=python, env={key: value} if key else None)
+    systems += list(trees)
+    picked = {w.strip() for w in args.workloads.split(",")}
+    workloads = [w for w in DURABLE_WORKLOADS if w.short in picked]
     sizes = Sizes(
         publish_seconds=args.seconds, warmup_seconds=0.3, drain_messages=0, latency_messages=0, quiet_wait_s=0
     )
@@ -41,12 +67,12 @@ def main() -> None:
     runs: dict[tuple[Workload, str], list[tuple[float, float]]] = {}
     try:
         for system in systems:
-            servers[system] = make_server(system, Variant.DURABLE)
+            servers[system] = trees[system] if system in trees else make_server(system, Variant.DURABLE)
             servers[system].start()
         benches = {s: _bench_for(servers[s]) for s in systems}
         try:
             for rep in range(args.reps):
-                for workload in DURABLE_WORKLOADS:
+                for workload in workloads:
                     for system in systems if rep % 2 == 0 else systems[::-1]:
                         m = Meter(servers[system].pid)
                         _run_workload(benches[system], workload, m, sizes)
@@ -65,7 +91,7 @@ def main() -> None:
         for server in servers.values():
             server.stop()
     print("\nworkload | system | msgs/s | server µs/msg | ratio to redis (median of per-repetition ratios)")
-    for workload in DURABLE_WORKLOADS:
+    for workload in workloads:
         redis = runs.get((workload, "redis"))
         for system in systems:
             mine = runs[(workload, system)]

@@ -28,8 +28,10 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -293,7 +295,14 @@ class RocketqServer(Server):
 
     system = "rocketq"
 
-    def __init__(self, variant: Variant, *, sync_on_loop: bool = False) -> None:
+    def __init__(
+        self,
+        variant: Variant,
+        *,
+        sync_on_loop: bool = False,
+        python: str = sys.executable,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__(variant)
         if sync_on_loop and variant is not Variant.DURABLE:
             raise ValueError("syncFlushOnLoop only applies to the durable variant (SYNC_FLUSH)")
@@ -302,7 +311,10 @@ class RocketqServer(Server):
             self.system = ONLOOP_SYSTEM
             conf["syncFlushOnLoop"] = "true"
         # 128 MiB segments: 200k messages must not roll segments every few thousand sends
-        self.cluster = EmbeddedCluster(broker_conf=conf, mapped_file_size_commit_log=128 * 1024 * 1024)
+        # ``python``: another tree's interpreter (an A/B of two trees: benchmarks/durable_ab.py)
+        self.cluster = EmbeddedCluster(
+            broker_conf=conf, mapped_file_size_commit_log=128 * 1024 * 1024, python=python, env=env
+        )
         self.durability_note = (
             "SYNC_FLUSH, syncFlushOnLoop=true (the sync on the broker's event loop, opt-in)"
             if sync_on_loop
