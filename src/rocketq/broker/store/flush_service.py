@@ -377,7 +377,7 @@ class LoopGroupCommit:
         if flight is None:
             self._queued.append(batch)
             self._start_sync()
-        elif max(offset for offset, _ in batch.waiting) <= flight.upto:
+        elif batch.upto() <= flight.upto:
             flight.batches.append(batch)
         else:
             self._queued.append(batch)
@@ -462,7 +462,7 @@ class LoopGroupCommit:
         thread = self._thread
         assert thread is not None
         for batch in batches:
-            upto = max(offset for offset, _ in batch.waiting)
+            upto = batch.upto()
             if not thread.request(upto, batch):
                 # the service shut down: only what is durable already counts
                 _resolve(batch, self._commit_log.flushed_where >= upto)
@@ -565,6 +565,10 @@ class _Batch:
         self.waiting = waiting
         self.commit = commit
         self.timer: asyncio.TimerHandle | None = None
+
+    def upto(self) -> int:
+        """The highest offset its waiters need durable."""
+        return max(offset for offset, _ in self.waiting)
 
     def __call__(self, durable: bool) -> None:
         """The request's ``done``, called on the flush thread."""
