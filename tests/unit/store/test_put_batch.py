@@ -19,7 +19,14 @@ from rocketq.broker.store import (
     PutMessageStatus,
 )
 from rocketq.errors import IllegalArgumentError, MalformedFrameError
-from rocketq.protocol.message import decode_properties, decode_records, encode_properties, tags_code
+from rocketq.protocol.message import (
+    RecordEncoder,
+    decode_properties,
+    decode_records,
+    encode_properties,
+    tags_code,
+)
+from rocketq.protocol.message_id import HostAddr
 from tests.unit.store.conftest import BORN, STORE_HOST, T0, StoreFactory
 
 TOPIC = "BatchT"
@@ -229,3 +236,23 @@ def test_a_sync_flush_batch_is_written_from_its_buffer(factory: StoreFactory) ->
     assert [m.flag for m in msgs] == [0, 7]
     assert msgs[1].commit_log_offset == msgs[0].store_size
     assert msgs[0].properties == {"TAGS": "t", "CLUSTER": "C"}
+
+
+def test_the_record_encoder_cache_is_bounded_and_refuses_what_cannot_be_encoded() -> None:
+    """``_encoder_for`` (every put's encoder, single or batch): one encoder per topic, hosts
+    and sysFlag, kept until the cache holds ``_ENCODER_CACHE_MAX``, then the cache starts
+    over; a topic over 127 bytes gets none."""
+    from rocketq.broker.store.message_store import _ENCODER_CACHE_MAX, _encoder_for
+
+    cache: dict[tuple[str, HostAddr, HostAddr, int], RecordEncoder] = {}
+    first = _encoder_for(cache, "t0", BORN, STORE_HOST, 0)
+    assert first is not None
+    assert _encoder_for(cache, "t0", BORN, STORE_HOST, 0) is first  # kept
+    for i in range(1, _ENCODER_CACHE_MAX):
+        assert _encoder_for(cache, f"t{i}", BORN, STORE_HOST, 0) is not None
+    assert len(cache) == _ENCODER_CACHE_MAX
+    assert _encoder_for(cache, "one more", BORN, STORE_HOST, 0) is not None
+    assert len(cache) == 1  # emptied, then the new one kept
+    assert _encoder_for(cache, "t0", BORN, STORE_HOST, 0) is not first
+    assert _encoder_for(cache, "x" * 128, BORN, STORE_HOST, 0) is None
+    assert _encoder_for(None, "t0", BORN, STORE_HOST, 0) is not None  # uncached

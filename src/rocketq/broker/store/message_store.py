@@ -119,8 +119,9 @@ def _encoder_for(
     sys_flag: int,
 ) -> RecordEncoder | None:
     """The record encoder for this topic, hosts and sysFlag, from ``encoders`` or made (and
-    kept there); None for a topic over 127 bytes (``DefaultMessageStore.checkMessage``) or
-    a host that cannot be encoded."""
+    kept there, the cache emptied first once it holds ``_ENCODER_CACHE_MAX``); None for a
+    topic over 127 bytes (``DefaultMessageStore.checkMessage``) or a host that cannot be
+    encoded."""
     key = (topic, born_host, store_host, sys_flag)
     encoder = encoders.get(key) if encoders is not None else None
     if encoder is None:
@@ -132,6 +133,8 @@ def _encoder_for(
         except IllegalArgumentError:
             return None
         if encoders is not None:
+            if len(encoders) >= _ENCODER_CACHE_MAX:
+                encoders.clear()
             encoders[key] = encoder
     return encoder
 
@@ -475,10 +478,7 @@ class MessageStore(CommitLogDispatcher):
         if status is not None:
             return PutMessageResult(status)
         self._apply_delay(msg)
-        encoders = self._encoders
-        if len(encoders) >= _ENCODER_CACHE_MAX:
-            encoders.clear()
-        prepared = self._prepare(msg, encoders)
+        prepared = self._prepare(msg, self._encoders)
         if not isinstance(prepared, tuple):  # a status (a tuple check is native; an Enum one is not)
             self._count_failure()
             return PutMessageResult(prepared)
@@ -564,10 +564,7 @@ class MessageStore(CommitLogDispatcher):
         ):
             self._count_failure()
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        encoders = self._encoders
-        if len(encoders) >= _ENCODER_CACHE_MAX:
-            encoders.clear()
-        encoder = _encoder_for(encoders, topic, batch.born_host, batch.store_host, batch.sys_flag)
+        encoder = _encoder_for(self._encoders, topic, batch.born_host, batch.store_host, batch.sys_flag)
         if encoder is None:
             self._count_failure()
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
