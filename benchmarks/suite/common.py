@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import math
 import os
 import threading
@@ -368,9 +369,12 @@ class Meter:
             self._peak_rss = max(self._peak_rss, rss)
 
     def start(self) -> None:
-        """Open the window."""
+        """Open the window, after a full garbage collection: the cycles an earlier window left
+        (a shut-down client's object graph, a drain's tally) are freed here, not inside this
+        window's first automatic full collection (for every system alike)."""
         if self.started:
             raise RuntimeError("Meter.start() called twice")
+        gc.collect()
         self.started = True
         if self.server_pid is not None:
             self._server0 = read_proc(self.server_pid)

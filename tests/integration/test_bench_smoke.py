@@ -29,7 +29,10 @@ from benchmarks.suite.common import (
 from benchmarks.suite.peers import RocketqServer, make_server
 from benchmarks.suite.profiling import reduce_collapsed
 from benchmarks.suite.report import TARGETS, _ratios, spark_section, targets_table
+from benchmarks.suite.rocketq_bench import DistinctOffsets
 from benchmarks.suite.runner import DURABLE_WORKLOADS, summarize
+
+from rocketq.client import MessageExt
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -323,3 +326,20 @@ def test_onloop_server_is_durable_only() -> None:
         shutil.rmtree(default.cluster.store_dir, ignore_errors=True)
     with pytest.raises(ValueError, match="durable"):
         make_server("rocketq-onloop", Variant.DEFAULT)
+
+
+def test_distinct_offsets_counts_each_queue_offset_once() -> None:
+    def batch(queue_id: int, *offsets: int) -> list[MessageExt]:
+        return [MessageExt("t", b"", queue_id=queue_id, queue_offset=o) for o in offsets]
+
+    seen = DistinctOffsets()
+    assert seen.add([]) == 0
+    assert seen.add(batch(0, *range(32))) == 32  # consecutive: the slice path
+    assert seen.add(batch(0, *range(16, 48))) == 16  # half of it again
+    assert seen.add(batch(1, *range(32))) == 32  # another queue, the same offsets
+    assert seen.add(batch(1, 40, 35, 5000)) == 3  # not consecutive, and beyond the buffer
+    assert seen.add(batch(1, 5000, 35)) == 0
+    mixed = batch(2, 10) + batch(3, 11) + batch(2, 12)  # consecutive offsets, mixed queues
+    assert seen.add(mixed) == 3
+    assert seen.add(batch(3, 10, 11, 12)) == 2
+    assert seen.count == 32 + 16 + 32 + 3 + 3 + 2
