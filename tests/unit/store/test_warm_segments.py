@@ -47,7 +47,9 @@ def unwritten_extents(path: Path) -> int | None:
     finally:
         os.close(fd)
     mapped = _FIEMAP_HEAD.unpack_from(buf, 0)[3]
-    flags = [_FIEMAP_EXTENT.unpack_from(buf, _FIEMAP_HEAD.size + i * _FIEMAP_EXTENT.size)[5] for i in range(mapped)]
+    flags = [
+        _FIEMAP_EXTENT.unpack_from(buf, _FIEMAP_HEAD.size + i * _FIEMAP_EXTENT.size)[5] for i in range(mapped)
+    ]
     return sum(1 for f in flags if f & _FIEMAP_EXTENT_UNWRITTEN)
 
 
@@ -119,7 +121,9 @@ def test_the_roll_takes_the_warmed_file_and_warms_the_next(tmp_path: Path) -> No
         queue.close()
 
 
-def _blocking_writer(release: threading.Event, started: threading.Event) -> Callable[[str, int, Callable[[], bool]], bool]:
+def _blocking_writer(
+    release: threading.Event, started: threading.Event
+) -> Callable[[str, int, Callable[[], bool]], bool]:
     def write(path: str, size: int, cancelled: Callable[[], bool]) -> bool:
         started.set()
         while not release.wait(0.01):
