@@ -13,7 +13,9 @@ msgs/s and server CPU µs per message, and the median of the **per-repetition** 
 ``--tree LABEL=PYTHON[:KEY=VALUE]`` (repeatable) adds a rocketq SYNC_FLUSH server started by
 another tree's interpreter (its venv's ``python``, built with ``make`` there), with one optional
 environment variable: an A/B of two trees on the same disk, with Redis between them. The client
-is always this tree's. ``--workloads`` picks among 1, 2, 3 (6a, 6b, 6c).
+is always this tree's. ``--conf LABEL=KEY=VALUE`` (repeatable) adds a rocketq SYNC_FLUSH server of
+this tree with one more ``broker.conf`` key (e.g. ``warm=warmMapedFileEnable=true``).
+``--workloads`` picks among 1, 2, 3 (6a, 6b, 6c).
 
     python benchmarks/durable_ab.py [--reps 4] [--seconds 2] [--systems rocketq,rocketq-onloop,redis]
     python benchmarks/durable_ab.py --systems redis --tree new=.venv/bin/python \
@@ -46,6 +48,13 @@ def main() -> None:
         metavar="LABEL=PYTHON[:KEY=VALUE]",
         help="a rocketq server started by another interpreter (repeatable)",
     )
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="LABEL=KEY=VALUE",
+        help="a rocketq server of this tree with one more broker.conf key (repeatable)",
+    )
     parser.add_argument("--workloads", default="1,2,3", help="of 1, 2, 3 (6a, 6b, 6c)")
     args = parser.parse_args()
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
@@ -57,6 +66,12 @@ def main() -> None:
         if not label or not python or label in systems or label in trees:
             parser.error(f"--tree {spec!r}: LABEL=PYTHON[:KEY=VALUE], a label of its own")
         trees[label] = RocketqServer(Variant.DURABLE, python=python, env={key: value} if key else None)
+    for spec in args.conf:
+        label, _, setting = spec.partition("=")
+        key, _, value = setting.partition("=")
+        if not label or not key or label in systems or label in trees:
+            parser.error(f"--conf {spec!r}: LABEL=KEY=VALUE, a label of its own")
+        trees[label] = RocketqServer(Variant.DURABLE, broker_conf={key: value})
     systems += list(trees)
     picked = {w.strip() for w in args.workloads.split(",")}
     workloads = [w for w in DURABLE_WORKLOADS if w.short in picked]

@@ -302,6 +302,7 @@ class RocketqServer(Server):
         sync_on_loop: bool = False,
         python: str = sys.executable,
         env: Mapping[str, str] | None = None,
+        broker_conf: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(variant)
         if sync_on_loop and variant is not Variant.DURABLE:
@@ -310,6 +311,7 @@ class RocketqServer(Server):
         if sync_on_loop:
             self.system = ONLOOP_SYSTEM
             conf["syncFlushOnLoop"] = "true"
+        conf.update(broker_conf or {})  # extra broker.conf keys (benchmarks/durable_ab.py --conf)
         # 128 MiB segments: 200k messages must not roll segments every few thousand sends
         # ``python``: another tree's interpreter (an A/B of two trees: benchmarks/durable_ab.py)
         self.cluster = EmbeddedCluster(

@@ -200,6 +200,7 @@ class CommitLog:
             self.file_size,
             keep_fd=True,
             write_through=config.flush_disk_type == SYNC_FLUSH,
+            warm=config.warm_maped_file_enable,
         )
         self._clock_ms = clock_ms
         #: The default clock is called natively (a compiled build), an injected one through Python.

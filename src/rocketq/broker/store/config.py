@@ -96,6 +96,16 @@ class MessageStoreConfig:
     #: ``sync_flush_timeout_ms``. Where native AIO is not available (not Linux, a kernel before
     #: 4.18, a seccomp policy) the thread is used.
     sync_flush_aio: bool = True
+    #: warmMapedFileEnable (Java's spelling), off by default as in Java: each new commit-log
+    #: segment is prepared ahead of use on a thread (``AllocateMappedFileService``): created,
+    #: written with zeros and synced while the one before it fills (the first one from the
+    #: store's start), so that a SYNC_FLUSH sync only writes the data back (a block that was
+    #: only reserved is converted to written by a journal commit in the first sync after a
+    #: write into it: 85 against 117 µs per sync of 8 KiB on this project's machine). Costs a
+    #: second write of every segment (its zeros) and one segment of disk space ahead. Java also
+    #: ``mlock``s the file; rocketq does not. A roll that needs the segment still being warmed
+    #: waits for it up to 5 s, as Java's does.
+    warm_maped_file_enable: bool = False
     #: flushIntervalConsumeQueue (consume queues, index, checkpoint).
     flush_interval_consume_queue_ms: int = 1000
     #: flushConsumeQueueLeastPages.

@@ -251,6 +251,7 @@ class MessageStore(CommitLogDispatcher):
         ]
         self._last_thorough_logics_flush = time.monotonic()
         self._clean_commit_log.check_disk()  # a full disk refuses the very first put
+        self.commit_log.queue.warm_next_file()  # warmMapedFileEnable: the next segment, ahead
         for service in self._services:
             service.start()
         self._running = True
