@@ -68,7 +68,7 @@ def _never() -> bool:
 
 def _settled(queue: MappedFileQueue, timeout_s: float = 10.0) -> None:
     deadline = time.monotonic() + timeout_s
-    while queue._warming is not None:
+    while queue._warming >= 0:
         assert time.monotonic() < deadline, "the warm thread never finished"
         time.sleep(0.005)
 
@@ -187,7 +187,7 @@ def test_close_cancels_a_warm_in_progress_and_removes_its_file(tmp_path: Path) -
     queue.warm_next_file()
     assert started.wait(5)
     queue.close()  # returns once the warm thread gave up
-    assert queue._warming is None and queue._spare is None
+    assert queue._warming == -1 and queue._spare is None
     assert not (tmp_path / file_name_for(0)).exists()
     assert not [t for t in threading.enumerate() if t.name == "AllocateMappedFileService"]
 

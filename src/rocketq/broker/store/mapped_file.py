@@ -405,8 +405,10 @@ class MappedFileQueue:
         self.warm_wait_s = warm_wait_s
         #: Writes a warm file (:func:`write_warm_file`; tests pass a slower or failing one).
         self._warm_writer = warm_writer if warm_writer is not None else write_warm_file
-        #: The start offset of the file being warmed on a thread, or None.
-        self._warming: int | None = None
+        #: The start offset of the file being warmed on a thread, -1 for none (not None: a
+        #: compiled build would narrow an ``int | None`` attribute to ``int`` after a comparison
+        #: and not read it back as None while another thread changes it under a wait).
+        self._warming = -1
         self._warm_done = threading.Condition(self._lock)
         self._closing = False
 
@@ -493,7 +495,7 @@ class MappedFileQueue:
         spare = self._spare
         if (
             self._closing
-            or self._warming is not None
+            or self._warming >= 0
             or (spare is not None and spare.file_from_offset == create_offset)
         ):
             return
@@ -518,7 +520,7 @@ class MappedFileQueue:
         except OSError as exc:
             _log.warning("cannot warm the next file %s: %s", file_name_for(create_offset), exc)
         with self._lock:
-            self._warming = None
+            self._warming = -1
             self._warm_done.notify_all()
             if mf is None:
                 return
@@ -687,7 +689,7 @@ class MappedFileQueue:
         """Cancel a file being warmed and wait (the lock released meanwhile) until its thread
         has removed it."""
         self._closing = True
-        while self._warming is not None:
+        while self._warming >= 0:
             self._warm_done.wait()
 
     def close(self) -> None:
