@@ -121,28 +121,39 @@ def test_the_roll_takes_the_warmed_file_and_warms_the_next(tmp_path: Path) -> No
         queue.close()
 
 
-def _blocking_writer(
-    release: threading.Event, started: threading.Event
-) -> Callable[[str, int, Callable[[], bool]], bool]:
-    def write(path: str, size: int, cancelled: Callable[[], bool]) -> bool:
-        started.set()
-        while not release.wait(0.01):
+class _Held:
+    """A queue whose warm thread holds each file back until :attr:`release` is set (then
+    writes it for real; gives up when cancelled); :attr:`started` says the thread began."""
+
+    def __init__(self, path: Path, warm_wait_s: float = 5.0) -> None:
+        self.release, self.started = threading.Event(), threading.Event()
+        self.queue = MappedFileQueue(
+            str(path), SIZE, keep_fd=True, warm=True, warm_wait_s=warm_wait_s, warm_writer=self._write
+        )
+
+    def _write(self, path: str, size: int, cancelled: Callable[[], bool]) -> bool:
+        self.started.set()
+        while not self.release.wait(0.01):
             if cancelled():
                 return False
         return write_warm_file(path, size, cancelled)
 
-    return write
+    def warming(self) -> MappedFileQueue:
+        """The queue, its first file's warm begun and held."""
+        self.queue.warm_next_file()
+        assert self.started.wait(5)
+        return self.queue
+
+    def close(self) -> None:
+        self.release.set()
+        self.queue.close()
 
 
 def test_a_roll_waits_for_the_file_being_warmed(tmp_path: Path) -> None:
-    release, started = threading.Event(), threading.Event()
-    queue = MappedFileQueue(
-        str(tmp_path), SIZE, keep_fd=True, warm=True, warm_writer=_blocking_writer(release, started)
-    )
+    held = _Held(tmp_path)
     try:
-        queue.warm_next_file()
-        assert started.wait(5)
-        timer = threading.Timer(0.2, release.set)
+        queue = held.warming()
+        timer = threading.Timer(0.2, held.release.set)
         timer.start()
         begin = time.monotonic()
         first = queue.create_next_file(0)
@@ -151,42 +162,27 @@ def test_a_roll_waits_for_the_file_being_warmed(tmp_path: Path) -> None:
         assert (tmp_path / file_name_for(0)).read_bytes() == bytes(SIZE)  # ... and took it
         timer.join()
     finally:
-        release.set()
-        queue.close()
+        held.close()
 
 
 def test_a_roll_fails_when_the_warm_file_is_late_and_the_next_one_works(tmp_path: Path) -> None:
-    release, started = threading.Event(), threading.Event()
-    queue = MappedFileQueue(
-        str(tmp_path),
-        SIZE,
-        keep_fd=True,
-        warm=True,
-        warm_wait_s=0.1,
-        warm_writer=_blocking_writer(release, started),
-    )
+    held = _Held(tmp_path, warm_wait_s=0.1)
     try:
-        queue.warm_next_file()
-        assert started.wait(5)
+        queue = held.warming()
         with pytest.raises(OSError, match="not warmed"):
             queue.create_next_file(0)
         assert queue.files == []
-        release.set()
+        held.release.set()
         _settled(queue)
         assert queue.create_next_file(0).file_from_offset == 0
     finally:
-        release.set()
-        queue.close()
+        held.close()
 
 
 def test_close_cancels_a_warm_in_progress_and_removes_its_file(tmp_path: Path) -> None:
-    release, started = threading.Event(), threading.Event()
-    queue = MappedFileQueue(
-        str(tmp_path), SIZE, keep_fd=True, warm=True, warm_writer=_blocking_writer(release, started)
-    )
-    queue.warm_next_file()
-    assert started.wait(5)
-    queue.close()  # returns once the warm thread gave up
+    held = _Held(tmp_path)
+    queue = held.warming()
+    queue.close()  # returns once the warm thread gave up (the file is still held back)
     assert queue._warming == -1 and queue._spare is None
     assert not (tmp_path / file_name_for(0)).exists()
     assert not [t for t in threading.enumerate() if t.name == "AllocateMappedFileService"]
