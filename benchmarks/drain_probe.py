@@ -3,7 +3,7 @@
 The suite's own pieces (``RocketqBench``): its pre-published topic of 4 queues
 (``prepare_drain``, 100-byte bodies) and its PushConsumers (``_push_consumer``: each its own
 client instance, batches of 32, CONSUME_FROM_FIRST_OFFSET, fast route/rebalance polling), a new
-group per drain, and the suite's listener (a lock and a set of (queue, offset)) that also notes
+group per drain, and the suite's listener (a lock and the distinct (queue, offset) pairs) that also notes
 the first delivery. One JSON line per drain:
 
 * ``rate`` msgs/s and ``cpu_us`` client µs CPU per message (``time.process_time``), from the
