@@ -35,8 +35,17 @@ def _pull_all(puller: PullConsumer, mq: MessageQueue) -> list[tuple[int, bytes]]
         offset = result.next_begin_offset
 
 
+@pytest.mark.parametrize(
+    "extra",
+    [
+        pytest.param({}, id="fallocated"),
+        # warmMapedFileEnable: each next segment zero-filled and synced on a thread while the
+        # stream rolls segments every few hundred sends (the kill may land during a warm)
+        pytest.param({"warmMapedFileEnable": "true"}, id="warm"),
+    ],
+)
 def test_sigkill_during_sync_flush_sends_loses_no_acknowledged_message(
-    tmp_path: Path, unique_name: Callable[..., str]
+    tmp_path: Path, unique_name: Callable[..., str], extra: dict[str, str]
 ) -> None:
     topic = unique_name("crash")
     acked: dict[tuple[int, int], bytes] = {}
@@ -44,7 +53,7 @@ def test_sigkill_during_sync_flush_sends_loses_no_acknowledged_message(
     with EmbeddedCluster(
         store_dir=tmp_path / "store",
         separate_namesrv=True,
-        broker_conf={"flushDiskType": "SYNC_FLUSH"},
+        broker_conf={"flushDiskType": "SYNC_FLUSH", **extra},
         mapped_file_size_commit_log=256 * 1024,  # many segment switches during the stream
     ) as cluster:
         cluster.create_topic(topic, 4)
