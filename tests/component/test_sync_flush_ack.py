@@ -190,6 +190,23 @@ def test_sync_flush_ack_waits_for_the_group_commit(
     assert syncs == (2 if aio else 1)
 
 
+@pytest.mark.parametrize("aio", [False, True], ids=["thread", "native-aio"])
+def test_a_half_message_ack_waits_for_the_group_commit_thread_future(tmp_path: Path, aio: bool) -> None:
+    """A transactional half message is put without the loop's group commit (its put hands a
+    request to ``GroupCommitService`` and waits on the thread's future): its ack too leaves
+    only once the log is durable past its record, answered from that future."""
+    if aio and not _native_aio():
+        pytest.skip("no native AIO here")
+    writes, max_offset, _syncs = asyncio.run(
+        _send_chunk(
+            tmp_path, "SYNC_FLUSH", 3, on_loop=False, aio=aio, properties="WAIT\x01true\x02TRAN_MSG\x01true"
+        )
+    )
+    answers = [cmd for data, _ in writes for cmd in FrameDecoder().feed(data)]
+    assert [a.code for a in answers] == [ResponseCode.SUCCESS] * 3
+    assert _acked_durable(writes, max_offset) == 3
+
+
 def test_a_put_nobody_waits_for_starts_no_sync_on_the_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
