@@ -190,6 +190,23 @@ def test_sync_flush_ack_waits_for_the_group_commit(
     assert syncs == (2 if aio else 1)
 
 
+@pytest.mark.parametrize("aio", [False, True], ids=["thread", "native-aio"])
+def test_a_half_message_ack_waits_for_the_group_commit_thread_future(tmp_path: Path, aio: bool) -> None:
+    """A transactional half message is put without the loop's group commit (its put hands a
+    request to ``GroupCommitService`` and waits on the thread's future): its ack too leaves
+    only once the log is durable past its record, answered from that future."""
+    if aio and not _native_aio():
+        pytest.skip("no native AIO here")
+    writes, max_offset, _syncs = asyncio.run(
+        _send_chunk(
+            tmp_path, "SYNC_FLUSH", 3, on_loop=False, aio=aio, properties="WAIT\x01true\x02TRAN_MSG\x01true"
+        )
+    )
+    answers = [cmd for data, _ in writes for cmd in FrameDecoder().feed(data)]
+    assert [a.code for a in answers] == [ResponseCode.SUCCESS] * 3
+    assert _acked_durable(writes, max_offset) == 3
+
+
 def test_a_put_nobody_waits_for_starts_no_sync_on_the_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -594,15 +611,34 @@ def _aio_commit(
     )
 
 
-async def _first_flight(
-    log: _SyncedLog, service: GroupCommitService, aio: _FakeAio
-) -> tuple[LoopGroupCommit, asyncio.Future[bool]]:
-    """A group commit over ``aio`` on the running loop, with one put (offset 100) waiting on
-    the sync it submitted."""
-    commit = _aio_commit(log, service, aio)
-    log.max_offset = 100
+@dataclasses.dataclass
+class _AioRig:
+    """A fake AIO and the commit log it syncs, beside the ``group_commit`` fixture's thread
+    (timeout 200 ms) and histogram: :meth:`commit` builds the group commit on the running
+    loop."""
+
+    service: GroupCommitService
+    latency: Histogram
+    log: _SyncedLog = dataclasses.field(default_factory=_SyncedLog)
+    aio: _FakeAio = dataclasses.field(default_factory=_FakeAio)
+
+    def commit(self) -> LoopGroupCommit:
+        return _aio_commit(self.log, self.service, self.aio, self.latency)
+
+
+@pytest.fixture
+def rig(group_commit: tuple[_FakeCommitLog, GroupCommitService, Histogram]) -> _AioRig:
+    _log, service, latency = group_commit
+    return _AioRig(service, latency)
+
+
+async def _first_flight(rig: _AioRig) -> tuple[LoopGroupCommit, asyncio.Future[bool]]:
+    """``rig``'s group commit on the running loop, with one put (offset 100) waiting on the
+    sync it submitted."""
+    commit = rig.commit()
+    rig.log.max_offset = 100
     waiting = commit.wait_durable(100)
-    await _until(lambda: len(aio.submitted) == 1)
+    await _until(lambda: len(rig.aio.submitted) == 1)
     return commit, waiting
 
 
@@ -614,14 +650,12 @@ async def _until(predicate: Callable[[], bool]) -> None:
 
 
 def test_aio_one_sync_per_flight_and_the_iterations_behind_it_share_the_next(
-    group_commit: tuple[_FakeCommitLog, GroupCommitService, Histogram],
+    rig: _AioRig,
 ) -> None:
-    _log, service, latency = group_commit
-    log = _SyncedLog()
-    aio = _FakeAio()
+    log, aio, latency = rig.log, rig.aio, rig.latency
 
     async def run() -> list[bool]:
-        commit = _aio_commit(log, service, aio, latency)
+        commit = rig.commit()
         log.max_offset = 100
         first = commit.wait_durable(100)
         await _until(lambda: len(aio.submitted) == 1)
@@ -649,17 +683,15 @@ def test_aio_one_sync_per_flight_and_the_iterations_behind_it_share_the_next(
 
 
 def test_aio_sync_early_starts_at_once_and_the_puts_it_covers_join_it(
-    group_commit: tuple[_FakeCommitLog, GroupCommitService, Histogram],
+    rig: _AioRig,
 ) -> None:
     """``sync_early`` (a durable put's bytes just written) submits a sync at once; the
     waiters whose records it covers join it (one submission for them), a put written after
     it waits for the next one; while one is in flight ``sync_early`` starts nothing."""
-    _log, service, latency = group_commit
-    log = _SyncedLog()
-    aio = _FakeAio()
+    log, aio, latency = rig.log, rig.aio, rig.latency
 
     async def run() -> list[bool]:
-        commit = _aio_commit(log, service, aio, latency)
+        commit = rig.commit()
         log.max_offset = 100
         commit.sync_early()
         assert aio.submitted == [[7]]  # at once, not at the end of the iteration
@@ -684,17 +716,15 @@ def test_aio_sync_early_starts_at_once_and_the_puts_it_covers_join_it(
 
 
 def test_aio_an_iterations_earlier_waiters_join_the_sync_that_covers_them(
-    group_commit: tuple[_FakeCommitLog, GroupCommitService, Histogram],
+    rig: _AioRig,
 ) -> None:
     """A put waiting since earlier in the iteration (no sync was in flight to join) is
     covered by the sync a later put of the same iteration started early: the iteration's
     batch joins that sync instead of waiting for another."""
-    _log, service, _latency = group_commit
-    log = _SyncedLog()
-    aio = _FakeAio()
+    log, aio = rig.log, rig.aio
 
     async def run() -> list[bool]:
-        commit = _aio_commit(log, service, aio)
+        commit = rig.commit()
         log.max_offset = 100
         earlier = commit.wait_durable(100)  # e.g. its early start found a sync in flight
         log.max_offset = 200
@@ -715,16 +745,14 @@ def test_aio_an_iterations_earlier_waiters_join_the_sync_that_covers_them(
 
 
 def test_aio_a_joined_put_gets_flush_disk_timeout_while_the_sync_hangs(
-    group_commit: tuple[_FakeCommitLog, GroupCommitService, Histogram],
+    rig: _AioRig,
 ) -> None:
     """A waiter that joined a sync in flight has the same FLUSH_DISK_TIMEOUT bound (200 ms
     here) as one that waits for the next sync."""
-    _log, service, _latency = group_commit
-    log = _SyncedLog()
-    aio = _FakeAio()
+    log, aio = rig.log, rig.aio
 
     async def run() -> tuple[bool, float]:
-        commit = _aio_commit(log, service, aio)
+        commit = rig.commit()
         log.max_offset = 100
         commit.sync_early()
         started = time.monotonic()
@@ -739,14 +767,13 @@ def test_aio_a_joined_put_gets_flush_disk_timeout_while_the_sync_hangs(
 
 
 def test_aio_a_failed_sync_answers_false_at_once(
-    group_commit: tuple[_FakeCommitLog, GroupCommitService, Histogram],
+    rig: _AioRig,
 ) -> None:
-    _log, service, _latency = group_commit
-    log = _SyncedLog(fds=(7, 8))  # a sync across a segment roll: two files
-    aio = _FakeAio()
+    log = rig.log = _SyncedLog(fds=(7, 8))  # a sync across a segment roll: two files
+    aio = rig.aio
 
     async def run() -> bool:
-        commit, waiting = await _first_flight(log, service, aio)
+        commit, waiting = await _first_flight(rig)
         assert aio.submitted == [[7, 8]]
         aio.complete(0)  # one file synced ...
         await asyncio.sleep(0.01)
@@ -761,14 +788,12 @@ def test_aio_a_failed_sync_answers_false_at_once(
 
 
 def test_aio_timeout_answers_false_while_the_sync_hangs(
-    group_commit: tuple[_FakeCommitLog, GroupCommitService, Histogram],
+    rig: _AioRig,
 ) -> None:
-    _log, service, _latency = group_commit  # syncFlushTimeout 200 ms
-    log = _SyncedLog()
-    aio = _FakeAio()
+    log, aio = rig.log, rig.aio  # syncFlushTimeout 200 ms
 
     async def run() -> tuple[bool, float, bool]:
-        commit = _aio_commit(log, service, aio)
+        commit = rig.commit()
         log.max_offset = 100
         started = time.monotonic()
         durable = await commit.wait_durable(100)  # the sync never completes
@@ -823,14 +848,12 @@ def test_aio_refused_falls_back_to_the_thread() -> None:
 
 
 def test_aio_close_waits_for_the_sync_in_flight(
-    group_commit: tuple[_FakeCommitLog, GroupCommitService, Histogram],
+    rig: _AioRig,
 ) -> None:
-    _log, service, _latency = group_commit
-    log = _SyncedLog()
-    aio = _FakeAio()
+    log, aio = rig.log, rig.aio
 
     async def run() -> bool:
-        commit, waiting = await _first_flight(log, service, aio)
+        commit, waiting = await _first_flight(rig)
         aio.results.append(0)  # completes as close waits for it
         commit.close()
         assert aio.closed

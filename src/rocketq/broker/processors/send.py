@@ -19,9 +19,9 @@ Mirrors ``org.apache.rocketmq.broker.processor.SendMessageProcessor`` and
   loop.
 * The server calls :meth:`SendMessageProcessor.process_now` (its immediate handler): checks,
   put and answer are plain calls, no coroutine per send; an ack that waits for the disk (the
-  put is already in the commit log then) is a ``DeferredResponse`` on the group commit's
-  future, answered from its done-callback (no task per send), or, for a put made off the
-  loop's group commit, a coroutine.
+  put is already in the commit log then) is a ``DeferredResponse`` on the future of that
+  wait (the loop's group commit, or the ``GroupCommitService`` thread's request), answered
+  from its done-callback: no task per send.
 * A message with ``TRAN_MSG=true`` is stored as a half message in
   ``RMQ_SYS_TRANS_HALF_TOPIC`` (:mod:`rocketq.broker.transaction`), or refused with
   NO_PERMISSION under ``rejectTransactionMessage``; the answer names the half's offsets.
@@ -44,9 +44,8 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Coroutine
 from json.encoder import encode_basestring as _json_quote
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rocketq.broker.processors import decode_request_header
 from rocketq.broker.store import (
@@ -250,7 +249,7 @@ _SendValues = SendMessageRequestHeader | SendMessageRequestHeaderV2 | SendFields
 class _StoredPut:
     """A put made for one send request: what its answer needs. Returned instead of the
     answer when the producer waits for the disk (SYNC_FLUSH, ``WAIT`` not false), for
-    :meth:`SendMessageProcessor._ack_when_durable` to answer later."""
+    :meth:`SendMessageProcessor._durable_answer` to answer later."""
 
     __slots__ = ("msgs", "queue_id", "request", "result", "size", "started", "topic")
 
@@ -405,19 +404,16 @@ class SendMessageProcessor:
 
     async def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
         outcome = self.process_now(channel, request)
-        if outcome is None or isinstance(outcome, RemotingCommand):
-            return outcome
         if isinstance(outcome, DeferredResponse):
             return await outcome.wait()
-        return await outcome
+        return outcome
 
     def process_now(
         self, channel: Channel, request: RemotingCommand
-    ) -> RemotingCommand | DeferredResponse | Coroutine[Any, Any, RemotingCommand | None] | None:
+    ) -> RemotingCommand | DeferredResponse | None:
         """The server's immediate handler (:data:`~rocketq.remoting.server.ImmediateHandler`):
         the answer, without a coroutine, unless the ack waits for the disk (SYNC_FLUSH): then
-        the group commit's future with what answers once it is durable, or (a put that did
-        not go through the loop's group commit) the coroutine that answers then."""
+        the future of that wait with what answers once it is done (no task per send)."""
         started = time.perf_counter()
         try:
             outcome = self._process(channel, request)
@@ -425,30 +421,28 @@ class SendMessageProcessor:
             self._observe_latency(started)
             raise
         if isinstance(outcome, _StoredPut):
+            outcome.started = started
             result = outcome.result
+            durable: asyncio.Future[bool]
             if result.flush_offset >= 0:
-                # SYNC_FLUSH: the loop's group commit (one sync for the puts it covers)
-                group_commit = self.broker.store.loop_group_commit(asyncio.get_running_loop())
-                outcome.started = started
-                return DeferredResponse(
-                    group_commit.wait_durable(result.flush_offset), self._durable_answer, outcome
+                # the loop's group commit (one sync for the puts it covers)
+                durable = self.broker.store.loop_group_commit(asyncio.get_running_loop()).wait_durable(
+                    result.flush_offset
                 )
-            return self._ack_later(outcome, started)
+            else:
+                # the GroupCommitService thread's request (_handle_put_result: one of the two)
+                assert result.flush_future is not None
+                durable = asyncio.wrap_future(result.flush_future)
+            return DeferredResponse(durable, self._durable_answer, outcome)
         self._observe_latency(started)
         return outcome
 
     def _durable_answer(self, pending: _StoredPut, durable: asyncio.Future[bool]) -> RemotingCommand:
-        """The answer once the group commit's ``durable`` is done (False: the flush timed
-        out, FLUSH_DISK_TIMEOUT; the message *is* stored)."""
+        """The answer once ``durable`` is done (False: the flush timed out,
+        FLUSH_DISK_TIMEOUT; the message *is* stored)."""
         self._observe_latency(pending.started)
         ok = durable.result()
         return self._answer(pending, PutMessageStatus.PUT_OK if ok else PutMessageStatus.FLUSH_DISK_TIMEOUT)
-
-    async def _ack_later(self, pending: _StoredPut, started: float) -> RemotingCommand:
-        try:
-            return await self._ack_when_durable(pending)
-        finally:
-            self._observe_latency(started)
 
     def _observe_latency(self, started: float) -> None:
         self.broker.stats.send_latency.observe((time.perf_counter() - started) * 1000.0)
@@ -720,7 +714,7 @@ class SendMessageProcessor:
     # ------------------------------------------------------------------ result
     def _handle_put_result(self, put: _StoredPut, wait_flush: bool) -> RemotingCommand | _StoredPut:
         """The answer to a put, or (SYNC_FLUSH, the producer waits) the put itself, whose
-        answer :meth:`_ack_when_durable` writes once the disk has it."""
+        answer :meth:`_durable_answer` writes once the disk has it."""
         result = put.result
         if (
             wait_flush
@@ -729,18 +723,6 @@ class SendMessageProcessor:
         ):
             return put
         return self._answer(put, result.status)
-
-    async def _ack_when_durable(self, pending: _StoredPut) -> RemotingCommand:
-        """Wait until a put made off the loop's group commit (its ``flush_future``, from the
-        ``GroupCommitService`` thread) is durable (or the flush timed out:
-        FLUSH_DISK_TIMEOUT, the message *is* stored), then answer."""
-        result = pending.result
-        durable = True
-        if result.flush_future is not None:
-            durable = await asyncio.wrap_future(result.flush_future)
-        return self._answer(
-            pending, PutMessageStatus.PUT_OK if durable else PutMessageStatus.FLUSH_DISK_TIMEOUT
-        )
 
     def _answer(self, put: _StoredPut, status: PutMessageStatus) -> RemotingCommand:
         """The send answer for ``put`` with ``status`` (the put's, or its flush outcome)."""

@@ -483,7 +483,7 @@ class LoopGroupCommit:
         loop = self._loop
         if loop.is_closed():
             self._finish_close()
-        elif _running_loop() is loop:
+        elif asyncio._get_running_loop() is loop:  # None off any loop
             self._close_on_loop()
         else:
             try:
@@ -590,13 +590,6 @@ class _Flight:
         self.ok = ok
         self.started = time.perf_counter()
         self.joining: _Batch | None = None
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
 
 
 def _resolve(batch: _Batch, durable: bool) -> None:
