@@ -16,9 +16,13 @@ COMPILE         ?= 1
 MYPYC_OPT_LEVEL ?= 2
 COMPILED        := $(VENV)/.compiled
 SRC_PY          := $(shell find src/rocketq -name '*.py')
-# `make test` then runs a fast subset again with ROCKETQ_PURE_PYTHON=1 (the pure fallback).
+# `make test` then runs a fast subset again with ROCKETQ_PURE_PYTHON=1 (the pure fallback), and
+# every test marked pure_python outside it (the compiled pass skips those: they replace a method
+# of a compiled class), so each of them runs in one pass or the other.
 PURE_TESTS      := tests/unit tests/golden tests/component/test_build.py tests/component/test_remoting_client.py \
-                   tests/component/test_remoting_client_sync_io.py tests/component/test_remoting_server.py
+                   tests/component/test_remoting_client_sync_io.py tests/component/test_remoting_server.py \
+                   tests/component/test_sync_flush_ack.py
+PURE_MARKED     := tests --ignore=tests/unit --ignore=tests/golden --ignore=tests/component/test_sync_flush_ack.py
 
 .PHONY: demo test lint typecheck pytest bench clean venv interop-deps browser
 
@@ -82,6 +86,7 @@ pytest: venv interop-deps browser
 ifeq ($(COMPILE),1)
 	ROCKETQ_EXPECT_BUILD=compiled $(PY) -m pytest -q
 	ROCKETQ_PURE_PYTHON=1 ROCKETQ_EXPECT_BUILD=pure $(PY) -m pytest -q $(PURE_TESTS)
+	ROCKETQ_PURE_PYTHON=1 ROCKETQ_EXPECT_BUILD=pure $(PY) -m pytest -q -m pure_python $(PURE_MARKED)
 else
 	$(PY) -m pytest -q
 endif

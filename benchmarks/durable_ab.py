@@ -15,16 +15,24 @@ another tree's interpreter (its venv's ``python``, built with ``make`` there), w
 environment variable: an A/B of two trees on the same disk, with Redis between them. The client
 is always this tree's. ``--conf LABEL=KEY=VALUE`` (repeatable) adds a rocketq SYNC_FLUSH server of
 this tree with one more ``broker.conf`` key (e.g. ``warm=warmMapedFileEnable=true``).
-``--workloads`` picks among 1, 2, 3 (6a, 6b, 6c).
+``--workloads`` picks among 1, 2, 3 (6a, 6b, 6c). ``--pin same|split`` pins every thread of
+every server to CPU 0 and this process's threads (the clients) to CPU 0 (``same``) or CPU 1
+(``split``): where the scheduler puts a one-in-flight client next to its server decides much of
+workload 6's per-message CPU on a 2-core machine, and pinning shows each placement's ratio on its
+own (``benchmarks/README.md``, speed8). The kernel's own workers (an AIO ``fdatasync`` runs on one
+bound to the submitting CPU) are not pinned.
 
     python benchmarks/durable_ab.py [--reps 4] [--seconds 2] [--systems rocketq,rocketq-onloop,redis]
     python benchmarks/durable_ab.py --systems redis --tree new=.venv/bin/python \
         --tree base=/tmp/base/.venv/bin/python --reps 6 --workloads 1,3
+    python benchmarks/durable_ab.py --pin split --workloads 1,2
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -34,6 +42,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.suite.common import Meter, Sizes, Variant, Workload
 from benchmarks.suite.peers import RocketqServer, Server, make_server
 from benchmarks.suite.runner import DURABLE_WORKLOADS, _bench_for, _run_workload
+
+#: --pin: (the servers' CPUs, the clients' CPUs)
+_PLACEMENTS = {"same": ({0}, {0}), "split": ({0}, {1})}
+
+
+def pin_process(pid: int, cpus: set[int]) -> None:
+    """Pin every thread ``pid`` has now to ``cpus`` (threads started later inherit their
+    creator's affinity)."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(ProcessLookupError):  # the thread ended meanwhile
+            os.sched_setaffinity(int(tid), cpus)
 
 
 def main() -> None:
@@ -56,7 +75,12 @@ def main() -> None:
         help="a rocketq server of this tree with one more broker.conf key (repeatable)",
     )
     parser.add_argument("--workloads", default="1,2,3", help="of 1, 2, 3 (6a, 6b, 6c)")
+    parser.add_argument(
+        "--pin", choices=sorted(_PLACEMENTS), help="servers on CPU 0, clients on CPU 0 (same) or 1 (split)"
+    )
     args = parser.parse_args()
+    if args.pin and not {0, 1} <= os.sched_getaffinity(0):
+        parser.error("--pin needs CPUs 0 and 1")
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     trees: dict[str, Server] = {}
     for spec in args.tree:
@@ -85,6 +109,11 @@ def main() -> None:
             servers[system] = trees[system] if system in trees else make_server(system, Variant.DURABLE)
             servers[system].start()
         benches = {s: _bench_for(servers[s]) for s in systems}
+        if args.pin:
+            server_cpus, client_cpus = _PLACEMENTS[args.pin]
+            for server in servers.values():
+                pin_process(server.pid, server_cpus)
+            pin_process(os.getpid(), client_cpus)
         try:
             for rep in range(args.reps):
                 for workload in workloads:

@@ -45,10 +45,10 @@ SHARED_LIB = f"{GROUP_NAME}__mypyc"
 MANIFEST_NAME = "_compiled_manifest.json"
 
 #: The modules mypyc compiles, chosen by profile (broker send/pull path, frame and record codecs, the
-#: message codec, the store's append/read path, the client's send preparation, queue choice and
-#: receive path, the producer's auto-batch accumulator and its per-message futures). Header classes
-#: (headers*.py) and the
-#: reflective body codecs stay interpreted: they rely on dataclass field metadata mypyc does not keep.
+#: message codec, the store's append/read path and its SYNC_FLUSH group commit, the client's send
+#: preparation, queue choice and receive path, the producer's auto-batch accumulator and its
+#: per-message futures). Header classes (headers*.py) and the reflective body codecs stay
+#: interpreted: they rely on dataclass field metadata mypyc does not keep.
 HOT_MODULES: tuple[str, ...] = (
     "rocketq.protocol.frame",
     "rocketq.protocol.message_id",
@@ -73,6 +73,7 @@ HOT_MODULES: tuple[str, ...] = (
     "rocketq.broker.store.message_ext_broker_inner",
     "rocketq.broker.store.index",
     "rocketq.broker.store.status",
+    "rocketq.broker.store.flush_service",
     "rocketq.common.histogram",
     "rocketq.client.consumer.process_queue",
     "rocketq.client.consumer.consume_concurrently",

@@ -370,27 +370,32 @@ def group_commit() -> Iterator[tuple[_FakeCommitLog, GroupCommitService, Histogr
         service.shutdown()
 
 
-def _record_requests(service: GroupCommitService) -> list[int]:
-    """The offsets of the requests ``service`` is handed from now on, in order."""
-    requests: list[int] = []
-    real_request = service.request
+class _RecordingService:
+    """Stands between the loop's group commit and the flush thread: the offsets of the requests
+    ``service`` is handed, in order (a ``CommitRequests``; the service itself may be compiled,
+    so its methods cannot be replaced)."""
 
-    def recording(next_offset: int, done: Callable[[bool], None]) -> bool:
-        requests.append(next_offset)
-        return real_request(next_offset, done)
+    def __init__(self, service: GroupCommitService) -> None:
+        self.service = service
+        self.requests: list[int] = []
 
-    service.request = recording  # type: ignore[method-assign]
-    return requests
+    @property
+    def timeout_s(self) -> float:
+        return self.service.timeout_s
+
+    def request(self, next_offset: int, done: Callable[[bool], None]) -> bool:
+        self.requests.append(next_offset)
+        return self.service.request(next_offset, done)
 
 
 def test_loop_group_commit_hands_the_thread_one_request_per_iteration(
     group_commit: tuple[_FakeCommitLog, GroupCommitService, Histogram],
 ) -> None:
     log, service, latency = group_commit
-    requests = _record_requests(service)
+    recorder = _RecordingService(service)
 
     async def run() -> list[bool]:
-        commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service)  # type: ignore[arg-type]
+        commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=recorder)
         log.max_offset = 300
         first = [commit.wait_durable(offset) for offset in (100, 200, 300)]
         results = list(await asyncio.gather(*first))
@@ -399,7 +404,7 @@ def test_loop_group_commit_hands_the_thread_one_request_per_iteration(
         return results
 
     assert asyncio.run(run()) == [True, True, True, True]
-    assert requests == [300, 400]  # one request per iteration, for its highest offset
+    assert recorder.requests == [300, 400]  # one request per iteration, for its highest offset
     assert latency.snapshot().count == 2  # one sync per request
 
 
@@ -505,15 +510,15 @@ def test_loop_group_commit_requests_the_highest_offset_of_the_iteration(
     """The iteration's one request covers its highest offset, whatever order its waiters came in
     (a request for the last waiter's offset would let an earlier, higher one be acked unsynced)."""
     log, service, _latency = group_commit
-    requests = _record_requests(service)
+    recorder = _RecordingService(service)
 
     async def run() -> list[bool]:
-        commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service)  # type: ignore[arg-type]
+        commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=recorder)
         log.max_offset = 300
         return list(await asyncio.gather(*(commit.wait_durable(o) for o in (200, 300, 100))))
 
     assert asyncio.run(run()) == [True, True, True]
-    assert requests == [300]
+    assert recorder.requests == [300]
 
 
 def test_group_commit_pass_answers_the_covered_and_keeps_the_rest_until_their_deadline(

@@ -343,3 +343,33 @@ def test_distinct_offsets_counts_each_queue_offset_once() -> None:
     assert seen.add(mixed) == 3
     assert seen.add(batch(3, 10, 11, 12)) == 2
     assert seen.count == 32 + 16 + 32 + 3 + 3 + 2
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or not {0, 1} <= os.sched_getaffinity(0), reason="needs CPUs 0 and 1"
+)
+def test_pin_process_pins_every_thread_a_process_has() -> None:
+    """durable_ab.py --pin: each thread of a running process (not just its main thread) ends
+    up on the CPUs asked for."""
+    from benchmarks.durable_ab import pin_process
+
+    with subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import threading, time\n"
+            "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+            "print('up', flush=True)\n"
+            "time.sleep(30)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as child:
+        try:
+            assert child.stdout is not None and child.stdout.readline() == "up\n"
+            tids = [int(t) for t in os.listdir(f"/proc/{child.pid}/task")]
+            assert len(tids) == 2
+            pin_process(child.pid, {1})
+            assert [os.sched_getaffinity(t) for t in tids] == [{1}, {1}]
+        finally:
+            child.kill()

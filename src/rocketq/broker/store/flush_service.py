@@ -42,15 +42,15 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from typing import Protocol
 
 from rocketq.broker.store.aio_sync import AioSync
-from rocketq.broker.store.commit_log import CommitLog
 from rocketq.broker.store.config import MessageStoreConfig
 from rocketq.common.histogram import Histogram
 from rocketq.common.log_limiter import LogLimiter
 from rocketq.common.service_thread import ServiceThread
 
-__all__ = ["FlushRealTimeService", "GroupCommitService", "LoopGroupCommit"]
+__all__ = ["CommitRequests", "FlushRealTimeService", "GroupCommitService", "LoopGroupCommit", "SyncedLog"]
 
 log = logging.getLogger(__name__)
 
@@ -60,10 +60,38 @@ _flush_errors = LogLimiter(log)
 _RETRY_TIMES_OVER = 10
 
 
+class SyncedLog(Protocol):
+    """What the flush services use of the commit log
+    (:class:`~rocketq.broker.store.commit_log.CommitLog`). A protocol rather than the class:
+    this module is compiled, and its tests drive the services with a stand-in log."""
+
+    @property
+    def flushed_where(self) -> int: ...
+
+    def flush(self, least_pages: int = 0) -> bool: ...
+
+    def flush_unclaimed(self) -> bool: ...
+
+    def sync_targets(self) -> tuple[list[int], int, int] | None: ...
+
+    def sync_started(self, target: int) -> None: ...
+
+    def mark_synced(self, target: int, ts: int) -> None: ...
+
+
+class CommitRequests(Protocol):
+    """What :class:`LoopGroupCommit` uses of the flush thread (:class:`GroupCommitService`)."""
+
+    @property
+    def timeout_s(self) -> float: ...
+
+    def request(self, next_offset: int, done: Callable[[bool], None]) -> bool: ...
+
+
 class FlushRealTimeService(ServiceThread):
     """ASYNC_FLUSH: the periodic flush thread."""
 
-    def __init__(self, commit_log: CommitLog, config: MessageStoreConfig) -> None:
+    def __init__(self, commit_log: SyncedLog, config: MessageStoreConfig) -> None:
         super().__init__("FlushRealTimeService", interval_s=None, join_timeout_s=30.0)
         self._commit_log = commit_log
         self._interval_s = config.flush_interval_commit_log_ms / 1000
@@ -107,7 +135,7 @@ class GroupCommitService(ServiceThread):
     """
 
     def __init__(
-        self, commit_log: CommitLog, config: MessageStoreConfig, flush_latency: Histogram | None = None
+        self, commit_log: SyncedLog, config: MessageStoreConfig, flush_latency: Histogram | None = None
     ) -> None:
         super().__init__("GroupCommitService", interval_s=None, join_timeout_s=30.0)
         self._commit_log = commit_log
@@ -277,22 +305,24 @@ class LoopGroupCommit:
         "_loop",
         "_queued",
         "_scheduled",
-        "_thread",
+        "_service",
         "_waiting",
     )
 
     def __init__(
         self,
-        commit_log: CommitLog,
+        commit_log: SyncedLog,
         loop: asyncio.AbstractEventLoop,
         flush_latency: Histogram | None = None,
-        thread: GroupCommitService | None = None,
+        thread: CommitRequests | None = None,
         aio: AioSync | None = None,
     ) -> None:
         self._commit_log = commit_log
         self._loop = loop
         self._flush_latency = flush_latency
-        self._thread = thread
+        #: the GroupCommitService (not ``_thread``: mypyc would name the C field ``__thread``,
+        #: a C keyword)
+        self._service = thread
         self._waiting: list[tuple[int, asyncio.Future[bool]]] = []
         self._scheduled = False
         #: batches the thread answered, for the loop to resolve (appended by the thread)
@@ -330,7 +360,7 @@ class LoopGroupCommit:
         self._waiting.append((next_offset, fut))
         if not self._scheduled:
             self._scheduled = True
-            if self._thread is None:
+            if self._service is None:
                 self._loop.call_soon(self._commit)
             elif self._aio is not None:
                 self._loop.call_soon(self._submit)
@@ -353,7 +383,7 @@ class LoopGroupCommit:
 
     def _new_batch(self, waiting: list[tuple[int, asyncio.Future[bool]]]) -> _Batch:
         """A batch of ``waiting`` with its FLUSH_DISK_TIMEOUT timer armed."""
-        thread = self._thread
+        thread = self._service
         assert thread is not None
         batch = _Batch(waiting, self)
         batch.timer = self._loop.call_later(thread.timeout_s, _resolve, batch, False)
@@ -459,7 +489,7 @@ class LoopGroupCommit:
 
     def _to_thread(self, batches: list[_Batch]) -> None:
         """One request to the flush thread per batch, for the highest of its offsets."""
-        thread = self._thread
+        thread = self._service
         assert thread is not None
         for batch in batches:
             upto = batch.upto()
