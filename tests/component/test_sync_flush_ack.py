@@ -471,6 +471,40 @@ def test_loop_group_commit_thread_timeout_answers_false_and_stays_stored() -> No
     assert waited >= 0.045  # not before syncFlushTimeout
 
 
+def test_loop_group_commit_each_batch_times_out_at_its_own_deadline() -> None:
+    """One timer serves every batch's FLUSH_DISK_TIMEOUT: batches made 60 ms apart while the disk
+    gets nowhere are answered False each at its own deadline (the first does not take the
+    second with it, nor does the second wait for a later sweep), and answered batches are not
+    kept."""
+    log = _FakeCommitLog(durable_to=0)  # the disk never gets anywhere
+    config = MessageStoreConfig(store_path_root_dir="unused", sync_flush_timeout_ms=100)
+    service = GroupCommitService(log, config)  # type: ignore[arg-type]
+    service.start()
+    try:
+
+        async def run() -> tuple[list[tuple[bool, float]], int]:
+            commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service)  # type: ignore[arg-type]
+            started = time.monotonic()
+
+            async def put(offset: int, after_s: float) -> tuple[bool, float]:
+                await asyncio.sleep(after_s)
+                log.max_offset = offset
+                durable = await commit.wait_durable(offset)
+                return durable, time.monotonic() - started
+
+            answers = await asyncio.wait_for(asyncio.gather(put(100, 0.0), put(200, 0.06)), 5)
+            return answers, len(commit._deadlines)
+
+        (first, second), left = asyncio.run(run())
+    finally:
+        service.shutdown()
+    assert first[0] is False and second[0] is False
+    assert first[1] >= 0.095  # not before its deadline, 100 ms after it was made
+    # not answered with the first: 100 ms after it was made, 60 ms after the first
+    assert second[1] >= 0.155
+    assert left == 0
+
+
 def test_group_commit_after_shutdown_answers_what_is_durable() -> None:
     log = _FakeCommitLog()
     service = GroupCommitService(log, MessageStoreConfig(store_path_root_dir="unused"))  # type: ignore[arg-type]
@@ -556,6 +590,8 @@ class _SyncedLog(_FakeCommitLog):
 
     fds: tuple[int, ...] = (7,)
     marked: list[int] = dataclasses.field(default_factory=list)
+    #: ``sync_started`` targets: bytes the loop's syncs (in flight or next) cover
+    claimed: list[int] = dataclasses.field(default_factory=list)
 
     def sync_targets(self) -> tuple[list[int], int, int] | None:
         if self.max_offset <= self.flushed_where:
@@ -567,7 +603,7 @@ class _SyncedLog(_FakeCommitLog):
         self.flushed_where = max(self.flushed_where, target)
 
     def sync_started(self, target: int) -> None:
-        pass
+        self.claimed.append(target)
 
 
 class _FakeAio:
@@ -747,6 +783,32 @@ def test_aio_an_iterations_earlier_waiters_join_the_sync_that_covers_them(
 
     assert asyncio.run(run()) == [True, True]
     assert log.marked == [200]
+
+
+def test_aio_a_batch_queued_behind_the_sync_in_flight_is_claimed_for_the_next(
+    rig: _AioRig,
+) -> None:
+    """Puts that wait for the sync after the one in flight have their bytes claimed at once
+    (``sync_started``), so the GroupCommitService's idle pass (``flush_unclaimed``) leaves
+    them to that sync instead of syncing them a second time meanwhile."""
+    log, aio = rig.log, rig.aio
+
+    async def run() -> list[bool]:
+        commit, first = await _first_flight(rig)  # a sync up to 100 in flight
+        log.max_offset = 200
+        queued = commit.wait_durable(200)  # not covered by it: waits for the next sync
+        await asyncio.sleep(0.01)  # the iteration ended
+        assert aio.submitted == [[7]] and log.claimed == [100, 200]
+        aio.complete(0)
+        results = [await first]
+        await _until(lambda: len(aio.submitted) == 2)  # the next sync, for the queued put
+        aio.complete(0)
+        results.append(await queued)
+        commit.close()
+        return results
+
+    assert asyncio.run(run()) == [True, True]
+    assert log.marked == [100, 200]
 
 
 def test_aio_a_joined_put_gets_flush_disk_timeout_while_the_sync_hangs(

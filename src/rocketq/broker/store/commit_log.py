@@ -604,7 +604,8 @@ class CommitLog:
 
     def sync_started(self, target: int) -> None:
         """A sync of :meth:`sync_targets`'s files up to ``target`` is under way elsewhere
-        (the loop's native AIO): :meth:`flush_unclaimed` leaves those bytes to it."""
+        (the loop's native AIO), or queued there behind the one in flight:
+        :meth:`flush_unclaimed` leaves those bytes to it."""
         self._claimed_where = max(self._claimed_where, target)
 
     def flush_unclaimed(self) -> bool:

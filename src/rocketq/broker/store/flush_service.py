@@ -277,15 +277,16 @@ class LoopGroupCommit:
     callback at its end, which covers every such waiter of the iteration:
 
     * with ``thread`` (Java's ``GroupCommitService``, the default): it hands the thread
-      *one* request for all of them and arms one timer at ``sync_flush_timeout_ms``; the
-      thread's answer comes back in one ``call_soon_threadsafe`` for every request it
-      answered meanwhile. The loop never blocks on the disk, and the timer answers
-      ``False`` on time even while a sync hangs in the kernel (Java's waiter-side timeout);
+      *one* request for all of them, due within ``sync_flush_timeout_ms``; the thread's
+      answer comes back in one ``call_soon_threadsafe`` for every request it answered
+      meanwhile. The loop never blocks on the disk, and one loop timer for every batch
+      answers ``False`` on time even while a sync hangs in the kernel (Java's waiter-side
+      timeout);
     * with ``aio`` as well (``sync_flush_aio``, the default where Linux native AIO works):
       the loop submits the sync itself (:class:`~rocketq.broker.store.aio_sync.AioSync`)
       and the completion wakes it through an ``eventfd``; iterations that end while a sync
       runs queue their batches for the next one (one sync in flight, as the thread runs
-      one at a time). Each batch has the same timer. A put that finds no sync in flight
+      one at a time). Each batch has the same deadline. A put that finds no sync in flight
       starts one from under the append lock (:meth:`sync_early`, Java's put waking
       ``GroupCommitService`` at once), and the waiters it covers join it rather than wait
       for the end of the iteration. Should the kernel refuse a submission, this and every
@@ -300,12 +301,14 @@ class LoopGroupCommit:
         "_answered",
         "_answering",
         "_commit_log",
+        "_deadlines",
         "_flight",
         "_flush_latency",
         "_loop",
         "_queued",
         "_scheduled",
         "_service",
+        "_sweeper",
         "_waiting",
     )
 
@@ -325,6 +328,11 @@ class LoopGroupCommit:
         self._service = thread
         self._waiting: list[tuple[int, asyncio.Future[bool]]] = []
         self._scheduled = False
+        #: the batches not answered yet, oldest first (each one's deadline is no earlier than
+        #: the one before it: one timeout for all), and the one timer that answers ``False``
+        #: to those past their deadline
+        self._deadlines: collections.deque[_Batch] = collections.deque()
+        self._sweeper: asyncio.TimerHandle | None = None
         #: batches the thread answered, for the loop to resolve (appended by the thread)
         self._answered: collections.deque[tuple[_Batch, bool]] = collections.deque()
         self._answering = False  # a call_soon_threadsafe to resolve them is under way
@@ -374,7 +382,7 @@ class LoopGroupCommit:
         self._to_thread([self._take_batch()])
 
     def _take_batch(self) -> _Batch:
-        """End of the iteration: its waiters as one batch, its timeout timer armed (first:
+        """End of the iteration: its waiters as one batch, its deadline set (first:
         a request to the thread wakes it, and the thread then needs the GIL this thread
         holds until the loop goes back to waiting, so the less done after, the better)."""
         self._scheduled = False
@@ -382,12 +390,39 @@ class LoopGroupCommit:
         return self._new_batch(waiting)
 
     def _new_batch(self, waiting: list[tuple[int, asyncio.Future[bool]]]) -> _Batch:
-        """A batch of ``waiting`` with its FLUSH_DISK_TIMEOUT timer armed."""
+        """A batch of ``waiting``, answered ``False`` (FLUSH_DISK_TIMEOUT) unless answered
+        within ``sync_flush_timeout_ms``: one timer serves every batch (not one per batch, as
+        there is a batch per put when puts come one at a time)."""
         thread = self._service
         assert thread is not None
-        batch = _Batch(waiting, self)
-        batch.timer = self._loop.call_later(thread.timeout_s, _resolve, batch, False)
+        batch = _Batch(waiting, self, self._loop.time() + thread.timeout_s)
+        self._deadlines.append(batch)
+        if self._sweeper is None:
+            self._sweeper = self._loop.call_at(batch.deadline, self._sweep)
         return batch
+
+    def _retire(self) -> None:
+        """Drop the answered batches at the head of :attr:`_deadlines` (batches are answered
+        in about the order they were made, so this is usually the one just answered)."""
+        deadlines = self._deadlines
+        while deadlines and deadlines[0].answered:
+            deadlines.popleft()
+
+    def _sweep(self) -> None:
+        """The timer: answer ``False`` to every batch past its deadline; re-arm for the
+        oldest one left."""
+        self._sweeper = None
+        deadlines = self._deadlines
+        now = self._loop.time()
+        while deadlines:
+            batch = deadlines[0]
+            if batch.answered:
+                deadlines.popleft()
+            elif batch.deadline <= now:
+                _resolve(batch, False)  # (retires it)
+            else:
+                self._sweeper = self._loop.call_at(batch.deadline, self._sweep)
+                return
 
     # ------------------------------------------------------------------ native AIO
     def sync_early(self) -> None:
@@ -411,6 +446,9 @@ class LoopGroupCommit:
             flight.batches.append(batch)
         else:
             self._queued.append(batch)
+            # the next sync covers its bytes: the GroupCommitService's idle pass leaves them
+            # to it (flush_unclaimed) rather than sync them a second time meanwhile
+            self._commit_log.sync_started(batch.upto())
 
     def _start_sync(self) -> None:
         """Submit one sync for every queued batch (all of them were stored already)."""
@@ -587,14 +625,17 @@ class LoopGroupCommit:
 
 class _Batch:
     """The waiters of one loop iteration, handed to :class:`GroupCommitService` as one
-    request (for the highest of their offsets), and its timeout timer."""
+    request (for the highest of their offsets), and the loop time by which they are answered."""
 
-    __slots__ = ("commit", "timer", "waiting")
+    __slots__ = ("answered", "commit", "deadline", "waiting")
 
-    def __init__(self, waiting: list[tuple[int, asyncio.Future[bool]]], commit: LoopGroupCommit) -> None:
+    def __init__(
+        self, waiting: list[tuple[int, asyncio.Future[bool]]], commit: LoopGroupCommit, deadline: float
+    ) -> None:
         self.waiting = waiting
         self.commit = commit
-        self.timer: asyncio.TimerHandle | None = None
+        self.deadline = deadline
+        self.answered = False
 
     def upto(self) -> int:
         """The highest offset its waiters need durable."""
@@ -623,11 +664,12 @@ class _Flight:
 
 
 def _resolve(batch: _Batch, durable: bool) -> None:
-    """Loop: answer ``batch``'s waiters (the first answer wins: the thread's, or the timer's)."""
-    timer = batch.timer
-    if timer is not None:
-        batch.timer = None
-        timer.cancel()
+    """Loop: answer ``batch``'s waiters (the first answer wins: the sync's, the thread's or
+    the deadline's)."""
+    if batch.answered:
+        return
+    batch.answered = True
     for _offset, fut in batch.waiting:
         if not fut.done():
             fut.set_result(durable)
+    batch.commit._retire()
