@@ -328,9 +328,9 @@ class LoopGroupCommit:
         self._service = thread
         self._waiting: list[tuple[int, asyncio.Future[bool]]] = []
         self._scheduled = False
-        #: the batches not answered yet, oldest first (each one's deadline is no earlier than
-        #: the one before it: one timeout for all), and the one timer that answers ``False``
-        #: to those past their deadline
+        #: the batches, oldest first, until answered and at the head (a deadline is never
+        #: earlier than the one before it: one timeout for all), and the one timer that
+        #: answers ``False`` to those past their deadline
         self._deadlines: collections.deque[_Batch] = collections.deque()
         self._sweeper: asyncio.TimerHandle | None = None
         #: batches the thread answered, for the loop to resolve (appended by the thread)
