@@ -403,26 +403,22 @@ class LoopGroupCommit:
 
     def _retire(self) -> None:
         """Drop the answered batches at the head of :attr:`_deadlines` (batches are answered
-        in about the order they were made, so this is usually the one just answered)."""
+        in about the order they were made, so this is usually the one just answered). Every
+        answer calls it, so the head is never an answered batch."""
         deadlines = self._deadlines
         while deadlines and deadlines[0].answered:
             deadlines.popleft()
 
     def _sweep(self) -> None:
-        """The timer: answer ``False`` to every batch past its deadline; re-arm for the
-        oldest one left."""
+        """The timer: answer ``False`` to every batch past its deadline (each answer retires
+        it from the head); re-arm for the oldest one left."""
         self._sweeper = None
         deadlines = self._deadlines
         now = self._loop.time()
-        while deadlines:
-            batch = deadlines[0]
-            if batch.answered:
-                deadlines.popleft()
-            elif batch.deadline <= now:
-                _resolve(batch, False)  # (retires it)
-            else:
-                self._sweeper = self._loop.call_at(batch.deadline, self._sweep)
-                return
+        while deadlines and deadlines[0].deadline <= now:
+            _resolve(deadlines[0], False)
+        if deadlines:
+            self._sweeper = self._loop.call_at(deadlines[0].deadline, self._sweep)
 
     # ------------------------------------------------------------------ native AIO
     def sync_early(self) -> None:
