@@ -818,7 +818,7 @@ def test_aio_the_completion_answers_its_waiters_itself_after_starting_the_next_s
     with caplog.at_level(logging.ERROR, logger="rocketq.broker.store"):
         assert asyncio.run(run()) == [("first", True, 2)]
     assert seen == [("first", True, 2), ("second", True, 2)]
-    assert [r.getMessage() for r in caplog.records] == ["SYNC_FLUSH: answering a durable put failed"]
+    assert [r.getMessage() for r in caplog.records] == ["SYNC_FLUSH: answering a group commit request failed"]
 
 
 def test_aio_an_iterations_earlier_waiters_join_the_sync_that_covers_them(

@@ -631,7 +631,7 @@ class LoopGroupCommit:
             self._flush_latency.observe((time.perf_counter() - started) * 1000.0)
         flushed = self._commit_log.flushed_where
         for next_offset, done in waiting:
-            _call(done, flushed >= next_offset)
+            _answer(done, flushed >= next_offset)
 
 
 class _Batch:
@@ -681,16 +681,8 @@ def _resolve(batch: _Batch, durable: bool) -> None:
         return
     batch.answered = True
     for _offset, done in batch.waiting:
-        _call(done, durable)
+        _answer(done, durable)
     batch.commit._retire()
-
-
-def _call(done: Callable[[bool], None], durable: bool) -> None:
-    """A waiter's answer; one that raises is logged and the others still get theirs."""
-    try:
-        done(durable)
-    except Exception:
-        log.exception("SYNC_FLUSH: answering a durable put failed")
 
 
 class _FutureAnswer:
