@@ -501,9 +501,10 @@ def test_server_thread_reports_bind_errors() -> None:
 
 class Immediate:
     """An immediate handler: "now" answers at once, "wait" returns a coroutine that answers
-    after a sleep, "boom" raises, "defer" returns a DeferredResponse whose future is done
-    after a sleep (answered from it), "defer-boom" one whose finish raises, "defer-cancel"
-    one whose future is cancelled (no answer); ``process`` must never be called."""
+    after a sleep, "boom" raises, "defer" returns a DeferredResponse answered by a callback
+    after a sleep, "defer-boom" one that fails so, "defer-never" one never completed (no
+    answer), "defer-early" one answered before it is returned, "defer-twice" one answered
+    twice (the first counts); ``process`` must never be called."""
 
     def __init__(self) -> None:
         self.calls: list[str] = []
@@ -519,19 +520,20 @@ class Immediate:
             return self._later(request)
         if mode.startswith("defer"):
             loop = asyncio.get_running_loop()
-            fut: asyncio.Future[str] = loop.create_future()
-            if mode == "defer-cancel":
-                loop.call_later(0.01, fut.cancel)
-            else:
-                loop.call_later(0.01, fut.set_result, mode)
-            return DeferredResponse(fut, self._finish, request)
+            deferred = DeferredResponse()
+            answer = request.make_response(0, remark=f"deferred {mode}", body=request.body)
+            if mode == "defer-boom":
+                loop.call_later(0.01, deferred.fail, KeyError("finish failed"))
+            elif mode == "defer-early":
+                deferred.answer(answer)
+            elif mode == "defer-twice":
+                loop.call_later(0.01, deferred.answer, answer)
+                loop.call_later(0.02, deferred.answer, request.make_response(0, remark="second"))
+                loop.call_later(0.03, deferred.fail, KeyError("third"))
+            elif mode != "defer-never":
+                loop.call_later(0.01, deferred.answer, answer)
+            return deferred
         return request.make_response(0, remark="now", body=request.body)
-
-    @staticmethod
-    def _finish(request: RemotingCommand, fut: asyncio.Future[str]) -> RemotingCommand:
-        if fut.result() == "defer-boom":
-            raise KeyError("finish failed")
-        return request.make_response(0, remark=f"deferred {fut.result()}", body=request.body)
 
     async def _later(self, request: RemotingCommand) -> RemotingCommand:
         await asyncio.sleep(0.01)
@@ -551,49 +553,74 @@ def test_immediate_handler_answers_now_later_or_with_system_error() -> None:
         with connect(st) as sock:
             dec = FrameDecoder()
             frames = b""
-            modes = ("wait", "now", "boom", "none", "now", "defer", "defer-boom", "defer-cancel")
+            modes = (
+                "wait",
+                "now",
+                "boom",
+                "none",
+                "now",
+                "defer",
+                "defer-boom",
+                "defer-never",
+                "defer-early",
+                "defer-twice",
+            )
             for opaque, mode in enumerate(modes, start=1):
                 cmd = RemotingCommand.request(1005, {"mode": mode}, mode.encode())
                 cmd.opaque = opaque
                 frames += cmd.encode()
             sock.sendall(frames)
-            got = {c.opaque: c for c in read_frames(sock, dec, 6)}
+            got = {c.opaque: c for c in read_frames(sock, dec, 8)}
+            # nothing more: no answer to "none" nor to "defer-never", one to "defer-twice";
+            # and the connection stays open
             sock.settimeout(0.2)
-            # no answer to "none" nor to the cancelled "defer-cancel", and still open
-            assert not is_closed_by_peer(sock)
+            extra = b""
+            closed = False
+            try:
+                while True:
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        closed = True
+                        break
+                    extra += chunk
+            except TimeoutError:
+                pass
+            assert (extra, closed) == (b"", False)
     finally:
         st.stop()
     assert handler.calls == list(modes)
-    assert sorted(got) == [1, 2, 3, 5, 6, 7]
+    assert sorted(got) == [1, 2, 3, 5, 6, 7, 9, 10]
     assert (got[1].code, got[1].remark, got[1].body, got[1].flag) == (0, "later", b"wait", FLAG_RESPONSE)
     assert (got[2].remark, got[5].remark) == ("now", "now")
     assert got[3].code == ResponseCode.SYSTEM_ERROR and "KeyError" in (got[3].remark or "")
-    assert (got[6].code, got[6].remark, got[6].body, got[6].flag) == (
-        0,
-        "deferred defer",
-        b"defer",
-        FLAG_RESPONSE,
-    )
+    for opaque, mode in ((6, "defer"), (9, "defer-early"), (10, "defer-twice")):
+        assert (got[opaque].code, got[opaque].remark, got[opaque].body, got[opaque].flag) == (
+            0,
+            f"deferred {mode}",
+            mode.encode(),
+            FLAG_RESPONSE,
+        )
     assert got[7].code == ResponseCode.SYSTEM_ERROR and "finish failed" in (got[7].remark or "")
 
 
 def test_deferred_response_wait_gives_the_answer_to_a_caller_of_process() -> None:
-    async def run() -> tuple[str | None, str | None]:
+    async def run() -> tuple[str | None, str | None, str]:
         loop = asyncio.get_running_loop()
-        ok: asyncio.Future[int] = loop.create_future()
-        failed: asyncio.Future[int] = loop.create_future()
-        loop.call_soon(ok.set_result, 7)
-        loop.call_soon(failed.set_exception, OSError("disk"))
+        later, early, failed = DeferredResponse(), DeferredResponse(), DeferredResponse()
+        loop.call_soon(later.answer, RemotingCommand(code=0, remark="later"))
+        early.answer(RemotingCommand(code=0, remark="early"))
+        loop.call_soon(failed.fail, OSError("disk"))
+        first = await later.wait()
+        second = await early.wait()
+        try:
+            await failed.wait()
+        except OSError as exc:
+            third = str(exc)
+        else:
+            third = "no error"
+        return (first.remark if first else None, second.remark if second else None, third)
 
-        def finish(tag: str, fut: asyncio.Future[int]) -> RemotingCommand:
-            remark = f"{tag} {fut.result()}" if fut.exception() is None else f"{tag} {fut.exception()}"
-            return RemotingCommand(code=0, remark=remark)
-
-        first = await DeferredResponse(ok, finish, "ok").wait()
-        second = await DeferredResponse(failed, finish, "failed").wait()
-        return (first.remark if first else None, second.remark if second else None)
-
-    assert asyncio.run(run()) == ("ok 7", "failed disk")
+    assert asyncio.run(run()) == ("later", "early", "disk")
 
 
 class AfterChunk:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import os
 import threading
 import time
@@ -325,6 +326,30 @@ def test_loop_group_commit_reports_what_the_sync_did_not_cover() -> None:
 def test_loop_group_commit_failed_sync_is_not_durable(error: Exception) -> None:
     log = _FakeCommitLog(max_offset=300, error=error)
     assert asyncio.run(_waits(log, [100])) == [False]
+
+
+def test_loop_group_commit_runs_here_only_on_its_running_loops_thread() -> None:
+    """``runs_here`` (the durable put's check, without asyncio's ``getpid`` call): true on
+    the thread of its loop while that loop runs; false on another thread, once the loop
+    stopped (a later loop on the same thread gets a group commit of its own), and for one
+    built off its loop."""
+    log = _FakeCommitLog()
+
+    async def make() -> tuple[LoopGroupCommit, bool, bool]:
+        commit = LoopGroupCommit(log, asyncio.get_running_loop())  # type: ignore[arg-type]
+        elsewhere: list[bool] = []
+        thread = threading.Thread(target=lambda: elsewhere.append(commit.runs_here()))
+        thread.start()
+        thread.join()
+        return commit, commit.runs_here(), elsewhere[0]
+
+    commit, here, elsewhere = asyncio.run(make())
+    assert (here, elsewhere, commit.runs_here()) == (True, False, False)
+    loop = asyncio.new_event_loop()
+    try:
+        assert not LoopGroupCommit(log, loop).runs_here()  # type: ignore[arg-type]
+    finally:
+        loop.close()
 
 
 def _codec_answer_map(answer: RemotingCommand) -> list[tuple[str, str]]:
@@ -754,6 +779,46 @@ def test_aio_sync_early_starts_at_once_and_the_puts_it_covers_join_it(
     assert asyncio.run(run()) == [True, True]
     assert log.marked == [100, 200]
     assert latency.snapshot().count == 2
+
+
+def test_aio_the_completion_answers_its_waiters_itself_after_starting_the_next_sync(
+    rig: _AioRig, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``on_durable``'s callbacks run in the completion's own callback (no future, no loop
+    iteration before the ack), after the next sync was submitted for the batch queued behind
+    (the disk works on it while the answers are written); a waiter that raises is logged and
+    the others still get their answer."""
+    log, aio = rig.log, rig.aio
+    seen: list[tuple[str, bool, int]] = []
+
+    def waiter(name: str) -> Callable[[bool], None]:
+        return lambda durable: seen.append((name, durable, len(aio.submitted)))
+
+    def bad(durable: bool) -> None:
+        raise RuntimeError("a broken waiter")
+
+    async def run() -> list[tuple[str, bool, int]]:
+        commit = rig.commit()
+        log.max_offset = 100
+        commit.sync_early()
+        commit.on_durable(100, bad)
+        commit.on_durable(100, waiter("first"))
+        log.max_offset = 200
+        commit.on_durable(200, waiter("second"))
+        await asyncio.sleep(0.01)  # the iteration ended: the second put waits for the next sync
+        assert len(aio.submitted) == 1 and seen == []
+        aio.complete(0)
+        commit._on_synced()  # what the eventfd's reader runs
+        answered_in_the_callback = list(seen)
+        aio.complete(0)
+        await _until(lambda: len(seen) == 2)
+        commit.close()
+        return answered_in_the_callback
+
+    with caplog.at_level(logging.ERROR, logger="rocketq.broker.store"):
+        assert asyncio.run(run()) == [("first", True, 2)]
+    assert seen == [("first", True, 2), ("second", True, 2)]
+    assert [r.getMessage() for r in caplog.records] == ["SYNC_FLUSH: answering a group commit request failed"]
 
 
 def test_aio_an_iterations_earlier_waiters_join_the_sync_that_covers_them(

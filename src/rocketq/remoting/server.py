@@ -96,7 +96,7 @@ ChannelListener = Callable[["Channel"], None]
 RequestValidator = Callable[[str, RemotingCommand], RemotingCommand | None]
 
 #: ``(channel, request) ->`` the answer now (a response, or None for none), a
-#: :class:`DeferredResponse` for an answer that waits for one future, or a coroutine for an
+#: :class:`DeferredResponse` that a callback on the loop completes later, or a coroutine for an
 #: answer that must wait otherwise (run as :meth:`RequestProcessor.process`'s would be): a
 #: processor's request path without a coroutine per request when it needs none
 #: (``RemotingServer.register_processor(..., immediate=...)``).
@@ -107,53 +107,66 @@ ImmediateHandler = Callable[
 
 
 class DeferredResponse:
-    """An immediate handler's answer that waits for ``future`` (a loop future): once it is
-    done, the server answers with ``finish(arg, future)`` (a response, or None for none; an
-    exception is answered as the handler's would be). No task and no coroutine per request:
-    the server adds one done-callback. A cancelled future (shutdown) answers nothing."""
+    """An immediate handler's answer given later, on the loop thread, by whatever completes
+    it: no future, no task and no loop iteration of its own. The handler returns it, the
+    server binds it to the request, and :meth:`answer` (a response, or None for none) or
+    :meth:`fail` (answered as the handler's exception would be) writes the answer at once.
+    Completed before the server bound it, it answers at the binding; the first completion
+    wins, later ones are ignored. Never completed (the server shut down meanwhile), it
+    answers nothing."""
 
-    __slots__ = ("arg", "finish", "future")
+    __slots__ = ("_channel", "_cmd", "_outcome", "_server", "_waiter")
 
-    def __init__(
-        self,
-        future: asyncio.Future[Any],
-        finish: Callable[[Any, asyncio.Future[Any]], RemotingCommand | None],
-        arg: object,
-    ) -> None:
-        self.future = future
-        self.finish = finish
-        self.arg = arg
+    def __init__(self) -> None:
+        self._server: RemotingServer | None = None
+        self._channel: Channel | None = None
+        self._cmd: RemotingCommand | None = None
+        self._outcome: tuple[RemotingCommand | None, Exception | None] | None = None
+        self._waiter: asyncio.Future[RemotingCommand | None] | None = None
+
+    def answer(self, response: RemotingCommand | None) -> None:
+        """Complete with ``response`` (loop thread)."""
+        self._complete(response, None)
+
+    def fail(self, exc: Exception) -> None:
+        """Complete with the error ``exc`` (loop thread)."""
+        self._complete(None, exc)
+
+    def _complete(self, response: RemotingCommand | None, exc: Exception | None) -> None:
+        if self._outcome is not None:
+            return
+        self._outcome = (response, exc)
+        server = self._server
+        if server is not None:
+            server._answer_deferred(self)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            if exc is not None:
+                waiter.set_exception(exc)
+            else:
+                waiter.set_result(response)
+
+    def bind(self, server: RemotingServer, channel: Channel, cmd: RemotingCommand) -> None:
+        """The server's: the request this answers (answered now if completed already)."""
+        self._server = server
+        self._channel = channel
+        self._cmd = cmd
+        if self._outcome is not None:
+            server._answer_deferred(self)
 
     async def wait(self) -> RemotingCommand | None:
-        """The answer, awaited (a caller of ``process`` rather than the server)."""
-        with contextlib.suppress(Exception):  # finish reads the outcome from the future
-            await self.future
-        return self.finish(self.arg, self.future)
-
-
-class _DeferredAnswer:
-    """The done-callback that answers a :class:`DeferredResponse` on its channel."""
-
-    __slots__ = ("channel", "cmd", "deferred", "server")
-
-    def __init__(
-        self, server: RemotingServer, channel: Channel, cmd: RemotingCommand, deferred: DeferredResponse
-    ) -> None:
-        self.server = server
-        self.channel = channel
-        self.cmd = cmd
-        self.deferred = deferred
-
-    def __call__(self, future: asyncio.Future[Any]) -> None:
-        if future.cancelled():
-            return
-        deferred = self.deferred
-        try:
-            response = deferred.finish(deferred.arg, future)
-        except Exception as exc:
-            self.server._respond_error(self.channel, self.cmd, exc)
-            return
-        self.server._respond(self.channel, self.cmd, response)
+        """The answer, awaited (a caller of ``process`` rather than the server); raises the
+        error :meth:`fail` gave."""
+        outcome = self._outcome
+        if outcome is None:
+            waiter = self._waiter
+            if waiter is None:
+                waiter = self._waiter = asyncio.get_running_loop().create_future()
+            return await waiter
+        response, exc = outcome
+        if exc is not None:
+            raise exc
+        return response
 
 
 class RequestProcessor(Protocol):
@@ -207,6 +220,11 @@ class Channel:
 
     def __repr__(self) -> str:
         return f"<Channel {self.remote_addr} -> {self.local_addr} closed={self.closed}>"
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The server's event loop, which reads and writes this channel."""
+        return self._loop
 
     # ------------------------------------------------------------------ writing
     def write(self, cmd: RemotingCommand) -> None:
@@ -902,7 +920,7 @@ class RemotingServer:
                 self._respond(channel, cmd, outcome)
                 return
             if isinstance(outcome, DeferredResponse):
-                outcome.future.add_done_callback(_DeferredAnswer(self, channel, cmd, outcome))
+                outcome.bind(self, channel, cmd)
                 return
             coro = outcome
         else:
@@ -933,6 +951,17 @@ class RemotingServer:
             self._respond_error(channel, cmd, exc)
             return
         self._respond(channel, cmd, response)
+
+    def _answer_deferred(self, deferred: DeferredResponse) -> None:
+        """A bound :class:`DeferredResponse` completed: write its answer (or error)."""
+        channel, cmd, outcome = deferred._channel, deferred._cmd, deferred._outcome
+        if channel is None or cmd is None or outcome is None:
+            return
+        response, exc = outcome
+        if exc is not None:
+            self._respond_error(channel, cmd, exc)
+        else:
+            self._respond(channel, cmd, response)
 
     def _respond(self, channel: Channel, cmd: RemotingCommand, response: RemotingCommand | None) -> None:
         if response is None or cmd.flag & FLAG_ONEWAY:

@@ -19,9 +19,10 @@ Mirrors ``org.apache.rocketmq.broker.processor.SendMessageProcessor`` and
   loop.
 * The server calls :meth:`SendMessageProcessor.process_now` (its immediate handler): checks,
   put and answer are plain calls, no coroutine per send; an ack that waits for the disk (the
-  put is already in the commit log then) is a ``DeferredResponse`` on the future of that
-  wait (the loop's group commit, or the ``GroupCommitService`` thread's request), answered
-  from its done-callback: no task per send.
+  put is already in the commit log then) is a ``DeferredResponse`` that the wait answers:
+  the loop's group commit calls the put's ``_DurableAck`` from the sync's completion itself
+  (no future, no task, no loop iteration per send), the ``GroupCommitService`` thread's
+  request through its future.
 * A message with ``TRAN_MSG=true`` is stored as a half message in
   ``RMQ_SYS_TRANS_HALF_TOPIC`` (:mod:`rocketq.broker.transaction`), or refused with
   NO_PERMISSION under ``rejectTransactionMessage``; the answer names the half's offsets.
@@ -272,6 +273,38 @@ class _StoredPut:
         self.started = 0.0
 
 
+class _DurableAck:
+    """The ack of a put that waits for the disk: called on the loop thread with whether a
+    sync covered the put, it answers the send's :class:`DeferredResponse` at once."""
+
+    __slots__ = ("deferred", "processor", "put")
+
+    def __init__(self, processor: SendMessageProcessor, put: _StoredPut) -> None:
+        self.processor = processor
+        self.put = put
+        self.deferred = DeferredResponse()
+
+    def __call__(self, durable: bool) -> None:
+        try:
+            response = self.processor._durable_answer(self.put, durable)
+        except Exception as exc:  # answered as the processor's error would be
+            self.deferred.fail(exc)
+            return
+        self.deferred.answer(response)
+
+    def from_future(self, fut: asyncio.Future[bool]) -> None:
+        """The done-callback of the GroupCommitService thread's future (a cancelled one, at
+        shutdown, answers nothing)."""
+        if fut.cancelled():
+            return
+        try:
+            durable = fut.result()
+        except Exception as exc:
+            self.deferred.fail(exc)
+            return
+        self(durable)
+
+
 def _wire_names(cls: type[SendMessageRequestHeader] | type[SendMessageRequestHeaderV2]) -> tuple[str, ...]:
     """The wire names of ``cls``'s fields in :data:`_WIRE_ATTRS` order."""
     wire = {field.attr: field.wire for field in cls.wire_fields()}
@@ -413,7 +446,8 @@ class SendMessageProcessor:
     ) -> RemotingCommand | DeferredResponse | None:
         """The server's immediate handler (:data:`~rocketq.remoting.server.ImmediateHandler`):
         the answer, without a coroutine, unless the ack waits for the disk (SYNC_FLUSH): then
-        the future of that wait with what answers once it is done (no task per send)."""
+        a :class:`DeferredResponse` that the sync's completion answers (no task, no future
+        and no loop iteration per send)."""
         started = time.perf_counter()
         try:
             outcome = self._process(channel, request)
@@ -423,26 +457,25 @@ class SendMessageProcessor:
         if isinstance(outcome, _StoredPut):
             outcome.started = started
             result = outcome.result
-            durable: asyncio.Future[bool]
+            ack = _DurableAck(self, outcome)
             if result.flush_offset >= 0:
                 # the loop's group commit (one sync for the puts it covers)
-                durable = self.broker.store.loop_group_commit(asyncio.get_running_loop()).wait_durable(
-                    result.flush_offset
-                )
+                self.broker.store.loop_group_commit(channel.loop).on_durable(result.flush_offset, ack)
             else:
                 # the GroupCommitService thread's request (_handle_put_result: one of the two)
                 assert result.flush_future is not None
-                durable = asyncio.wrap_future(result.flush_future)
-            return DeferredResponse(durable, self._durable_answer, outcome)
+                asyncio.wrap_future(result.flush_future, loop=channel.loop).add_done_callback(ack.from_future)
+            return ack.deferred
         self._observe_latency(started)
         return outcome
 
-    def _durable_answer(self, pending: _StoredPut, durable: asyncio.Future[bool]) -> RemotingCommand:
-        """The answer once ``durable`` is done (False: the flush timed out,
+    def _durable_answer(self, pending: _StoredPut, durable: bool) -> RemotingCommand:
+        """The answer once the disk has the put (``durable`` False: the flush timed out,
         FLUSH_DISK_TIMEOUT; the message *is* stored)."""
         self._observe_latency(pending.started)
-        ok = durable.result()
-        return self._answer(pending, PutMessageStatus.PUT_OK if ok else PutMessageStatus.FLUSH_DISK_TIMEOUT)
+        return self._answer(
+            pending, PutMessageStatus.PUT_OK if durable else PutMessageStatus.FLUSH_DISK_TIMEOUT
+        )
 
     def _observe_latency(self, started: float) -> None:
         self.broker.stats.send_latency.observe((time.perf_counter() - started) * 1000.0)

@@ -269,11 +269,12 @@ class LoopGroupCommit:
     """SYNC_FLUSH group commit for the puts made on one event loop: one request per loop
     iteration with waiters.
 
-    :meth:`wait_durable` is called on the loop thread by a put that must be durable before
-    it is acknowledged; the future it returns resolves ``True`` once a sync that started
-    after the put's bytes were written covered it, ``False`` if it did not within
-    ``sync_flush_timeout_ms`` (the broker answers FLUSH_DISK_TIMEOUT; the bytes stay
-    stored). The first waiter of an iteration that no sync in flight covers schedules one
+    :meth:`on_durable` is called on the loop thread by a put that must be durable before
+    it is acknowledged; the callback it takes is called (on the loop thread, once) with
+    ``True`` once a sync that started after the put's bytes were written covered it,
+    ``False`` if it did not within ``sync_flush_timeout_ms`` (the broker answers
+    FLUSH_DISK_TIMEOUT; the bytes stay stored): from the sync's completion itself, so the
+    ack needs no loop iteration of its own (:meth:`wait_durable`: the same as a future). The first waiter of an iteration that no sync in flight covers schedules one
     callback at its end, which covers every such waiter of the iteration:
 
     * with ``thread`` (Java's ``GroupCommitService``, the default): it hands the thread
@@ -305,6 +306,7 @@ class LoopGroupCommit:
         "_flight",
         "_flush_latency",
         "_loop",
+        "_loop_thread",
         "_queued",
         "_scheduled",
         "_service",
@@ -322,11 +324,13 @@ class LoopGroupCommit:
     ) -> None:
         self._commit_log = commit_log
         self._loop = loop
+        #: the thread ``loop`` runs on, if it runs now (``runs_here``)
+        self._loop_thread = threading.get_ident() if asyncio._get_running_loop() is loop else -1
         self._flush_latency = flush_latency
         #: the GroupCommitService (not ``_thread``: mypyc would name the C field ``__thread``,
         #: a C keyword)
         self._service = thread
-        self._waiting: list[tuple[int, asyncio.Future[bool]]] = []
+        self._waiting: list[tuple[int, Callable[[bool], None]]] = []
         self._scheduled = False
         #: the batches, oldest first, until answered and at the head (a deadline is never
         #: earlier than the one before it: one timeout for all), and the one timer that
@@ -352,20 +356,32 @@ class LoopGroupCommit:
     def loop(self) -> asyncio.AbstractEventLoop:
         return self._loop
 
+    def runs_here(self) -> bool:
+        """Whether its loop is the one running on the calling thread (no ``getpid`` call, as
+        ``asyncio.get_running_loop`` makes: a thread runs one loop at a time)."""
+        return threading.get_ident() == self._loop_thread and self._loop.is_running()
+
     def wait_durable(self, next_offset: int) -> asyncio.Future[bool]:
-        """A loop future resolved once the commit log is durable up to ``next_offset``: by
-        the AIO sync in flight if it covers the offset (:meth:`sync_early` started it after
-        the put's bytes were written), else by one started at the end of the iteration."""
+        """:meth:`on_durable` as a loop future."""
         fut: asyncio.Future[bool] = self._loop.create_future()
+        self.on_durable(next_offset, _FutureAnswer(fut))
+        return fut
+
+    def on_durable(self, next_offset: int, done: Callable[[bool], None]) -> None:
+        """Call ``done`` (loop thread, once) once the commit log is durable up to
+        ``next_offset``: from the AIO sync in flight if it covers the offset
+        (:meth:`sync_early` started it after the put's bytes were written), else from one
+        started at the end of the iteration. ``done`` should not raise (what it raises is
+        logged)."""
         flight = self._flight
         if flight is not None and next_offset <= flight.upto:
             joining = flight.joining
             if joining is None:
                 joining = flight.joining = self._new_batch([])
                 flight.batches.append(joining)
-            joining.waiting.append((next_offset, fut))
-            return fut
-        self._waiting.append((next_offset, fut))
+            joining.waiting.append((next_offset, done))
+            return
+        self._waiting.append((next_offset, done))
         if not self._scheduled:
             self._scheduled = True
             if self._service is None:
@@ -374,7 +390,6 @@ class LoopGroupCommit:
                 self._loop.call_soon(self._submit)
             else:
                 self._loop.call_soon(self._hand_over)
-        return fut
 
     # ------------------------------------------------------------------ GroupCommitService
     def _hand_over(self) -> None:
@@ -389,7 +404,7 @@ class LoopGroupCommit:
         waiting, self._waiting = self._waiting, []
         return self._new_batch(waiting)
 
-    def _new_batch(self, waiting: list[tuple[int, asyncio.Future[bool]]]) -> _Batch:
+    def _new_batch(self, waiting: list[tuple[int, Callable[[bool], None]]]) -> _Batch:
         """A batch of ``waiting``, answered ``False`` (FLUSH_DISK_TIMEOUT) unless answered
         within ``sync_flush_timeout_ms``: one timer serves every batch (not one per batch, as
         there is a batch per put when puts come one at a time)."""
@@ -516,10 +531,11 @@ class LoopGroupCommit:
             self._flush_latency.observe((time.perf_counter() - flight.started) * 1000.0)
         if flight.ok:
             self._commit_log.mark_synced(flight.upto, flight.ts)
+        if self._queued:
+            # the next sync first: the disk works on it while the answers are written
+            self._start_sync()
         for batch in flight.batches:
             _resolve(batch, flight.ok)
-        if self._queued:
-            self._start_sync()
 
     def _to_thread(self, batches: list[_Batch]) -> None:
         """One request to the flush thread per batch, for the highest of its offsets."""
@@ -614,9 +630,8 @@ class LoopGroupCommit:
         if self._flush_latency is not None:
             self._flush_latency.observe((time.perf_counter() - started) * 1000.0)
         flushed = self._commit_log.flushed_where
-        for next_offset, fut in waiting:
-            if not fut.done():
-                fut.set_result(flushed >= next_offset)
+        for next_offset, done in waiting:
+            _answer(done, flushed >= next_offset)
 
 
 class _Batch:
@@ -626,7 +641,7 @@ class _Batch:
     __slots__ = ("answered", "commit", "deadline", "waiting")
 
     def __init__(
-        self, waiting: list[tuple[int, asyncio.Future[bool]]], commit: LoopGroupCommit, deadline: float
+        self, waiting: list[tuple[int, Callable[[bool], None]]], commit: LoopGroupCommit, deadline: float
     ) -> None:
         self.waiting = waiting
         self.commit = commit
@@ -665,7 +680,19 @@ def _resolve(batch: _Batch, durable: bool) -> None:
     if batch.answered:
         return
     batch.answered = True
-    for _offset, fut in batch.waiting:
-        if not fut.done():
-            fut.set_result(durable)
+    for _offset, done in batch.waiting:
+        _answer(done, durable)
     batch.commit._retire()
+
+
+class _FutureAnswer:
+    """:meth:`LoopGroupCommit.wait_durable`'s waiter: resolves its future (unless cancelled)."""
+
+    __slots__ = ("fut",)
+
+    def __init__(self, fut: asyncio.Future[bool]) -> None:
+        self.fut = fut
+
+    def __call__(self, durable: bool) -> None:
+        if not self.fut.done():
+            self.fut.set_result(durable)
