@@ -328,30 +328,6 @@ def test_loop_group_commit_failed_sync_is_not_durable(error: Exception) -> None:
     assert asyncio.run(_waits(log, [100])) == [False]
 
 
-def test_loop_group_commit_runs_here_only_on_its_running_loops_thread() -> None:
-    """``runs_here`` (the durable put's check, without asyncio's ``getpid`` call): true on
-    the thread of its loop while that loop runs; false on another thread, once the loop
-    stopped (a later loop on the same thread gets a group commit of its own), and for one
-    built off its loop."""
-    log = _FakeCommitLog()
-
-    async def make() -> tuple[LoopGroupCommit, bool, bool]:
-        commit = LoopGroupCommit(log, asyncio.get_running_loop())  # type: ignore[arg-type]
-        elsewhere: list[bool] = []
-        thread = threading.Thread(target=lambda: elsewhere.append(commit.runs_here()))
-        thread.start()
-        thread.join()
-        return commit, commit.runs_here(), elsewhere[0]
-
-    commit, here, elsewhere = asyncio.run(make())
-    assert (here, elsewhere, commit.runs_here()) == (True, False, False)
-    loop = asyncio.new_event_loop()
-    try:
-        assert not LoopGroupCommit(log, loop).runs_here()  # type: ignore[arg-type]
-    finally:
-        loop.close()
-
-
 def _codec_answer_map(answer: RemotingCommand) -> list[tuple[str, str]]:
     """The answer's map as the header codec builds it from the answer's own values."""
     ext = answer.ext_fields

@@ -306,7 +306,6 @@ class LoopGroupCommit:
         "_flight",
         "_flush_latency",
         "_loop",
-        "_loop_thread",
         "_queued",
         "_scheduled",
         "_service",
@@ -324,8 +323,6 @@ class LoopGroupCommit:
     ) -> None:
         self._commit_log = commit_log
         self._loop = loop
-        #: the thread ``loop`` runs on, if it runs now (``runs_here``)
-        self._loop_thread = threading.get_ident() if asyncio._get_running_loop() is loop else -1
         self._flush_latency = flush_latency
         #: the GroupCommitService (not ``_thread``: mypyc would name the C field ``__thread``,
         #: a C keyword)
@@ -355,11 +352,6 @@ class LoopGroupCommit:
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
         return self._loop
-
-    def runs_here(self) -> bool:
-        """Whether its loop is the one running on the calling thread (no ``getpid`` call, as
-        ``asyncio.get_running_loop`` makes: a thread runs one loop at a time)."""
-        return threading.get_ident() == self._loop_thread and self._loop.is_running()
 
     def wait_durable(self, next_offset: int) -> asyncio.Future[bool]:
         """:meth:`on_durable` as a loop future."""

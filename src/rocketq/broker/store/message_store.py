@@ -682,15 +682,11 @@ class MessageStore(CommitLogDispatcher):
         starts a sync of them now if none is in flight, so the disk works while the consume
         queue and the index are written (as Java's put wakes ``GroupCommitService`` at once).
         Any failure leaves the put to the end-of-iteration path (``on_durable``)."""
+        loop = asyncio._get_running_loop()
+        if loop is None:  # (defer_flush puts are made on a loop)
+            return
         try:
-            lgc = self._loop_group_commit
-            if lgc is None or not lgc.runs_here():
-                # not this thread's running loop's yet (asyncio's lookup costs a getpid call)
-                loop = asyncio._get_running_loop()
-                if loop is None:  # (defer_flush puts are made on a loop)
-                    return
-                lgc = self.loop_group_commit(loop)
-            lgc.sync_early()
+            self.loop_group_commit(loop).sync_early()
         except Exception:
             _log.exception("SYNC_FLUSH: starting a sync after the append failed")
 
