@@ -13,8 +13,8 @@ Mirrors ``CommitLog.FlushRealTimeService`` and ``CommitLog.GroupCommitService`` 
   stored). It sleeps on its request queue (Java ``waitForRunning(10)``): a request wakes it
   at once, an idle pass runs every 10 ms.
 * :class:`LoopGroupCommit` serves the SYNC_FLUSH sends a broker answers on its event loop:
-  every put of one loop iteration waits on a loop future, and one callback at the end of
-  the iteration covers them all, with a loop timer for ``sync_flush_timeout_ms`` so a
+  every put of one loop iteration waits with a callback (called from the sync's completion
+  itself), and one callback at the end of the iteration covers them all, with a loop timer for ``sync_flush_timeout_ms`` so a
   sync hanging in the kernel still yields FLUSH_DISK_TIMEOUT on time. By default
   (``sync_flush_aio``) the loop submits that sync itself through Linux native AIO and the
   completion wakes it (:mod:`~rocketq.broker.store.aio_sync`: no thread hand-off); a put
