@@ -14,8 +14,9 @@ Mirrors ``CommitLog.FlushRealTimeService`` and ``CommitLog.GroupCommitService`` 
   at once, an idle pass runs every 10 ms.
 * :class:`LoopGroupCommit` serves the SYNC_FLUSH sends a broker answers on its event loop:
   every put of one loop iteration waits with a callback (called from the sync's completion
-  itself), and one callback at the end of the iteration covers them all, with a loop timer for ``sync_flush_timeout_ms`` so a
-  sync hanging in the kernel still yields FLUSH_DISK_TIMEOUT on time. By default
+  itself), and one callback at the end of the iteration covers them all, with a loop timer
+  for ``sync_flush_timeout_ms`` so a sync hanging in the kernel still yields
+  FLUSH_DISK_TIMEOUT on time. By default
   (``sync_flush_aio``) the loop submits that sync itself through Linux native AIO and the
   completion wakes it (:mod:`~rocketq.broker.store.aio_sync`: no thread hand-off); a put
   that finds no sync in flight starts one as soon as its bytes are written, before its
@@ -274,8 +275,9 @@ class LoopGroupCommit:
     ``True`` once a sync that started after the put's bytes were written covered it,
     ``False`` if it did not within ``sync_flush_timeout_ms`` (the broker answers
     FLUSH_DISK_TIMEOUT; the bytes stay stored): from the sync's completion itself, so the
-    ack needs no loop iteration of its own (:meth:`wait_durable`: the same as a future). The first waiter of an iteration that no sync in flight covers schedules one
-    callback at its end, which covers every such waiter of the iteration:
+    ack needs no loop iteration of its own (:meth:`wait_durable`: the same as a future).
+    The first waiter of an iteration that no sync in flight covers schedules one callback
+    at its end, which covers every such waiter of the iteration:
 
     * with ``thread`` (Java's ``GroupCommitService``, the default): it hands the thread
       *one* request for all of them, due within ``sync_flush_timeout_ms``; the thread's
