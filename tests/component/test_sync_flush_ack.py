@@ -304,9 +304,21 @@ class _FakeCommitLog:
         return True
 
 
+def _durable(commit: LoopGroupCommit, next_offset: int) -> asyncio.Future[bool]:
+    """``commit.on_durable`` as a loop future (resolved once; a cancelled one is left alone)."""
+    fut: asyncio.Future[bool] = commit.loop.create_future()
+
+    def done(durable: bool) -> None:
+        if not fut.done():
+            fut.set_result(durable)
+
+    commit.on_durable(next_offset, done)
+    return fut
+
+
 async def _waits(log: _FakeCommitLog, offsets: list[int]) -> list[bool]:
     commit = LoopGroupCommit(log, asyncio.get_running_loop())  # type: ignore[arg-type]
-    futures = [commit.wait_durable(offset) for offset in offsets]
+    futures = [_durable(commit, offset) for offset in offsets]
     assert not any(f.done() for f in futures)  # nothing resolves before the sync ran
     return list(await asyncio.gather(*futures))
 
@@ -398,10 +410,10 @@ def test_loop_group_commit_hands_the_thread_one_request_per_iteration(
     async def run() -> list[bool]:
         commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=recorder)
         log.max_offset = 300
-        first = [commit.wait_durable(offset) for offset in (100, 200, 300)]
+        first = [_durable(commit, offset) for offset in (100, 200, 300)]
         results = list(await asyncio.gather(*first))
         log.max_offset = 400
-        results.append(await commit.wait_durable(400))
+        results.append(await _durable(commit, 400))
         return results
 
     assert asyncio.run(run()) == [True, True, True, True]
@@ -438,7 +450,7 @@ def test_loop_group_commit_answers_of_one_pass_wake_the_loop_once(
         log.flush = slow_flush  # type: ignore[method-assign]
         futures = []
         for offset in (100, 200, 300):
-            futures.append(commit.wait_durable(offset))
+            futures.append(_durable(commit, offset))
             await asyncio.sleep(0)  # the next put comes in a later iteration
             await asyncio.sleep(0)
         gate.set()
@@ -462,7 +474,7 @@ def test_loop_group_commit_thread_timeout_answers_false_and_stays_stored() -> No
             commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service)  # type: ignore[arg-type]
             log.max_offset = 100
             started = time.monotonic()
-            durable = await commit.wait_durable(100)
+            durable = await _durable(commit, 100)
             return durable, time.monotonic() - started
 
         durable, waited = asyncio.run(run())
@@ -490,7 +502,7 @@ def test_loop_group_commit_each_batch_times_out_at_its_own_deadline() -> None:
             async def put(offset: int, after_s: float) -> tuple[bool, float]:
                 await asyncio.sleep(after_s)
                 log.max_offset = offset
-                durable = await commit.wait_durable(offset)
+                durable = await _durable(commit, offset)
                 return durable, time.monotonic() - started
 
             answers = await asyncio.wait_for(asyncio.gather(put(100, 0.0), put(200, 0.06)), 5)
@@ -518,7 +530,7 @@ def test_group_commit_after_shutdown_answers_what_is_durable() -> None:
 
     async def run() -> bool:
         commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=service)  # type: ignore[arg-type]
-        return await commit.wait_durable(100)
+        return await _durable(commit, 100)
 
     assert asyncio.run(run()) is True
 
@@ -550,7 +562,7 @@ def test_loop_group_commit_requests_the_highest_offset_of_the_iteration(
     async def run() -> list[bool]:
         commit = LoopGroupCommit(log, asyncio.get_running_loop(), thread=recorder)
         log.max_offset = 300
-        return list(await asyncio.gather(*(commit.wait_durable(o) for o in (200, 300, 100))))
+        return list(await asyncio.gather(*(_durable(commit, o) for o in (200, 300, 100))))
 
     assert asyncio.run(run()) == [True, True, True]
     assert recorder.requests == [300]
@@ -679,7 +691,7 @@ async def _first_flight(rig: _AioRig) -> tuple[LoopGroupCommit, asyncio.Future[b
     sync it submitted."""
     commit = rig.commit()
     rig.log.max_offset = 100
-    waiting = commit.wait_durable(100)
+    waiting = _durable(commit, 100)
     await _until(lambda: len(rig.aio.submitted) == 1)
     return commit, waiting
 
@@ -699,14 +711,14 @@ def test_aio_one_sync_per_flight_and_the_iterations_behind_it_share_the_next(
     async def run() -> list[bool]:
         commit = rig.commit()
         log.max_offset = 100
-        first = commit.wait_durable(100)
+        first = _durable(commit, 100)
         await _until(lambda: len(aio.submitted) == 1)
         # two more iterations while the first sync runs: they wait for the next one
         log.max_offset = 200
-        second = commit.wait_durable(200)
+        second = _durable(commit, 200)
         await asyncio.sleep(0)
         log.max_offset = 300
-        third = commit.wait_durable(300)
+        third = _durable(commit, 300)
         await asyncio.sleep(0.01)
         assert len(aio.submitted) == 1 and not first.done()
         aio.complete(0)
@@ -737,10 +749,10 @@ def test_aio_sync_early_starts_at_once_and_the_puts_it_covers_join_it(
         log.max_offset = 100
         commit.sync_early()
         assert aio.submitted == [[7]]  # at once, not at the end of the iteration
-        first = commit.wait_durable(100)  # covered: joins the sync in flight
+        first = _durable(commit, 100)  # covered: joins the sync in flight
         log.max_offset = 200
         commit.sync_early()  # one in flight: nothing more
-        later = commit.wait_durable(200)  # written after the sync started
+        later = _durable(commit, 200)  # written after the sync started
         await asyncio.sleep(0.01)
         assert len(aio.submitted) == 1 and not first.done() and not later.done()
         aio.complete(0)
@@ -808,10 +820,10 @@ def test_aio_an_iterations_earlier_waiters_join_the_sync_that_covers_them(
     async def run() -> list[bool]:
         commit = rig.commit()
         log.max_offset = 100
-        earlier = commit.wait_durable(100)  # e.g. its early start found a sync in flight
+        earlier = _durable(commit, 100)  # e.g. its early start found a sync in flight
         log.max_offset = 200
         commit.sync_early()
-        later = commit.wait_durable(200)
+        later = _durable(commit, 200)
         await asyncio.sleep(0.01)  # the iteration ended
         assert aio.submitted == [[7]]
         log.max_offset = 300  # a put nobody waits for (WAIT=false), after the sync started
@@ -837,7 +849,7 @@ def test_aio_a_batch_queued_behind_the_sync_in_flight_is_claimed_for_the_next(
     async def run() -> list[bool]:
         commit, first = await _first_flight(rig)  # a sync up to 100 in flight
         log.max_offset = 200
-        queued = commit.wait_durable(200)  # not covered by it: waits for the next sync
+        queued = _durable(commit, 200)  # not covered by it: waits for the next sync
         await asyncio.sleep(0.01)  # the iteration ended
         assert aio.submitted == [[7]] and log.claimed == [100, 200]
         aio.complete(0)
@@ -864,7 +876,7 @@ def test_aio_a_joined_put_gets_flush_disk_timeout_while_the_sync_hangs(
         log.max_offset = 100
         commit.sync_early()
         started = time.monotonic()
-        durable = await commit.wait_durable(100)  # the sync never completes
+        durable = await _durable(commit, 100)  # the sync never completes
         waited = time.monotonic() - started
         aio.complete(0)
         commit.close()
@@ -904,12 +916,12 @@ def test_aio_timeout_answers_false_while_the_sync_hangs(
         commit = rig.commit()
         log.max_offset = 100
         started = time.monotonic()
-        durable = await commit.wait_durable(100)  # the sync never completes
+        durable = await _durable(commit, 100)  # the sync never completes
         waited = time.monotonic() - started
         # the disk comes back: the late completion is counted, the next put syncs again
         aio.complete(0)
         log.max_offset = 200
-        later = await commit.wait_durable(200)
+        later = await _durable(commit, 200)
         assert len(aio.submitted) == 2
         aio.complete(0)
         commit.close()
@@ -941,9 +953,9 @@ def test_aio_refused_falls_back_to_the_thread() -> None:
     async def run() -> list[bool]:
         commit = _aio_commit(log, service, aio)
         log.max_offset = 100
-        first = await commit.wait_durable(100)
+        first = await _durable(commit, 100)
         log.max_offset = 200
-        second = await commit.wait_durable(200)
+        second = await _durable(commit, 200)
         return [first, second]
 
     try:

@@ -275,7 +275,7 @@ class LoopGroupCommit:
     ``True`` once a sync that started after the put's bytes were written covered it,
     ``False`` if it did not within ``sync_flush_timeout_ms`` (the broker answers
     FLUSH_DISK_TIMEOUT; the bytes stay stored): from the sync's completion itself, so the
-    ack needs no loop iteration of its own (:meth:`wait_durable`: the same as a future).
+    ack needs no loop iteration of its own.
     The first waiter of an iteration that no sync in flight covers schedules one callback
     at its end, which covers every such waiter of the iteration:
 
@@ -355,12 +355,6 @@ class LoopGroupCommit:
     def loop(self) -> asyncio.AbstractEventLoop:
         return self._loop
 
-    def wait_durable(self, next_offset: int) -> asyncio.Future[bool]:
-        """:meth:`on_durable` as a loop future."""
-        fut: asyncio.Future[bool] = self._loop.create_future()
-        self.on_durable(next_offset, _FutureAnswer(fut))
-        return fut
-
     def on_durable(self, next_offset: int, done: Callable[[bool], None]) -> None:
         """Call ``done`` (loop thread, once) once the commit log is durable up to
         ``next_offset``: from the AIO sync in flight if it covers the offset
@@ -433,7 +427,7 @@ class LoopGroupCommit:
     def sync_early(self) -> None:
         """A put whose ack waits for the disk has written its bytes (called on this loop's
         thread, under the append lock, before the dispatch): with native AIO and no sync in
-        flight, start one now; the put's :meth:`wait_durable` then joins it."""
+        flight, start one now; the put's :meth:`on_durable` then joins it."""
         if self._aio is None or self._flight is not None:
             return
         self._start_sync()
@@ -677,16 +671,3 @@ def _resolve(batch: _Batch, durable: bool) -> None:
     for _offset, done in batch.waiting:
         _answer(done, durable)
     batch.commit._retire()
-
-
-class _FutureAnswer:
-    """:meth:`LoopGroupCommit.wait_durable`'s waiter: resolves its future (unless cancelled)."""
-
-    __slots__ = ("fut",)
-
-    def __init__(self, fut: asyncio.Future[bool]) -> None:
-        self.fut = fut
-
-    def __call__(self, durable: bool) -> None:
-        if not self.fut.done():
-            self.fut.set_result(durable)
