@@ -153,6 +153,24 @@ def test_ids_in_bulk_equal_ids_one_by_one_and_wrap_alike() -> None:
     assert HEX32.match(a) and HEX32.match(b) and a != b and a[:20] == new_unique_id()[:20]
 
 
+@given(
+    ms_in_month=st.integers(0, 31 * 86_400_000 - 1),
+    counter=st.integers(0, 3 * 0x10000),
+    ip=st.sampled_from([b"\x00\x00\x00\x00", b"\xff\xfe\x0a\x01", bytes(range(16))]),
+)
+def test_ids_equal_the_hex_of_their_fields(ms_in_month: int, counter: int, ip: bytes) -> None:
+    # the ids are written byte by byte from a table: every byte of the time field and the
+    # counter must come out as the plain 12-digit upper-case hex of (span << 16 | short)
+    now = _ms(2026, 1, 1) + ms_in_month
+    gen = UniqueIdGenerator(ip, clock=FakeClock(now), tz=UTC, pid=0xBEEF, loader_hash=0x01020304)
+    gen._counter = itertools.count(counter)
+    prefix = (ip + bytes.fromhex("BEEF01020304")).hex().upper()
+    expected = f"{prefix}{ms_in_month << 16 | (counter & 0xFFFF):012X}"
+    assert gen.next_id() == expected
+    gen._counter = itertools.count(counter)
+    assert gen.next_ids(2) == [expected, f"{prefix}{ms_in_month << 16 | ((counter + 1) & 0xFFFF):012X}"]
+
+
 def test_generator_rejects_bad_ip() -> None:
     with pytest.raises(IllegalArgumentError):
         UniqueIdGenerator(b"\x01\x02\x03")
