@@ -37,6 +37,7 @@ from typing import Final
 
 from rocketq.errors import ProtocolError
 from rocketq.protocol.frame import FrameDecoder, RemotingCommand
+from rocketq.remoting import gil_io
 
 __all__ = [
     "BLOCKED",
@@ -190,6 +191,7 @@ class Connection:
         "events",
         "fd",
         "followers",
+        "hold_gil",
         "lock",
         "out_buf",
         "out_queue",
@@ -197,6 +199,7 @@ class Connection:
         "pending",
         "poller",
         "rbuf",
+        "rbuf_c",
         "reader",
         "sock",
         "tls",
@@ -235,6 +238,12 @@ class Connection:
         # mremap and a munmap); only the holder of the read role touches it; the decoder
         # copies what it keeps.
         self.rbuf: memoryview | None = None
+        # rbuf as libc's recv takes it, when the socket calls keep the GIL
+        self.rbuf_c: gil_io.RecvBuffer | None = None
+        # The socket's sends and reads keep the GIL (rocketq.remoting.gil_io): they never
+        # wait, and releasing the GIL around them only hands it to another thread the
+        # caller must then wait for. Not for TLS (the SSL object makes the calls).
+        self.hold_gil = gil_io.ENABLED and not tls
 
     def __repr__(self) -> str:
         return f"<Connection {self.addr} closed={self.closed} pending={len(self.pending)}>"
@@ -252,6 +261,7 @@ class Connection:
             return None
         queue = self.out_queue
         sock = self.sock
+        hold_gil = self.hold_gil
         while True:
             buf = self.out_buf
             if buf is None:
@@ -260,8 +270,11 @@ class Connection:
                 n = len(queue)
                 data = queue.popleft() if n == 1 else b"".join([queue.popleft() for _ in range(n)])
                 buf = memoryview(data)
+            else:
+                data = None  # the rest of an earlier frame: through the socket
             try:
-                sent = sock.send(buf)
+                # fileno() read with the GIL held through the call: no close slips between
+                sent = gil_io.send(sock.fileno(), data) if hold_gil and data is not None else sock.send(buf)
             except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
                 # (TLS: the SSL object wants the very same buffer again, which out_buf keeps.)
                 sent = 0
@@ -282,9 +295,17 @@ class Connection:
         large = decoder.pending_large()  # the rest of a large frame: straight into its buffer
         rbuf = self.rbuf
         if rbuf is None:
-            rbuf = self.rbuf = memoryview(bytearray(_RECV_SIZE))
+            if self.hold_gil:
+                self.rbuf_c = gil_io.RecvBuffer(_RECV_SIZE)
+                rbuf = self.rbuf = self.rbuf_c.view
+            else:
+                rbuf = self.rbuf = memoryview(bytearray(_RECV_SIZE))
+        rbuf_c = self.rbuf_c
         try:
-            received = self.sock.recv_into(rbuf if large is None else large)
+            if large is None and rbuf_c is not None:
+                received = gil_io.recv_into(self.sock.fileno(), rbuf_c)
+            else:
+                received = self.sock.recv_into(rbuf if large is None else large)
         except (BlockingIOError, InterruptedError):
             return [], None, None
         except OSError as exc:

@@ -1,0 +1,95 @@
+"""Socket calls that cannot block, made without releasing the GIL: libc's ``send`` and
+``recv`` with ``MSG_DONTWAIT``, called through ``ctypes.PyDLL``.
+
+Every socket method of the standard library releases the GIL around its system call, so
+that a call that blocks lets the other threads run. A call on a non-blocking socket never
+waits, and there the release only costs: when another thread is waiting for the GIL, the
+release hands the GIL over to it, and the caller, back from the kernel a few microseconds
+later, has to wait until that thread lets go again (a convoy of hand-offs, each a futex
+wake-up and a context switch). The client's connections are non-blocking and their threads
+contend for the GIL exactly when they are busiest: the I/O thread reads pull answers while
+the consume threads decode records, run listeners and send the next pulls
+(``benchmarks/README.md``, speed10: half the voluntary context switches per pull, 10-15 %
+less client CPU per message in a drain).
+
+:data:`ENABLED` is False where the process's own libc symbols cannot be loaded through
+``ctypes`` or the platform has no ``MSG_DONTWAIT`` (Windows), and when the environment sets
+``ROCKETQ_RELEASE_GIL_IO=1``; callers then use the socket methods. Errors are raised as the
+socket methods raise them: ``OSError(errno, strerror)``, which Python turns into
+``BlockingIOError``, ``InterruptedError``, ``BrokenPipeError``, ``ConnectionResetError``...
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import socket
+from typing import Any
+
+__all__ = ["ENABLED", "RecvBuffer", "recv_into", "send"]
+
+#: set to "1" to make every socket call through the standard library (the GIL released)
+RELEASE_ENV = "ROCKETQ_RELEASE_GIL_IO"
+
+_DONTWAIT: int = getattr(socket, "MSG_DONTWAIT", 0)
+#: a send to a peer that closed returns EPIPE rather than raising SIGPIPE (Linux; Python
+#: ignores SIGPIPE anyway)
+_SEND_FLAGS: int = _DONTWAIT | getattr(socket, "MSG_NOSIGNAL", 0)
+
+
+def _load() -> tuple[Any, Any] | None:
+    """libc's ``send`` and ``recv`` as GIL-holding foreign functions, or None."""
+    if os.environ.get(RELEASE_ENV) == "1" or not _DONTWAIT:
+        return None
+    try:
+        libc = ctypes.PyDLL(None, use_errno=True)  # the symbols already in the process
+        send_fn, recv_fn = libc.send, libc.recv
+    except (OSError, AttributeError, TypeError):
+        return None
+    for fn in (send_fn, recv_fn):
+        fn.restype = ctypes.c_ssize_t
+    return send_fn, recv_fn
+
+
+_FUNCS = _load()
+#: True when :func:`send` and :func:`recv_into` may be used
+ENABLED: bool = _FUNCS is not None
+
+
+def _raise_errno() -> None:
+    err = ctypes.get_errno()
+    raise OSError(err, os.strerror(err))
+
+
+def send(fd: int, data: bytes) -> int:
+    """``socket.send(data)`` on ``fd`` without waiting and without releasing the GIL: the
+    number of bytes the kernel took (maybe fewer than ``len(data)``); ``BlockingIOError``
+    when it took none because the buffer is full. Only when :data:`ENABLED`."""
+    assert _FUNCS is not None
+    sent: int = _FUNCS[0](fd, data, len(data), _SEND_FLAGS)
+    if sent < 0:
+        _raise_errno()
+    return sent
+
+
+class RecvBuffer:
+    """A receive buffer libc's ``recv`` writes into: the bytes (:attr:`view`) and the C
+    array over them (which keeps them exported, so they never move)."""
+
+    __slots__ = ("_array", "view")
+
+    def __init__(self, size: int) -> None:
+        data = bytearray(size)
+        self.view = memoryview(data)
+        self._array = (ctypes.c_char * size).from_buffer(data)
+
+
+def recv_into(fd: int, buf: RecvBuffer) -> int:
+    """``socket.recv_into(buf.view)`` on ``fd`` without waiting and without releasing the
+    GIL: the number of bytes received at the start of the buffer, 0 at the end of the
+    stream; ``BlockingIOError`` when nothing is there. Only when :data:`ENABLED`."""
+    assert _FUNCS is not None
+    got: int = _FUNCS[1](fd, buf._array, len(buf.view), _DONTWAIT)
+    if got < 0:
+        _raise_errno()
+    return got
