@@ -79,6 +79,17 @@ def test_a_full_buffer_refuses_without_waiting_and_loses_nothing(
     assert received == sent
 
 
+def test_a_send_offers_the_kernel_at_most_the_cap(
+    pair: tuple[socket.socket, socket.socket], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the length goes to libc as a C int: a longer buffer is offered in part, as a short send
+    a, b = pair
+    monkeypatch.setattr(gil_io, "_MAX_SEND", 4)
+    assert gil_io.send(a.fileno(), b"abcdefgh") == 4
+    b.settimeout(5)
+    assert b.recv(16) == b"abcd"
+
+
 def test_end_of_stream_reads_zero(pair: tuple[socket.socket, socket.socket]) -> None:
     a, b = pair
     a.shutdown(socket.SHUT_WR)

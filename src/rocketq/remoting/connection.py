@@ -302,7 +302,7 @@ class Connection:
                 rbuf = self.rbuf = memoryview(bytearray(_RECV_SIZE))
         rbuf_c = self.rbuf_c
         try:
-            if large is None and rbuf_c is not None:
+            if large is None and rbuf_c is not None and self.hold_gil:
                 received = gil_io.recv_into(self.sock.fileno(), rbuf_c)
             else:
                 received = self.sock.recv_into(rbuf if large is None else large)

@@ -35,6 +35,8 @@ _DONTWAIT: int = getattr(socket, "MSG_DONTWAIT", 0)
 #: a send to a peer that closed returns EPIPE rather than raising SIGPIPE (Linux; Python
 #: ignores SIGPIPE anyway)
 _SEND_FLAGS: int = _DONTWAIT | getattr(socket, "MSG_NOSIGNAL", 0)
+#: the most one send offers the kernel (a C int; the kernel takes far less at once anyway)
+_MAX_SEND = 1 << 30
 
 
 def _load() -> tuple[Any, Any] | None:
@@ -46,6 +48,9 @@ def _load() -> tuple[Any, Any] | None:
         send_fn, recv_fn = libc.send, libc.recv
     except (OSError, AttributeError, TypeError):
         return None
+    # No argtypes: declaring them costs each call ~1 us of conversions. Undeclared, ctypes
+    # passes the fd, length and flags as C ints, which libffi widens to the register (the
+    # lengths stay below 2**31: see _MAX_SEND), and bytes or a ctypes array as a pointer.
     for fn in (send_fn, recv_fn):
         fn.restype = ctypes.c_ssize_t
     return send_fn, recv_fn
@@ -66,7 +71,7 @@ def send(fd: int, data: bytes) -> int:
     number of bytes the kernel took (maybe fewer than ``len(data)``); ``BlockingIOError``
     when it took none because the buffer is full. Only when :data:`ENABLED`."""
     assert _FUNCS is not None
-    sent: int = _FUNCS[0](fd, data, len(data), _SEND_FLAGS)
+    sent: int = _FUNCS[0](fd, data, min(len(data), _MAX_SEND), _SEND_FLAGS)
     if sent < 0:
         _raise_errno()
     return sent
