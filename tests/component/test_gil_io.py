@@ -15,7 +15,7 @@ from rocketq.protocol.frame import RemotingCommand, decode_frame
 from rocketq.remoting import gil_io
 from rocketq.remoting.connection import BLOCKED, Connection
 
-pytestmark = pytest.mark.skipif(not gil_io.ENABLED, reason="no GIL-holding socket calls on this platform")
+pytestmark = pytest.mark.skipif(not gil_io.AVAILABLE, reason="no GIL-holding socket calls on this platform")
 
 
 @pytest.fixture
@@ -31,9 +31,11 @@ def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
         b.close()
 
 
-def test_enabled_on_linux() -> None:
+def test_available_on_linux_and_opt_in() -> None:
     if sys.platform.startswith("linux"):
-        assert gil_io.ENABLED
+        assert gil_io.AVAILABLE
+    opted_in = os.environ.get(gil_io.HOLD_ENV) == "1"
+    assert gil_io.ENABLED is opted_in
 
 
 def test_send_and_recv_round_trip(pair: tuple[socket.socket, socket.socket]) -> None:
@@ -117,17 +119,20 @@ def test_errors_raise_as_the_socket_methods_do(pair: tuple[socket.socket, socket
     assert info.value.errno == errno.EBADF
 
 
-def test_the_environment_turns_it_off() -> None:
+@pytest.mark.parametrize(("value", "held"), [("1", "True"), ("0", "False"), (None, "False")])
+def test_the_environment_turns_it_on(value: str | None, held: str) -> None:
     code = (
         "import socket; from rocketq.remoting import gil_io; from rocketq.remoting.connection import Connection;"
         "a, b = socket.socketpair();"
-        "print(gil_io.ENABLED, Connection('x', a, 1024).hold_gil)"
+        "print(gil_io.ENABLED, Connection('x', a, 1024).hold_gil, Connection('x', b, 1024, tls=True).hold_gil)"
     )
-    env = {**os.environ, gil_io.RELEASE_ENV: "1"}
+    env = {k: v for k, v in os.environ.items() if k != gil_io.HOLD_ENV}
+    if value is not None:
+        env[gil_io.HOLD_ENV] = value
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=True
     )
-    assert out.stdout.split() == ["False", "False"]
+    assert out.stdout.split() == [held, held, "False"]
 
 
 def _unsent(conn: Connection) -> memoryview | None:
@@ -141,7 +146,7 @@ def test_a_connection_sends_and_reads_frames_either_way(
     a, b = pair
     a.setblocking(False)
     conn = Connection("127.0.0.1:1", a, 1 << 20)
-    assert conn.hold_gil  # the default here
+    assert conn.hold_gil == gil_io.ENABLED  # off unless opted in
     conn.hold_gil = hold_gil
     frames = [RemotingCommand.request(10 + i, {"k": str(i)}, b"b" * i).encode() for i in range(3)]
     conn.out_queue.extend(frames)

@@ -240,8 +240,8 @@ class Connection:
         self.rbuf: memoryview | None = None
         # rbuf as libc's recv takes it, when the socket calls keep the GIL
         self.rbuf_c: gil_io.RecvBuffer | None = None
-        # The socket's sends and reads keep the GIL (rocketq.remoting.gil_io): they never
-        # wait, and releasing the GIL around them only hands it to another thread the
+        # The socket's sends and reads keep the GIL (rocketq.remoting.gil_io, opt-in): they
+        # never wait, and releasing the GIL around them hands it to another thread the
         # caller must then wait for. Not for TLS (the SSL object makes the calls).
         self.hold_gil = gil_io.ENABLED and not tls
 

@@ -12,11 +12,15 @@ the consume threads decode records, run listeners and send the next pulls
 (``benchmarks/README.md``, speed10: half the voluntary context switches per pull, 10-15 %
 less client CPU per message in a drain).
 
-:data:`ENABLED` is False where the process's own libc symbols cannot be loaded through
-``ctypes`` or the platform has no ``MSG_DONTWAIT`` (Windows), and when the environment sets
-``ROCKETQ_RELEASE_GIL_IO=1``; callers then use the socket methods. Errors are raised as the
-socket methods raise them: ``OSError(errno, strerror)``, which Python turns into
-``BlockingIOError``, ``InterruptedError``, ``BrokenPipeError``, ``ConnectionResetError``...
+The cost is the other side of the same coin: every socket call was also a point where a
+waiting thread got the GIL, and without them a busy thread keeps it until it blocks, so a
+thread with one message to deliver waits longer now and then (end-to-end latency at 1,000
+messages/s: p99 +30 %, p50 unchanged). So it is opt-in: :data:`ENABLED` only when the
+environment sets ``ROCKETQ_HOLD_GIL_IO=1`` (for throughput: drains, many sends in flight),
+and :data:`AVAILABLE` where the process's own libc symbols load through ``ctypes`` and the
+platform has ``MSG_DONTWAIT`` (not Windows). Errors are raised as the socket methods raise
+them: ``OSError(errno, strerror)``, which Python turns into ``BlockingIOError``,
+``InterruptedError``, ``BrokenPipeError``, ``ConnectionResetError``...
 """
 
 from __future__ import annotations
@@ -26,10 +30,10 @@ import os
 import socket
 from typing import Any
 
-__all__ = ["ENABLED", "RecvBuffer", "recv_into", "send"]
+__all__ = ["AVAILABLE", "ENABLED", "HOLD_ENV", "RecvBuffer", "recv_into", "send"]
 
-#: set to "1" to make every socket call through the standard library (the GIL released)
-RELEASE_ENV = "ROCKETQ_RELEASE_GIL_IO"
+#: set to "1" to make the client's socket calls keep the GIL
+HOLD_ENV = "ROCKETQ_HOLD_GIL_IO"
 
 _DONTWAIT: int = getattr(socket, "MSG_DONTWAIT", 0)
 #: a send to a peer that closed returns EPIPE rather than raising SIGPIPE (Linux; Python
@@ -41,7 +45,7 @@ _MAX_SEND = 1 << 30
 
 def _load() -> tuple[Any, Any] | None:
     """libc's ``send`` and ``recv`` as GIL-holding foreign functions, or None."""
-    if os.environ.get(RELEASE_ENV) == "1" or not _DONTWAIT:
+    if not _DONTWAIT:
         return None
     try:
         libc = ctypes.PyDLL(None, use_errno=True)  # the symbols already in the process
@@ -58,7 +62,9 @@ def _load() -> tuple[Any, Any] | None:
 
 _FUNCS = _load()
 #: True when :func:`send` and :func:`recv_into` may be used
-ENABLED: bool = _FUNCS is not None
+AVAILABLE: bool = _FUNCS is not None
+#: True when the client's connections use them (opted in, and available)
+ENABLED: bool = AVAILABLE and os.environ.get(HOLD_ENV) == "1"
 
 
 def _raise_errno() -> None:
@@ -69,7 +75,7 @@ def _raise_errno() -> None:
 def send(fd: int, data: bytes) -> int:
     """``socket.send(data)`` on ``fd`` without waiting and without releasing the GIL: the
     number of bytes the kernel took (maybe fewer than ``len(data)``); ``BlockingIOError``
-    when it took none because the buffer is full. Only when :data:`ENABLED`."""
+    when it took none because the buffer is full. Only when :data:`AVAILABLE`."""
     assert _FUNCS is not None
     sent: int = _FUNCS[0](fd, data, min(len(data), _MAX_SEND), _SEND_FLAGS)
     if sent < 0:
@@ -92,7 +98,7 @@ class RecvBuffer:
 def recv_into(fd: int, buf: RecvBuffer) -> int:
     """``socket.recv_into(buf.view)`` on ``fd`` without waiting and without releasing the
     GIL: the number of bytes received at the start of the buffer, 0 at the end of the
-    stream; ``BlockingIOError`` when nothing is there. Only when :data:`ENABLED`."""
+    stream; ``BlockingIOError`` when nothing is there. Only when :data:`AVAILABLE`."""
     assert _FUNCS is not None
     got: int = _FUNCS[1](fd, buf._array, len(buf.view), _DONTWAIT)
     if got < 0:
