@@ -15,7 +15,7 @@ from rocketq.protocol.frame import RemotingCommand, decode_frame
 from rocketq.remoting import gil_io
 from rocketq.remoting.connection import BLOCKED, Connection
 
-pytestmark = pytest.mark.skipif(not gil_io.AVAILABLE, reason="no GIL-holding socket calls on this platform")
+pytestmark = pytest.mark.skipif(not gil_io.available(), reason="no GIL-holding socket calls on this platform")
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
 
 def test_available_on_linux_and_opt_in() -> None:
     if sys.platform.startswith("linux"):
-        assert gil_io.AVAILABLE
+        assert gil_io.available()
     opted_in = os.environ.get(gil_io.HOLD_ENV) == "1"
     assert gil_io.ENABLED is opted_in
 

@@ -17,20 +17,20 @@ waiting thread got the GIL, and without them a busy thread keeps it until it blo
 thread with one message to deliver waits longer now and then (end-to-end latency at 1,000
 messages/s: p99 +30 %, p50 unchanged). So it is opt-in: :data:`ENABLED` only when the
 environment sets ``ROCKETQ_HOLD_GIL_IO=1`` (for throughput: drains, many sends in flight),
-and :data:`AVAILABLE` where the process's own libc symbols load through ``ctypes`` and the
-platform has ``MSG_DONTWAIT`` (not Windows). Errors are raised as the socket methods raise
+and :func:`available` where the process's own libc symbols load through ``ctypes`` and the
+platform has ``MSG_DONTWAIT`` (not Windows); ``ctypes`` is loaded only when one of them asks. Errors are raised as the socket methods raise
 them: ``OSError(errno, strerror)``, which Python turns into ``BlockingIOError``,
 ``InterruptedError``, ``BrokenPipeError``, ``ConnectionResetError``...
 """
 
 from __future__ import annotations
 
-import ctypes
+import functools
 import os
 import socket
 from typing import Any
 
-__all__ = ["AVAILABLE", "ENABLED", "HOLD_ENV", "RecvBuffer", "recv_into", "send"]
+__all__ = ["ENABLED", "HOLD_ENV", "RecvBuffer", "available", "recv_into", "send"]
 
 #: set to "1" to make the client's socket calls keep the GIL
 HOLD_ENV = "ROCKETQ_HOLD_GIL_IO"
@@ -43,10 +43,14 @@ _SEND_FLAGS: int = _DONTWAIT | getattr(socket, "MSG_NOSIGNAL", 0)
 _MAX_SEND = 1 << 30
 
 
+@functools.cache
 def _load() -> tuple[Any, Any] | None:
-    """libc's ``send`` and ``recv`` as GIL-holding foreign functions, or None."""
+    """libc's ``send`` and ``recv`` as GIL-holding foreign functions, or None (loaded on
+    first use: an opt-in should not cost every client ``ctypes``' import)."""
     if not _DONTWAIT:
         return None
+    import ctypes
+
     try:
         libc = ctypes.PyDLL(None, use_errno=True)  # the symbols already in the process
         send_fn, recv_fn = libc.send, libc.recv
@@ -60,14 +64,18 @@ def _load() -> tuple[Any, Any] | None:
     return send_fn, recv_fn
 
 
-_FUNCS = _load()
-#: True when :func:`send` and :func:`recv_into` may be used
-AVAILABLE: bool = _FUNCS is not None
+def available() -> bool:
+    """True when :func:`send` and :func:`recv_into` may be used."""
+    return _load() is not None
+
+
 #: True when the client's connections use them (opted in, and available)
-ENABLED: bool = AVAILABLE and os.environ.get(HOLD_ENV) == "1"
+ENABLED: bool = os.environ.get(HOLD_ENV) == "1" and available()
 
 
 def _raise_errno() -> None:
+    import ctypes
+
     err = ctypes.get_errno()
     raise OSError(err, os.strerror(err))
 
@@ -75,9 +83,10 @@ def _raise_errno() -> None:
 def send(fd: int, data: bytes) -> int:
     """``socket.send(data)`` on ``fd`` without waiting and without releasing the GIL: the
     number of bytes the kernel took (maybe fewer than ``len(data)``); ``BlockingIOError``
-    when it took none because the buffer is full. Only when :data:`AVAILABLE`."""
-    assert _FUNCS is not None
-    sent: int = _FUNCS[0](fd, data, min(len(data), _MAX_SEND), _SEND_FLAGS)
+    when it took none because the buffer is full. Only when :func:`available`."""
+    funcs = _load()
+    assert funcs is not None
+    sent: int = funcs[0](fd, data, min(len(data), _MAX_SEND), _SEND_FLAGS)
     if sent < 0:
         _raise_errno()
     return sent
@@ -90,6 +99,8 @@ class RecvBuffer:
     __slots__ = ("_array", "view")
 
     def __init__(self, size: int) -> None:
+        import ctypes
+
         data = bytearray(size)
         self.view = memoryview(data)
         self._array = (ctypes.c_char * size).from_buffer(data)
@@ -98,9 +109,10 @@ class RecvBuffer:
 def recv_into(fd: int, buf: RecvBuffer) -> int:
     """``socket.recv_into(buf.view)`` on ``fd`` without waiting and without releasing the
     GIL: the number of bytes received at the start of the buffer, 0 at the end of the
-    stream; ``BlockingIOError`` when nothing is there. Only when :data:`AVAILABLE`."""
-    assert _FUNCS is not None
-    got: int = _FUNCS[1](fd, buf._array, len(buf.view), _DONTWAIT)
+    stream; ``BlockingIOError`` when nothing is there. Only when :func:`available`."""
+    funcs = _load()
+    assert funcs is not None
+    got: int = funcs[1](fd, buf._array, len(buf.view), _DONTWAIT)
     if got < 0:
         _raise_errno()
     return got
