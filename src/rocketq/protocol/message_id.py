@@ -184,31 +184,31 @@ class UniqueIdGenerator:
             start = month[0]
         return (now_ms - start) & 0xFFFFFFFF
 
-    def _head(self) -> str:
-        """The prefix and the time field: ms since the month start, as an int."""
-        span = self._span(round(self._clock() * 1000))
-        # MessageClientIDSetter.createUniqIDBuffer: the (int) cast of the span keeps its low
-        # bits. Written byte by byte from a table: a format spec (``:08X``) costs a compiled
-        # build a str.format call, twice the time of the whole id (benchmarks/README.md,
-        # speed10)
-        h = _HEX_BYTE
-        return "".join(
-            [self._prefix, h[span >> 24], h[span >> 16 & 0xFF], h[span >> 8 & 0xFF], h[span & 0xFF]]
-        )
-
     def next_id(self) -> str:
         """A new id: the fixed prefix + ms since the month start (int) + counter (short)."""
-        head = self._head()
-        # the (short) cast of AtomicInteger.getAndIncrement() keeps the low 16 bits
+        span = self._span(round(self._clock() * 1000))
+        # MessageClientIDSetter.createUniqIDBuffer: (int) cast of the span and (short) cast of
+        # AtomicInteger.getAndIncrement(); both keep the low bits. Written byte by byte from a
+        # table: a format spec (``:012X``) costs a compiled build a str.format call, twice
+        # the time of the whole id (benchmarks/README.md, speed10)
         count = next(self._counter) & 0xFFFF
-        return head + _HEX_BYTE[count >> 8] + _HEX_BYTE[count & 0xFF]
+        h = _HEX_BYTE
+        return "".join(
+            [self._prefix, h[span >> 24], h[span >> 16 & 0xFF], h[span >> 8 & 0xFF], h[span & 0xFF],
+             h[count >> 8], h[count & 0xFF]]
+        )  # fmt: skip
 
     def next_ids(self, n: int) -> list[str]:
         """``n`` new ids at once (one clock read for all; the ids of an automatic batch): the
         same time field, the next ``n`` counters (consecutive unless another thread takes
         ids meanwhile; wrapping as a short)."""
-        head = self._head()
+        # the time field as next_id writes it: a helper both call cost next_id ~120 ns, a
+        # fifth of a whole id (benchmarks/README.md, speed11)
+        span = self._span(round(self._clock() * 1000))
         h = _HEX_BYTE
+        head = "".join(
+            [self._prefix, h[span >> 24], h[span >> 16 & 0xFF], h[span >> 8 & 0xFF], h[span & 0xFF]]
+        )
         counter = self._counter
         ids = []
         for _ in range(n):
