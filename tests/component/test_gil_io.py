@@ -122,9 +122,11 @@ def test_errors_raise_as_the_socket_methods_do(pair: tuple[socket.socket, socket
 @pytest.mark.parametrize(("value", "held"), [("1", "True"), ("0", "False"), (None, "False")])
 def test_the_environment_turns_it_on(value: str | None, held: str) -> None:
     code = (
-        "import socket; from rocketq.remoting import gil_io; from rocketq.remoting.connection import Connection;"
+        "import socket; from rocketq.remoting import gil_io;"
+        "from rocketq.remoting.connection import Connection;"
         "a, b = socket.socketpair();"
-        "print(gil_io.ENABLED, Connection('x', a, 1024).hold_gil, Connection('x', b, 1024, tls=True).hold_gil)"
+        "print(gil_io.ENABLED, Connection('x', a, 1024).hold_gil,"
+        " Connection('x', b, 1024, tls=True).hold_gil)"
     )
     env = {k: v for k, v in os.environ.items() if k != gil_io.HOLD_ENV}
     if value is not None:

@@ -15,10 +15,11 @@ less client CPU per message in a drain).
 The cost is the other side of the same coin: every socket call was also a point where a
 waiting thread got the GIL, and without them a busy thread keeps it until it blocks, so a
 thread with one message to deliver waits longer now and then (end-to-end latency at 1,000
-messages/s: p99 +30 %, p50 unchanged). So it is opt-in: :data:`ENABLED` only when the
-environment sets ``ROCKETQ_HOLD_GIL_IO=1`` (for throughput: drains, many sends in flight),
-and :func:`available` where the process's own libc symbols load through ``ctypes`` and the
-platform has ``MSG_DONTWAIT`` (not Windows); ``ctypes`` is loaded only when one of them asks. Errors are raised as the socket methods raise
+messages/s: p99 +30 %, p50 unchanged). So it is opt-in: :data:`ENABLED` is True only when
+the environment sets ``ROCKETQ_HOLD_GIL_IO=1`` (for throughput: drains, many sends in
+flight) and :func:`available` says the calls work here (the process's own libc symbols load
+through ``ctypes``, and the platform has ``MSG_DONTWAIT``: not Windows). ``ctypes`` is
+imported only when one of them first asks. Errors are raised as the socket methods raise
 them: ``OSError(errno, strerror)``, which Python turns into ``BlockingIOError``,
 ``InterruptedError``, ``BrokenPipeError``, ``ConnectionResetError``...
 """
