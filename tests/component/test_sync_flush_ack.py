@@ -1111,7 +1111,7 @@ def test_adaptive_puts_that_overlap_a_sync_stay_on_native_aio(rig: _AioRig) -> N
             aio.complete(0)
             assert await pending.pop(0) is True
             await _until(lambda n=submitted: len(aio.submitted) == n)  # its sync, next
-            assert not commit.inline
+            assert not commit.syncs_on_loop
         aio.complete(0)
         assert await pending.pop() is True
         return []
@@ -1141,7 +1141,7 @@ def test_adaptive_leaves_inline_when_one_sync_answers_two_puts(rig: _AioRig) -> 
         second = _durable(commit, 1100)
         assert await first is True and await second is True
         assert log.flushes == flushes + 1 and log.flushed_where >= 1100
-        assert not commit.inline
+        assert not commit.syncs_on_loop
         return ways + [await _put(commit, rig, 1200 + 100 * i) for i in range(9)]
 
     assert _adaptive_run(rig, body) == ["aio"] * 8 + ["inline"] + ["aio"] * 8 + ["inline"]
@@ -1189,7 +1189,7 @@ def test_adaptive_probes_native_aio_every_32_inline_syncs(rig: _AioRig) -> None:
         await _until(lambda: len(aio.submitted) == 11)
         aio.complete(0)
         assert await behind is True
-        assert not commit.inline
+        assert not commit.syncs_on_loop
         return [*ways, await _put(commit, rig, offset + 200)]
 
     ways = _adaptive_run(rig, body)
@@ -1223,7 +1223,7 @@ def test_adaptive_sync_flush_acks_one_by_one_go_inline_on_a_quick_disk(tmp_path:
                 await _until(
                     lambda n=opaque: sum(len(FrameDecoder().feed(data)) for data, _ in transport.writes) > n
                 )
-            inline = broker.store.loop_group_commit(asyncio.get_running_loop()).inline
+            inline = broker.store.loop_group_commit(asyncio.get_running_loop()).syncs_on_loop
             return transport.writes, broker.store.get_max_phy_offset(), inline
         finally:
             protocol.connection_lost(None)

@@ -328,9 +328,9 @@ class LoopGroupCommit:
         "_deadlines",
         "_flight",
         "_flush_latency",
-        "_inline",
-        "_inline_syncs",
         "_loop",
+        "_on_loop",
+        "_on_loop_syncs",
         "_queued",
         "_scheduled",
         "_service",
@@ -368,12 +368,13 @@ class LoopGroupCommit:
         self._aio: AioSync | None = None
         self._flight: _Flight | None = None
         self._queued: list[_Batch] = []
-        #: adaptive (native AIO only): syncing on the loop now; AIO syncs in a row that
-        #: found the puts one per sync; inline syncs since the last AIO probe
+        #: adaptive (native AIO only): syncing on the loop now (not ``_inline``: mypyc would
+        #: name the C field ``__inline``, a C keyword), AIO syncs in a row that found the
+        #: puts one per sync, inline syncs since the last AIO probe
         self._adaptive = adaptive
-        self._inline = False
+        self._on_loop = False
         self._calm = 0
-        self._inline_syncs = 0
+        self._on_loop_syncs = 0
         if aio is not None:
             if thread is None:
                 aio.close()
@@ -404,7 +405,7 @@ class LoopGroupCommit:
             self._scheduled = True
             if self._service is None:
                 self._loop.call_soon(self._commit)
-            elif self._inline and self._aio is not None:
+            elif self._on_loop and self._aio is not None:
                 # the GroupCommitService's idle pass leaves these bytes to the inline sync
                 self._commit_log.sync_started(next_offset)
                 self._loop.call_soon(self._commit_inline)
@@ -462,7 +463,7 @@ class LoopGroupCommit:
         """A put whose ack waits for the disk has written its bytes (called on this loop's
         thread, under the append lock, before the dispatch): with native AIO and no sync in
         flight, start one now; the put's :meth:`on_durable` then joins it."""
-        if self._aio is None or self._flight is not None or self._inline:
+        if self._aio is None or self._flight is not None or self._on_loop:
             return
         self._start_sync()
 
@@ -573,8 +574,8 @@ class LoopGroupCommit:
             self._calm += 1
             if self._calm >= _CALM_FLIGHTS:
                 self._calm = 0
-                self._inline = True
-                self._inline_syncs = 0
+                self._on_loop = True
+                self._on_loop_syncs = 0
         else:
             self._calm = 0
 
@@ -583,21 +584,21 @@ class LoopGroupCommit:
         AIO if it answered more than one put or the disk was slow, or for one probe."""
         puts = len(self._waiting)
         took = self._commit()
-        if not self._inline:  # left meanwhile (the AIO context dropped)
+        if not self._on_loop:  # left meanwhile (the AIO context dropped)
             return
-        self._inline_syncs += 1
+        self._on_loop_syncs += 1
         if puts > 1 or took > _INLINE_SYNC_MAX_S:
-            self._inline = False
+            self._on_loop = False
             self._calm = 0
-        elif self._inline_syncs >= _PROBE_EVERY:
+        elif self._on_loop_syncs >= _PROBE_EVERY:
             # one AIO sync: if it stays calm the loop comes straight back
-            self._inline = False
+            self._on_loop = False
             self._calm = _CALM_FLIGHTS - 1
 
     @property
-    def inline(self) -> bool:
+    def syncs_on_loop(self) -> bool:
         """Adaptive: whether the loop syncs the next put itself."""
-        return self._inline
+        return self._on_loop
 
     def _to_thread(self, batches: list[_Batch]) -> None:
         """One request to the flush thread per batch, for the highest of its offsets."""
@@ -610,7 +611,7 @@ class LoopGroupCommit:
                 _resolve(batch, self._commit_log.flushed_where >= upto)
 
     def _drop_aio(self) -> None:
-        self._inline = False
+        self._on_loop = False
         aio, self._aio = self._aio, None
         if aio is not None:
             with contextlib.suppress(Exception):
