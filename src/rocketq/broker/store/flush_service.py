@@ -25,7 +25,8 @@ Mirrors ``CommitLog.FlushRealTimeService`` and ``CommitLog.GroupCommitService`` 
   and gets the answers back in one ``call_soon_threadsafe`` (no
   ``concurrent.futures.Future``, no thread wake-up per put). With ``sync_flush_on_loop``
   it syncs on the loop thread itself (as Redis does under ``appendfsync always``),
-  blocking the loop for the sync.
+  blocking the loop for the sync; with ``sync_flush_adaptive`` (and native AIO) it does so
+  only while the puts come one per sync and the disk is quick.
   Either way the ack is written only after a sync that started after the put's bytes were
   written, so an acknowledged message is on disk. Puts from other threads use
   :meth:`GroupCommitService.submit` (a ``concurrent.futures.Future``).
