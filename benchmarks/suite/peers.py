@@ -9,7 +9,8 @@
   :attr:`NatsServer.durability_note` says and the report repeats.
 * :class:`RocketqServer` - an :class:`~rocketq.testing.cluster.EmbeddedCluster` (name server
   and broker in one process); DURABLE sets ``flushDiskType=SYNC_FLUSH`` (the acks wait for
-  GroupCommitService, Java's policy). System ``rocketq-onloop`` (:data:`ONLOOP_SYSTEM`, durable
+  the group commit, Java's policy; rocketq's defaults sync through native AIO, or on the loop
+  while the sends come one per sync: ``syncFlushAdaptive``). System ``rocketq-onloop`` (:data:`ONLOOP_SYSTEM`, durable
   variant only) adds ``syncFlushOnLoop=true``: the broker syncs on its event loop, as Redis does
   under ``appendfsync always`` - the like-for-like policy, an opt-in of rocketq's.
 
@@ -320,7 +321,8 @@ class RocketqServer(Server):
         self.durability_note = (
             "SYNC_FLUSH, syncFlushOnLoop=true (the sync on the broker's event loop, opt-in)"
             if sync_on_loop
-            else "SYNC_FLUSH (group commit, the sync submitted by the loop through native AIO: the default)"
+            else "SYNC_FLUSH (group commit, the sync submitted by the loop through native AIO, made by the loop"
+            " itself while sends come one per sync: the defaults)"
             if conf
             else "ASYNC_FLUSH (flush every 500 ms)"
         )

@@ -12,9 +12,10 @@ import contextlib
 import dataclasses
 import logging
 import os
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -1001,3 +1002,236 @@ def test_native_aio_syncs_a_real_file(tmp_path: Path) -> None:
     finally:
         os.close(fd)
         aio.close()
+
+
+# ---------------------------------------------------------------------- syncFlushAdaptive
+
+
+@dataclasses.dataclass
+class _SlowLog(_SyncedLog):
+    """A :class:`_SyncedLog` whose inline sync (``flush``) takes ``delay_s``."""
+
+    delay_s: float = 0.0
+
+    def flush(self, least_pages: int = 0) -> bool:
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        return super().flush(least_pages)
+
+
+def _adaptive_commit(rig: _AioRig) -> LoopGroupCommit:
+    return LoopGroupCommit(
+        rig.log,  # type: ignore[arg-type]
+        asyncio.get_running_loop(),
+        rig.latency,
+        thread=rig.service,
+        aio=rig.aio,  # type: ignore[arg-type]
+        adaptive=True,
+    )
+
+
+async def _put(commit: LoopGroupCommit, rig: _AioRig, offset: int, aio_delay_s: float = 0.0) -> str:
+    """One durable put as the broker makes it (bytes written, ``sync_early``, ``on_durable``),
+    waited for; an AIO sync it starts completes after ``aio_delay_s``. Returns how it was
+    synced (``"aio"`` or ``"inline"``); asserts that its answer came once the log was durable
+    past it."""
+    log, aio = rig.log, rig.aio
+    submissions, flushes = len(aio.submitted), log.flushes
+    log.max_offset = offset
+    commit.sync_early()
+    answered: list[tuple[bool, int]] = []
+    fut = _durable(commit, offset)
+    fut.add_done_callback(lambda f: answered.append((f.result(), log.flushed_where)))
+    if len(aio.submitted) > submissions:
+        await asyncio.sleep(aio_delay_s)
+        aio.complete(0)
+    assert await fut is True
+    await asyncio.sleep(0)
+    assert answered == [(True, answered[0][1])] and answered[0][1] >= offset
+    if len(aio.submitted) > submissions:
+        assert log.flushes == flushes
+        return "aio"
+    assert log.flushes == flushes + 1
+    return "inline"
+
+
+def _adaptive_run(rig: _AioRig, body: Callable[[LoopGroupCommit], Awaitable[list[str]]]) -> list[str]:
+    async def run() -> list[str]:
+        commit = _adaptive_commit(rig)
+        try:
+            return await body(commit)
+        finally:
+            commit.close()
+
+    return asyncio.run(run())
+
+
+def test_adaptive_syncs_inline_after_eight_calm_aio_syncs(rig: _AioRig) -> None:
+    """Puts one per sync on a quick disk: eight native AIO syncs in a row that each answered
+    one put with nothing queued behind, then the loop syncs the puts itself (no submission,
+    one ``flush`` each), every ack after its own sync."""
+
+    async def body(commit: LoopGroupCommit) -> list[str]:
+        return [await _put(commit, rig, 100 * (i + 1)) for i in range(12)]
+
+    assert _adaptive_run(rig, body) == ["aio"] * 8 + ["inline"] * 4
+    assert len(rig.aio.submitted) == 8 and rig.log.flushes == 4
+
+
+def test_adaptive_off_keeps_every_sync_on_native_aio(rig: _AioRig) -> None:
+    async def body(commit: LoopGroupCommit) -> list[str]:
+        return [await _put(commit, rig, 100 * (i + 1)) for i in range(12)]
+
+    async def run() -> list[str]:
+        commit = _aio_commit(rig.log, rig.service, rig.aio, rig.latency)  # adaptive=False
+        try:
+            return await body(commit)
+        finally:
+            commit.close()
+
+    assert asyncio.run(run()) == ["aio"] * 12
+    assert rig.log.flushes == 0
+
+
+def test_adaptive_puts_that_overlap_a_sync_stay_on_native_aio(rig: _AioRig) -> None:
+    """Each sync has the next put queued behind it (a client with two in flight): never
+    calm, never inline."""
+    log, aio = rig.log, rig.aio
+
+    async def body(commit: LoopGroupCommit) -> list[str]:
+        log.max_offset = 100
+        commit.sync_early()
+        pending = [_durable(commit, 100)]
+        for i in range(2, 14):
+            log.max_offset = 100 * i  # the next put, written while the sync runs
+            commit.sync_early()
+            pending.append(_durable(commit, 100 * i))
+            await asyncio.sleep(0)
+            submitted = len(aio.submitted) + 1
+            aio.complete(0)
+            assert await pending.pop(0) is True
+            await _until(lambda n=submitted: len(aio.submitted) == n)  # its sync, next
+            assert not commit.syncs_on_loop
+        aio.complete(0)
+        assert await pending.pop() is True
+        return []
+
+    _adaptive_run(rig, body)
+    assert log.flushes == 0 and len(aio.submitted) == 13
+
+
+def test_adaptive_slow_aio_syncs_do_not_count_as_calm(rig: _AioRig) -> None:
+    async def body(commit: LoopGroupCommit) -> list[str]:
+        return [await _put(commit, rig, 100 * (i + 1), aio_delay_s=0.004) for i in range(10)]
+
+    assert _adaptive_run(rig, body) == ["aio"] * 10
+
+
+def test_adaptive_leaves_inline_when_one_sync_answers_two_puts(rig: _AioRig) -> None:
+    """Two puts in one iteration while inline: one sync answers both (after it), and the
+    next puts go through native AIO until eight calm ones in a row."""
+    log = rig.log
+
+    async def body(commit: LoopGroupCommit) -> list[str]:
+        ways = [await _put(commit, rig, 100 * (i + 1)) for i in range(9)]
+        flushes = log.flushes
+        log.max_offset = 1000
+        first = _durable(commit, 1000)
+        log.max_offset = 1100
+        second = _durable(commit, 1100)
+        assert await first is True and await second is True
+        assert log.flushes == flushes + 1 and log.flushed_where >= 1100
+        assert not commit.syncs_on_loop
+        return ways + [await _put(commit, rig, 1200 + 100 * i) for i in range(9)]
+
+    assert _adaptive_run(rig, body) == ["aio"] * 8 + ["inline"] + ["aio"] * 8 + ["inline"]
+
+
+def test_adaptive_leaves_inline_after_a_slow_sync() -> None:
+    """An inline sync that took longer than 2 ms: the next puts go through native AIO."""
+    log = _SlowLog()
+    service = GroupCommitService(_FakeCommitLog(), MessageStoreConfig(store_path_root_dir="unused"))  # type: ignore[arg-type]
+    service.start()
+    rig = _AioRig(service, Histogram(), log=log)
+
+    async def body(commit: LoopGroupCommit) -> list[str]:
+        ways = [await _put(commit, rig, 100 * (i + 1)) for i in range(9)]
+        log.delay_s = 0.005
+        ways.append(await _put(commit, rig, 1000))
+        log.delay_s = 0.0
+        return [*ways, await _put(commit, rig, 1100)]
+
+    try:
+        assert _adaptive_run(rig, body) == ["aio"] * 8 + ["inline"] * 2 + ["aio"]
+    finally:
+        service.shutdown()
+
+
+def test_adaptive_probes_native_aio_every_32_inline_syncs(rig: _AioRig) -> None:
+    """Inline, every 33rd put goes through native AIO (the loop cannot see puts arrive while
+    it syncs itself): calm, the loop is back inline at once; with a put queued behind it,
+    native AIO stays until eight calm syncs in a row."""
+    log, aio = rig.log, rig.aio
+
+    async def body(commit: LoopGroupCommit) -> list[str]:
+        ways = [await _put(commit, rig, 100 * (i + 1)) for i in range(8 + 32 + 1 + 32)]
+        # the second probe finds the next put queued behind it
+        offset = 100 * (len(ways) + 1)
+        log.max_offset = offset
+        commit.sync_early()
+        probe = _durable(commit, offset)
+        assert len(aio.submitted) == 10  # 8 + the first probe + this one
+        log.max_offset = offset + 100
+        behind = _durable(commit, offset + 100)
+        await asyncio.sleep(0)
+        aio.complete(0)
+        assert await probe is True
+        await _until(lambda: len(aio.submitted) == 11)
+        aio.complete(0)
+        assert await behind is True
+        assert not commit.syncs_on_loop
+        return [*ways, await _put(commit, rig, offset + 200)]
+
+    ways = _adaptive_run(rig, body)
+    assert ways == ["aio"] * 8 + ["inline"] * 32 + ["aio"] + ["inline"] * 32 + ["aio"]
+
+
+def test_adaptive_sync_flush_acks_one_by_one_go_inline_on_a_quick_disk(tmp_path: Path) -> None:
+    """The real broker and store (on tmpfs, where a sync takes microseconds), durable sends
+    answered one by one: after the calm native AIO syncs the loop syncs inline, and every ack
+    still leaves only once the commit log is durable past its record."""
+    if not _native_aio():
+        pytest.skip("no native AIO here")
+    shm = Path("/dev/shm")
+    if not shm.is_dir():
+        pytest.skip("no tmpfs at /dev/shm")
+
+    async def main(root: Path) -> tuple[list[tuple[bytes, int]], int, bool]:
+        broker = BrokerController(_config(root, "SYNC_FLUSH", on_loop=False))
+        await broker.start()
+        protocol = _ServerProtocol(broker.server)
+        try:
+            broker.topic_config_manager.update_topic_config(
+                TopicConfig(topic_name="SyncAck", read_queue_nums=1, write_queue_nums=1)
+            )
+            transport = _RecordingTransport(broker)
+            protocol.connection_made(transport)
+            for opaque in range(20):
+                request = send_request("SyncAck", b"one-by-one-%d" % opaque, properties="WAIT\x01true")
+                request.opaque = opaque
+                protocol.data_received(request.encode())
+                await _until(
+                    lambda n=opaque: sum(len(FrameDecoder().feed(data)) for data, _ in transport.writes) > n
+                )
+            inline = broker.store.loop_group_commit(asyncio.get_running_loop()).syncs_on_loop
+            return transport.writes, broker.store.get_max_phy_offset(), inline
+        finally:
+            protocol.connection_lost(None)
+            await broker.shutdown()
+
+    with tempfile.TemporaryDirectory(dir=shm, prefix="rocketq-adaptive-") as root:
+        writes, max_offset, inline = asyncio.run(main(Path(root)))
+    answers = [cmd for data, _ in writes for cmd in FrameDecoder().feed(data)]
+    assert [a.code for a in answers] == [ResponseCode.SUCCESS] * 20
+    assert _acked_durable(writes, max_offset) == 20
+    assert inline

@@ -42,6 +42,9 @@ def _pull_all(puller: PullConsumer, mq: MessageQueue) -> list[tuple[int, bytes]]
         # warmMapedFileEnable: each next segment zero-filled and synced on a thread while the
         # stream rolls segments every few hundred sends (the kill may land during a warm)
         pytest.param({"warmMapedFileEnable": "true"}, id="warm"),
+        # one send at a time on a quick disk: by default the loop syncs them itself
+        # (syncFlushAdaptive); this keeps every sync on native AIO, as with overlapping sends
+        pytest.param({"syncFlushAdaptive": "false"}, id="aio-only"),
     ],
 )
 def test_sigkill_during_sync_flush_sends_loses_no_acknowledged_message(

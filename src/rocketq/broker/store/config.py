@@ -96,6 +96,14 @@ class MessageStoreConfig:
     #: ``sync_flush_timeout_ms``. Where native AIO is not available (not Linux, a kernel before
     #: 4.18, a seccomp policy) the thread is used.
     sync_flush_aio: bool = True
+    #: rocketq only (``syncFlushAdaptive``), on by default, with ``sync_flush_aio``: while the
+    #: durable sends come one per sync (each waits for its ack before the next) and the disk
+    #: syncs within 2 ms, the loop makes the sync itself as ``sync_flush_on_loop`` does,
+    #: sparing each send a kernel worker's hop and a second wake-up; native AIO takes over
+    #: as soon as sends overlap a sync or a sync is slower, and is tried again every 32 inline
+    #: syncs (``flush_service.LoopGroupCommit``). A disk that stalls during an inline sync
+    #: stalls the loop for that sync; ``false`` keeps every sync on native AIO.
+    sync_flush_adaptive: bool = True
     #: warmMapedFileEnable (Java's spelling), off by default as in Java: each new commit-log
     #: segment is prepared ahead of use on a thread (``AllocateMappedFileService``): created,
     #: written with zeros and synced while the one before it fills (the first one from the

@@ -25,7 +25,8 @@ Mirrors ``CommitLog.FlushRealTimeService`` and ``CommitLog.GroupCommitService`` 
   and gets the answers back in one ``call_soon_threadsafe`` (no
   ``concurrent.futures.Future``, no thread wake-up per put). With ``sync_flush_on_loop``
   it syncs on the loop thread itself (as Redis does under ``appendfsync always``),
-  blocking the loop for the sync.
+  blocking the loop for the sync; with ``sync_flush_adaptive`` (and native AIO) it does so
+  only while the puts come one per sync and the disk is quick.
   Either way the ack is written only after a sync that started after the put's bytes were
   written, so an acknowledged message is on disk. Puts from other threads use
   :meth:`GroupCommitService.submit` (a ``concurrent.futures.Future``).
@@ -120,6 +121,14 @@ class FlushRealTimeService(ServiceThread):
 
 #: ``GroupCommitService.waitForRunning(10)``: the idle pass period, seconds.
 _GROUP_COMMIT_WAIT_S = 0.01
+
+#: ``sync_flush_adaptive``: AIO syncs in a row that each answered one put with nothing
+#: queued behind it before the loop syncs inline; the longest sync (seconds) that keeps it
+#: inline (the longest the loop is made to wait for a quick disk); inline syncs between two
+#: AIO probes.
+_CALM_FLIGHTS = 8
+_INLINE_SYNC_MAX_S = 0.002
+_PROBE_EVERY = 32
 
 #: One waiting request: (commit-log offset that must be durable, monotonic deadline, the
 #: callback told ``True`` once durable or ``False`` at the deadline; runs on the flush thread).
@@ -297,17 +306,32 @@ class LoopGroupCommit:
     * without (``sync_flush_on_loop``): it syncs on the loop thread itself (as Redis does
       under ``appendfsync always``), blocking the loop for the sync's duration; a sync
       that failed answers ``False`` at once.
+    * ``adaptive`` (``sync_flush_adaptive``, with native AIO): while the durable puts come one
+      per sync and the disk is quick, the loop syncs them itself as ``sync_flush_on_loop``
+      does, and native AIO takes over as soon as they overlap or a sync is slow. Native AIO
+      costs one put a kernel worker's sync, its context switch and the ``eventfd`` wake-up,
+      worth it only when the loop has something to do meanwhile. It goes inline after
+      :data:`_CALM_FLIGHTS` AIO syncs in a row that each answered one put, had nothing
+      queued behind them and took at most :data:`_INLINE_SYNC_MAX_S`; it leaves at once when
+      an inline sync answers more than one put or takes longer than that, and every
+      :data:`_PROBE_EVERY` inline syncs it sends one through native AIO, which finds out
+      whether puts arrive while a sync runs (the loop cannot see them while it syncs). A
+      disk that stalls during an inline sync stalls the loop with it, for that one sync.
     """
 
     __slots__ = (
+        "_adaptive",
         "_aio",
         "_answered",
         "_answering",
+        "_calm",
         "_commit_log",
         "_deadlines",
         "_flight",
         "_flush_latency",
         "_loop",
+        "_on_loop",
+        "_on_loop_syncs",
         "_queued",
         "_scheduled",
         "_service",
@@ -322,6 +346,7 @@ class LoopGroupCommit:
         flush_latency: Histogram | None = None,
         thread: CommitRequests | None = None,
         aio: AioSync | None = None,
+        adaptive: bool = False,
     ) -> None:
         self._commit_log = commit_log
         self._loop = loop
@@ -344,6 +369,13 @@ class LoopGroupCommit:
         self._aio: AioSync | None = None
         self._flight: _Flight | None = None
         self._queued: list[_Batch] = []
+        #: adaptive (native AIO only): syncing on the loop now (not ``_inline``: mypyc would
+        #: name the C field ``__inline``, a C keyword), AIO syncs in a row that found the
+        #: puts one per sync, inline syncs since the last AIO probe
+        self._adaptive = adaptive
+        self._on_loop = False
+        self._calm = 0
+        self._on_loop_syncs = 0
         if aio is not None:
             if thread is None:
                 aio.close()
@@ -374,6 +406,10 @@ class LoopGroupCommit:
             self._scheduled = True
             if self._service is None:
                 self._loop.call_soon(self._commit)
+            elif self._on_loop and self._aio is not None:
+                # the GroupCommitService's idle pass leaves these bytes to the inline sync
+                self._commit_log.sync_started(next_offset)
+                self._loop.call_soon(self._commit_inline)
             elif self._aio is not None:
                 self._loop.call_soon(self._submit)
             else:
@@ -428,7 +464,7 @@ class LoopGroupCommit:
         """A put whose ack waits for the disk has written its bytes (called on this loop's
         thread, under the append lock, before the dispatch): with native AIO and no sync in
         flight, start one now; the put's :meth:`on_durable` then joins it."""
-        if self._aio is None or self._flight is not None:
+        if self._aio is None or self._flight is not None or self._on_loop:
             return
         self._start_sync()
 
@@ -515,8 +551,11 @@ class LoopGroupCommit:
         if flight.pending > 0:
             return
         self._flight = None
+        took = time.perf_counter() - flight.started
         if self._flush_latency is not None:
-            self._flush_latency.observe((time.perf_counter() - flight.started) * 1000.0)
+            self._flush_latency.observe(took * 1000.0)
+        if self._adaptive:
+            self._judge_flight(flight, took)
         if flight.ok:
             self._commit_log.mark_synced(flight.upto, flight.ts)
         if self._queued:
@@ -524,6 +563,43 @@ class LoopGroupCommit:
             self._start_sync()
         for batch in flight.batches:
             _resolve(batch, flight.ok)
+
+    # ------------------------------------------------------------------ adaptive
+    def _judge_flight(self, flight: _Flight, took: float) -> None:
+        """An AIO sync completed: one more calm one (one put, nothing queued behind it, a
+        quick disk) or the count starts over; enough in a row and the loop syncs inline."""
+        waiters = 0
+        for batch in flight.batches:
+            waiters += len(batch.waiting)
+        if waiters == 1 and not self._queued and flight.ok and took <= _INLINE_SYNC_MAX_S:
+            self._calm += 1
+            if self._calm >= _CALM_FLIGHTS:
+                self._calm = 0
+                self._on_loop = True
+                self._on_loop_syncs = 0
+        else:
+            self._calm = 0
+
+    def _commit_inline(self) -> None:
+        """End of the iteration, adaptive and inline: :meth:`_commit`, then back to native
+        AIO if it answered more than one put or the disk was slow, or for one probe."""
+        puts = len(self._waiting)
+        took = self._commit()
+        if not self._on_loop:  # left meanwhile (the AIO context dropped)
+            return
+        self._on_loop_syncs += 1
+        if puts > 1 or took > _INLINE_SYNC_MAX_S:
+            self._on_loop = False
+            self._calm = 0
+        elif self._on_loop_syncs >= _PROBE_EVERY:
+            # one AIO sync: if it stays calm the loop comes straight back
+            self._on_loop = False
+            self._calm = _CALM_FLIGHTS - 1
+
+    @property
+    def syncs_on_loop(self) -> bool:
+        """Adaptive: whether the loop syncs the next put itself."""
+        return self._on_loop
 
     def _to_thread(self, batches: list[_Batch]) -> None:
         """One request to the flush thread per batch, for the highest of its offsets."""
@@ -536,6 +612,7 @@ class LoopGroupCommit:
                 _resolve(batch, self._commit_log.flushed_where >= upto)
 
     def _drop_aio(self) -> None:
+        self._on_loop = False
         aio, self._aio = self._aio, None
         if aio is not None:
             with contextlib.suppress(Exception):
@@ -605,7 +682,9 @@ class LoopGroupCommit:
             _resolve(batch, durable)
 
     # ------------------------------------------------------------------ on the loop
-    def _commit(self) -> None:
+    def _commit(self) -> float:
+        """End of the iteration, on the loop: one sync, then the answers; returns the
+        sync's seconds."""
         self._scheduled = False
         waiting, self._waiting = self._waiting, []
         started = time.perf_counter()
@@ -615,11 +694,13 @@ class LoopGroupCommit:
             log.error("SYNC_FLUSH: syncing the commit log failed: %s", exc)
         except Exception:  # a store closed meanwhile, a bug: the waiters still get their answer
             log.exception("SYNC_FLUSH: syncing the commit log failed")
+        took = time.perf_counter() - started
         if self._flush_latency is not None:
-            self._flush_latency.observe((time.perf_counter() - started) * 1000.0)
+            self._flush_latency.observe(took * 1000.0)
         flushed = self._commit_log.flushed_where
         for next_offset, done in waiting:
             _answer(done, flushed >= next_offset)
+        return took
 
 
 class _Batch:

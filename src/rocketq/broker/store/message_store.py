@@ -458,7 +458,7 @@ class MessageStore(CommitLogDispatcher):
             if lgc is not None:
                 lgc.close()
             lgc = self._loop_group_commit = LoopGroupCommit(
-                self.commit_log, loop, self.flush_latency, thread, aio
+                self.commit_log, loop, self.flush_latency, thread, aio, config.sync_flush_adaptive
             )
         return lgc
 
