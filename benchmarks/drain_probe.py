@@ -197,11 +197,16 @@ def main() -> None:
     parser.add_argument(
         "--syscalls", action="store_true", help="system calls per pull per thread kind (perf)"
     )
+    parser.add_argument(
+        "--consume-on-io-thread",
+        action="store_true",
+        help="the consumers' consume_on_io_thread (rocketq only)",
+    )
     args = parser.parse_args()
     sizes = dataclasses.replace(FULL, drain_messages=args.messages // 32 * 32)
     cluster = EmbeddedCluster(mapped_file_size_commit_log=256 * 1024 * 1024)
     with cluster:
-        bench = RocketqBench(cluster)
+        bench = RocketqBench(cluster, consume_on_io_thread=args.consume_on_io_thread)
         try:
             bench.prepare_drain(sizes)
             for _ in range(args.rounds):

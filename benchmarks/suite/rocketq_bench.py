@@ -126,9 +126,11 @@ class DrainTally:
 class RocketqBench:
     """The workloads over a started :class:`EmbeddedCluster`."""
 
-    def __init__(self, cluster: EmbeddedCluster) -> None:
+    def __init__(self, cluster: EmbeddedCluster, *, consume_on_io_thread: bool = False) -> None:
         self.cluster = cluster
         self.namesrv = cluster.namesrv_addr
+        #: the push consumers' ``consume_on_io_thread`` (rocketq only, off by default)
+        self.consume_on_io_thread = consume_on_io_thread
         self._run = f"b{time.monotonic_ns() % 10**9}"
         cfg = ProducerConfig(producer_group=f"{self._run}_pg", send_msg_timeout_ms=30_000)
         self.producer = Producer(namesrv_addr=self.namesrv, config=cfg)
@@ -247,6 +249,7 @@ class RocketqBench:
             consumer_group=group,
             consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
             consume_message_batch_max_size=batch,
+            consume_on_io_thread=self.consume_on_io_thread,
         )
         client = dataclasses.replace(_CLIENT, instance_name=f"{group}_{next(_ids)}")
         consumer = PushConsumer(config=cfg, namesrv_addr=self.namesrv, client_config=client)

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from rocketq.errors import ConnectError, RequestTimeoutError
+from rocketq.errors import ClientError, ConnectError, RequestTimeoutError
 from rocketq.protocol.frame import FrameDecoder, RemotingCommand
-from rocketq.remoting.client import IO_THREAD_NAME, RemotingClient
+from rocketq.remoting.client import IO_THREAD_NAME, RemotingClient, run_allowing_hand_off
 from rocketq.remoting.server import ServerThread
 from rocketq.testing.waits import wait_until
 from tests.component.test_remoting_client import RawPeer, _req, _start_server, read_frames, wait_eof
@@ -235,3 +235,93 @@ def test_a_forked_child_starts_clients_on_an_io_thread_of_its_own(echo_addr: str
         assert status is not None and os.waitstatus_to_exitcode(status) == 0
         # the parent's client is undisturbed
         assert parent.invoke_sync(echo_addr, _req(4), 5000).body == b"body-4"
+
+
+def test_a_sync_call_of_a_callback_allowing_hand_off_moves_the_io_loop(echo_addr: str) -> None:
+    """A callback run with ``run_allowing_hand_off`` (a push consumer's listener run on the
+    I/O thread) makes a sync call: a new thread takes over the I/O loop at once and serves
+    every other call while the old one waits, which leaves the loop once its callback
+    returns; a plain callback's sync call still raises."""
+    with RemotingClient(name="handoff") as c:
+        reactor = c._reactor
+        assert reactor is not None
+        first_ident = reactor.ident
+        release = threading.Event()
+        seen: dict[str, object] = {}
+        done = threading.Event()
+
+        def blocking() -> None:
+            seen["before"] = threading.current_thread().name
+            seen["answer"] = c.invoke_sync(echo_addr, _req(1), 5000).body
+            seen["after"] = threading.current_thread().name
+            release.wait(10)  # still busy: the other calls must not wait for it
+
+        def callback(response: RemotingCommand | None, error: BaseException | None) -> None:
+            try:
+                run_allowing_hand_off(blocking)
+            finally:
+                done.set()
+
+        c.invoke_async_callback(echo_addr, _req(0), 5000, callback)
+        wait_until(lambda: "after" in seen)
+        assert seen == {
+            "before": IO_THREAD_NAME,
+            "answer": b"body-1",
+            "after": f"{IO_THREAD_NAME}-handed-off",
+        }
+        assert reactor.hand_offs == 1
+        # the old thread is still in its callback, and the new one answers the others
+        others = [Outcomes() for _ in range(5)]
+        for i, o in enumerate(others):
+            c.invoke_async_callback(echo_addr, _req(10 + i), 5000, o)
+        for i, o in enumerate(others):
+            assert o.event.wait(5)
+            ((response, error, thread),) = o.calls
+            assert error is None and response is not None and response.body == f"body-{10 + i}".encode()
+            assert thread == IO_THREAD_NAME
+        assert reactor.ident not in (None, first_ident)
+        assert not done.is_set()
+        release.set()
+        assert done.wait(5)
+        # the old thread left the loop: one I/O thread is left, and it still serves
+        wait_until(lambda: len([t for t in threading.enumerate() if t.name.startswith(IO_THREAD_NAME)]) == 1)
+        assert c.invoke_sync(echo_addr, _req(20), 5000).body == b"body-20"
+
+        # a callback not run with run_allowing_hand_off: the sync call still refuses
+        plain: list[BaseException] = []
+        plain_done = threading.Event()
+
+        def plain_callback(response: RemotingCommand | None, error: BaseException | None) -> None:
+            try:
+                c.invoke_sync(echo_addr, _req(30), 5000)
+            except ClientError as exc:
+                plain.append(exc)
+            finally:
+                plain_done.set()
+
+        c.invoke_async_callback(echo_addr, _req(31), 5000, plain_callback)
+        assert plain_done.wait(5)
+        assert len(plain) == 1 and reactor.hand_offs == 1
+    assert not [t for t in threading.enumerate() if t.name.startswith(IO_THREAD_NAME)]
+
+
+def test_closing_the_last_client_after_a_hand_off_joins_the_new_io_thread(echo_addr: str) -> None:
+    """The client closed from the handed-off thread's own callback: the new I/O thread stops
+    and is joined; nothing is left running."""
+    c = RemotingClient(name="handoff-close")
+    c.start()
+    closed = threading.Event()
+
+    def callback(response: RemotingCommand | None, error: BaseException | None) -> None:
+        def work() -> None:
+            c.invoke_sync(echo_addr, _req(1), 5000)  # hands the loop off
+            c.close()  # from the old thread: joins the new one
+
+        try:
+            run_allowing_hand_off(work)
+        finally:
+            closed.set()
+
+    c.invoke_async_callback(echo_addr, _req(0), 5000, callback)
+    assert closed.wait(10)
+    wait_until(lambda: not [t for t in threading.enumerate() if t.name.startswith(IO_THREAD_NAME)])

@@ -26,6 +26,7 @@ from rocketq.errors import RocketqError
 from rocketq.protocol.heartbeat import ConsumeFromWhere, MessageModel
 from rocketq.protocol.message import Message, MessageExt
 from rocketq.protocol.message_queue import MessageQueue
+from rocketq.remoting.client import IO_THREAD_NAME
 from rocketq.testing.cluster import EmbeddedCluster
 from rocketq.testing.waits import wait_for_dlq, wait_until
 
@@ -660,3 +661,57 @@ def test_pulls_during_a_rebalance_heartbeat_are_not_refused_as_not_latest(
         assert not refused
     finally:
         consumer.shutdown()
+
+
+def test_consume_on_io_thread_runs_the_listener_on_the_io_thread_and_its_sync_sends_work(
+    embedded_cluster: EmbeddedCluster, producer: Producer, unique_name: Callable[..., str]
+) -> None:
+    """``consume_on_io_thread``: each pull answer's batch runs on the remoting I/O thread that
+    read it; a sync send made by the listener hands the I/O loop to a new thread (the send
+    would otherwise wait for an answer only that loop reads) and succeeds; every message is
+    consumed once and shutdown leaves no thread behind."""
+    topic, out, group = unique_name("T"), unique_name("Out"), unique_name("G")
+    embedded_cluster.create_topic(topic, 4)
+    embedded_cluster.create_topic(out, 1)
+    bodies = _send(producer, topic, 300)
+    seen: Counter[str] = Counter()
+    threads: Counter[str] = Counter()
+    forwarded: list[tuple[str, str, str]] = []  # (body, thread before the send, after it)
+    lock = threading.Lock()
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        name = threading.current_thread().name
+        with lock:
+            seen.update(m.body.decode() for m in msgs)
+            threads[name] += 1
+        for m in msgs:
+            if m.body in (b"m-0", b"m-100", b"m-200"):
+                result = producer.send(Message(out, b"fwd-" + m.body))
+                assert result.status.name == "SEND_OK"
+                with lock:
+                    forwarded.append((m.body.decode(), name, threading.current_thread().name))
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = _consumer(
+        embedded_cluster, group, topic, listener, consume_message_batch_max_size=32, consume_on_io_thread=True
+    )
+    threads_before = set(threading.enumerate())
+    consumer.start()
+    try:
+        wait_until(lambda: sum(seen.values()) >= 300, 30, "all messages")
+        wait_until(
+            lambda: all(pq.msg_count == 0 for mq, pq in consumer.process_queues() if mq.topic == topic),
+            10,
+            "every process queue drained",
+        )
+        assert set(seen) == set(bodies) and max(seen.values()) == 1
+        # every batch ran on an I/O thread (one answer is one batch of at most 32)
+        assert set(threads) <= {IO_THREAD_NAME, f"{IO_THREAD_NAME}-handed-off"}, threads
+        assert sorted(body for body, _, _ in forwarded) == ["m-0", "m-100", "m-200"]
+        assert all(after == f"{IO_THREAD_NAME}-handed-off" for _, _, after in forwarded), forwarded
+    finally:
+        consumer.shutdown()
+    # the I/O loop runs on a thread started by a hand-off now (the producer still uses it);
+    # the handed-off threads ended with their batches, and nothing else is left
+    _no_new_threads(threads_before | {t for t in threading.enumerate() if t.name == IO_THREAD_NAME})
+    assert len([t for t in threading.enumerate() if t.name.startswith(IO_THREAD_NAME)]) == 1

@@ -460,6 +460,16 @@ class PushConsumerConfig:
     #: orderly: a lock not renewed for this long is treated as lost
     #: (``rocketmq.client.rebalance.lockMaxLiveTime``); keep it below the broker's 60 s lease
     lock_max_live_time_ms: int = 30_000
+    #: rocketq only, off by default: a concurrent listener's batches run on the remoting I/O
+    #: thread that read their pull's answer (the first batch of each answer; any more go to
+    #: the consume threads), without a hand-off to a consume thread: Kafka's model, for
+    #: drains (``benchmarks/README.md``, speed12). While the listener runs, no connection of
+    #: the process is read (every client of the process shares the I/O thread), so it is for
+    #: listeners that return quickly. A sync call the listener makes (a send, the send-back
+    #: of a failed batch) first hands the I/O loop to a new thread, so it works; waiting for
+    #: an async call's future in the listener does not (its answer is read by the thread it
+    #: blocks). Orderly listeners always run on their consume threads.
+    consume_on_io_thread: bool = False
 
     def __post_init__(self) -> None:
         validate_group(self.consumer_group)

@@ -121,7 +121,7 @@ from rocketq.remoting.connection import (
 from rocketq.remoting.helper import RequestIdCounter, answer_frame, machinery_response, parse_addr
 from rocketq.remoting.poller import EVENT_READ, EVENT_WRITE, Poller, new_poller
 
-__all__ = ["IO_THREAD_NAME", "RemotingClient", "RequestHandler", "RpcHook"]
+__all__ = ["IO_THREAD_NAME", "RemotingClient", "RequestHandler", "RpcHook", "run_allowing_hand_off"]
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +139,25 @@ _PARK_S: Final = 0.02
 _NEVER: Final = float("inf")
 #: The name of the process's one remoting I/O thread (:class:`_Reactor`).
 IO_THREAD_NAME: Final = "rocketq-remoting-io"
+
+#: Per thread: whether a sync call made here on the I/O thread hands the I/O loop to a new
+#: thread (:func:`run_allowing_hand_off`) instead of failing.
+_io_local = threading.local()
+
+
+def run_allowing_hand_off(fn: Callable[..., object], /, *args: object) -> None:
+    """Run ``fn(*args)`` here; should it make a sync call while this is the remoting I/O
+    thread (a push consumer's listener run on the thread that read its pull's answer), a new
+    thread takes over the I/O loop first and this one leaves it once ``fn`` returns, instead
+    of the call raising :class:`ClientError` (it would wait for an answer only the I/O loop
+    reads)."""
+    local = _io_local
+    before = getattr(local, "hand_off", False)
+    local.hand_off = True
+    try:
+        fn(*args)
+    finally:
+        local.hand_off = before
 
 
 class _Reactor:
@@ -177,8 +196,11 @@ class _Reactor:
         self.park_check_at = _NEVER
         self.users = 0  # started clients not closed yet (under _reactor_lock)
         self.stopping = False
+        #: the thread running the I/O loop now (None for a moment after a hand-off)
         self.ident: int | None = None
         self.thread = threading.Thread(target=self._main, name=IO_THREAD_NAME, daemon=True)
+        #: how often the loop moved to a new thread (:meth:`hand_off`)
+        self.hand_offs = 0
 
     # ------------------------------------------------------------------ tasks, wake-ups
     def wakeup(self) -> None:
@@ -250,18 +272,37 @@ class _Reactor:
                 heapq.heapify(kept)
                 self.timers = kept
 
+    def hand_off(self) -> bool:
+        """On the I/O thread, about to block (a sync call of a callback run with
+        :func:`run_allowing_hand_off`): a new thread takes over the loop at once, and this
+        one leaves it as soon as its current callback returns (the poller is level-triggered,
+        so what it had not looked at yet is reported to the new thread). False when this is
+        not the I/O thread or the reactor is stopping."""
+        me = threading.get_ident()
+        with _reactor_lock:  # against _release_reactor: it joins the thread it finds here
+            if me != self.ident or self.stopping:
+                return False
+            thread = threading.Thread(target=self._main, name=IO_THREAD_NAME, daemon=True)
+            self.ident = None  # nobody's until the new thread runs: on_io queues and wakes
+            self.thread = thread
+            self.hand_offs += 1
+            thread.start()
+        threading.current_thread().name = f"{IO_THREAD_NAME}-handed-off"
+        return True
+
     # ------------------------------------------------------------------ the thread
     def _main(self) -> None:
-        self.ident = threading.get_ident()
+        me = self.ident = threading.get_ident()
         try:
-            self._loop()
+            self._loop(me)
         except BaseException:
             log.exception("remoting I/O thread crashed")
             raise
         finally:
-            self._shutdown()
+            if self.ident == me:  # not handed off: the reactor stops
+                self._shutdown()
 
-    def _loop(self) -> None:
+    def _loop(self, me: int) -> None:
         wait = self.poller.wait
         tasks = self.tasks
         while not self.stopping:
@@ -280,8 +321,12 @@ class _Reactor:
                 except Exception as exc:
                     log.exception("%s: error on connection %s", client.name, conn.addr)
                     client._close_connection_now(conn, f"internal error: {exc!r}")
+                if self.ident != me:
+                    return  # handed off (the new thread reads the rest)
             if tasks:
                 self.run_tasks()
+                if self.ident != me:
+                    return
             if self.timers:
                 try:
                     self._expire_timers()
@@ -546,7 +591,11 @@ class RemotingClient:
         ``rpc_hook`` does not see it, so callers use it only when :attr:`signs_requests` is
         False. Same errors and timeout contract as :meth:`invoke_sync`."""
         reactor = self._reactor
-        if reactor is not None and threading.get_ident() == reactor.ident:
+        if (
+            reactor is not None
+            and threading.get_ident() == reactor.ident
+            and not (getattr(_io_local, "hand_off", False) and reactor.hand_off())
+        ):
             raise ClientError(
                 "invoke_sync called on the remoting I/O thread (e.g. from an invoke_async "
                 "callback): it would deadlock; use invoke_async or another thread"

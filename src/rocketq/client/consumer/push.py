@@ -120,6 +120,7 @@ from rocketq.protocol.mixall import (
     RETRY_GROUP_TOPIC_PREFIX,
     retry_topic,
 )
+from rocketq.remoting.client import run_allowing_hand_off
 from rocketq.remoting.connection import AsyncCallback
 from rocketq.remoting.helper import host_addr_to_string
 
@@ -716,8 +717,14 @@ class PushConsumer(ServiceLifecycle):
     ) -> AsyncCallback:
         """The completion callback of one pull (runs on the I/O thread, exactly once)."""
         consume = self._consume_service
+        here = self.config.consume_on_io_thread and isinstance(consume, ConsumeMessageConcurrentlyService)
 
         def done(response: RemotingCommand | None, error: BaseException | None) -> None:
+            if here:
+                # consume_on_io_thread: this thread issues the next pull and runs the first
+                # batch; a sync call of the listener hands the I/O loop to a new thread
+                run_allowing_hand_off(self._on_pull_done, pr, sd, response, error, addr, begin, True)
+                return
             # hop off the I/O thread: onto a free consume thread (concurrent listener), which
             # then issues the next pull and runs the first batch itself; else the pull thread
             if not (
