@@ -325,3 +325,71 @@ def test_closing_the_last_client_after_a_hand_off_joins_the_new_io_thread(echo_a
     c.invoke_async_callback(echo_addr, _req(0), 5000, callback)
     assert closed.wait(10)
     wait_until(lambda: not [t for t in threading.enumerate() if t.name.startswith(IO_THREAD_NAME)])
+
+
+def test_after_a_hand_off_the_rest_of_the_read_and_the_queued_tasks_run_on_the_new_io_thread(
+    echo_addr: str,
+) -> None:
+    """I/O callbacks run one at a time on the I/O thread: when one hands the loop off, the
+    answers read with it and the tasks queued behind it are the new I/O thread's, not run
+    by the old one after its callback (which here is still blocked)."""
+    release = threading.Event()
+
+    def script(sock: socket.socket, dec: FrameDecoder) -> None:
+        first, second = read_frames(sock, dec, 2)
+        # both answers in one read: the first one's callback hands off and blocks
+        sock.sendall(first.make_response(0, body=b"a").encode() + second.make_response(0, body=b"b").encode())
+        (sync,) = read_frames(sock, dec, 1)
+        sock.sendall(sync.make_response(0, body=b"sync").encode())
+        wait_eof(sock)
+
+    peer = RawPeer(script)
+    try:
+        with RemotingClient(name="handoff-order") as c:
+            reactor = c._reactor
+            assert reactor is not None
+            blocked = threading.Event()
+
+            def first_callback(response: RemotingCommand | None, error: BaseException | None) -> None:
+                def work() -> None:
+                    assert c.invoke_sync(peer.addr, _req(3), 5000).body == b"sync"
+                    blocked.set()
+                    release.wait(10)
+
+                run_allowing_hand_off(work)
+
+            second = Outcomes()
+            c.invoke_async_callback(peer.addr, _req(1), 5000, first_callback)
+            c.invoke_async_callback(peer.addr, _req(2), 5000, second)
+            assert blocked.wait(5)
+            assert second.event.wait(5), "the second answer waited for the blocked callback"
+            ((response, _error, thread),) = second.calls
+            assert response is not None and response.body == b"b" and thread == IO_THREAD_NAME
+
+            # tasks: the I/O thread held by a gate while two are queued behind it
+            gate = threading.Event()
+            task_threads: list[str] = []
+            second_task = threading.Event()
+
+            def guarded_task() -> None:
+                def work() -> None:
+                    c.invoke_sync(echo_addr, _req(4), 5000)  # hands off
+                    release.wait(10)
+
+                run_allowing_hand_off(work)
+
+            def plain_task() -> None:
+                task_threads.append(threading.current_thread().name)
+                second_task.set()
+
+            reactor.on_io(lambda: gate.wait(10))
+            reactor.on_io(guarded_task)
+            reactor.on_io(plain_task)
+            gate.set()
+            assert second_task.wait(5), "the queued task waited for the blocked one"
+            assert task_threads == [IO_THREAD_NAME] and reactor.hand_offs == 2
+            release.set()
+            c.close_connection(peer.addr)
+    finally:
+        release.set()
+    peer.join()

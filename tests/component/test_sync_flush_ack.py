@@ -1235,3 +1235,22 @@ def test_adaptive_sync_flush_acks_one_by_one_go_inline_on_a_quick_disk(tmp_path:
     assert [a.code for a in answers] == [ResponseCode.SUCCESS] * 20
     assert _acked_durable(writes, max_offset) == 20
     assert inline
+
+
+def test_adaptive_a_failed_inline_sync_answers_false_and_goes_back_to_native_aio(
+    rig: _AioRig, caplog: pytest.LogCaptureFixture
+) -> None:
+    log = rig.log
+
+    async def body(commit: LoopGroupCommit) -> list[str]:
+        ways = [await _put(commit, rig, 100 * (i + 1)) for i in range(9)]
+        log.error = OSError(5, "Input/output error")
+        log.max_offset = 1000
+        assert await _durable(commit, 1000) is False  # FLUSH_DISK_TIMEOUT, the bytes stay stored
+        assert not commit.syncs_on_loop
+        log.error = None
+        return [*ways, await _put(commit, rig, 1100)]
+
+    with caplog.at_level(logging.ERROR, logger="rocketq.broker.store"):
+        assert _adaptive_run(rig, body) == ["aio"] * 8 + ["inline", "aio"]
+    assert any("syncing the commit log failed" in r.getMessage() for r in caplog.records)

@@ -201,6 +201,9 @@ class _Reactor:
         self.thread = threading.Thread(target=self._main, name=IO_THREAD_NAME, daemon=True)
         #: how often the loop moved to a new thread (:meth:`hand_off`)
         self.hand_offs = 0
+        #: answers read and not completed yet by the I/O thread's current callbacks
+        #: (``RemotingClient._complete_all``): a hand-off passes them on
+        self.carry: list[tuple[RemotingClient, collections.deque[tuple[AsyncWaiter, RemotingCommand]]]] = []
 
     # ------------------------------------------------------------------ tasks, wake-ups
     def wakeup(self) -> None:
@@ -227,6 +230,20 @@ class _Reactor:
     def run_tasks(self) -> None:
         tasks = self.tasks
         while True:
+            try:
+                task = tasks.popleft()
+            except IndexError:
+                return
+            try:
+                task()
+            except Exception:
+                log.exception("remoting I/O task failed")
+
+    def _run_own_tasks(self, me: int) -> None:
+        """:meth:`run_tasks` on the I/O thread ``me``, until a task hands the loop off: the
+        tasks left are the new thread's (I/O callbacks run one at a time, on the I/O thread)."""
+        tasks = self.tasks
+        while self.ident == me:
             try:
                 task = tasks.popleft()
             except IndexError:
@@ -286,6 +303,14 @@ class _Reactor:
             self.ident = None  # nobody's until the new thread runs: on_io queues and wakes
             self.thread = thread
             self.hand_offs += 1
+            # the answers this thread read and has not completed are the new thread's first
+            # tasks (the tasks queued already stay queued for it; the events it had not
+            # looked at, the level-triggered poller reports again)
+            for client, rest in self.carry:
+                if rest:
+                    self.tasks.appendleft(functools.partial(client._complete_all, list(rest)))
+                    rest.clear()
+            self.carry = []
             thread.start()
         threading.current_thread().name = f"{IO_THREAD_NAME}-handed-off"
         return True
@@ -324,7 +349,7 @@ class _Reactor:
                 if self.ident != me:
                     return  # handed off (the new thread reads the rest)
             if tasks:
-                self.run_tasks()
+                self._run_own_tasks(me)
                 if self.ident != me:
                     return
             if self.timers:
@@ -1010,8 +1035,24 @@ class RemotingClient:
             log.debug("%s: response to cancelled call %d dropped", self.name, cmd.opaque)
 
     def _complete_all(self, answered: Answered) -> None:
-        for fut, cmd in answered:
-            self._complete(fut, cmd)
+        reactor = self._reactor
+        me = threading.get_ident()
+        if len(answered) == 1 or reactor is None or reactor.ident != me:
+            # one answer (nothing left to pass on), or not on the I/O thread (it has ended)
+            for fut, cmd in answered:
+                self._complete(fut, cmd)
+            return
+        # the answers not completed yet, where a callback's hand-off finds them and passes
+        # them on to the new I/O thread (it would otherwise run them only once it returns)
+        rest = collections.deque(answered)
+        reactor.carry.append((self, rest))
+        try:
+            while rest:
+                fut, cmd = rest.popleft()
+                self._complete(fut, cmd)
+        finally:
+            if reactor.ident == me:
+                reactor.carry.pop()
 
     def _dispatch_request(self, conn: Connection, cmd: RemotingCommand) -> None:
         pool = self._handler_pool

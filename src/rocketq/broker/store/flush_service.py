@@ -582,13 +582,15 @@ class LoopGroupCommit:
 
     def _commit_inline(self) -> None:
         """End of the iteration, adaptive and inline: :meth:`_commit`, then back to native
-        AIO if it answered more than one put or the disk was slow, or for one probe."""
+        AIO if it answered more than one put, the disk was slow or the sync failed, or for
+        one probe."""
         puts = len(self._waiting)
+        upto = max((offset for offset, _ in self._waiting), default=0)
         took = self._commit()
         if not self._on_loop:  # left meanwhile (the AIO context dropped)
             return
         self._on_loop_syncs += 1
-        if puts > 1 or took > _INLINE_SYNC_MAX_S:
+        if puts > 1 or took > _INLINE_SYNC_MAX_S or self._commit_log.flushed_where < upto:
             self._on_loop = False
             self._calm = 0
         elif self._on_loop_syncs >= _PROBE_EVERY:
