@@ -433,8 +433,10 @@ def render_markdown(data: dict[str, object], ms: Sequence[Measurement], out_dir:
         "when the server supports it (see the servers table: Debian 12's nats-server 2.9.10 does not, so "
         "its durable row is NOT fsynced per message and is not a like-for-like comparison). "
         "`rocketq` acks once the group commit's sync, which the broker's loop submits through Linux "
-        "native AIO and is woken by, completed (the default, what the targets judge; without native AIO "
-        f"Java's GroupCommitService thread syncs); `{ONLOOP_SYSTEM}` is the same build with the opt-in `syncFlushOnLoop=true`, the sync "
+        "native AIO and is woken by, completed, or, while the sends come one per sync and the disk is "
+        "quick, the sync the loop makes itself (`syncFlushAdaptive`; the defaults, what the targets "
+        "judge; without native AIO Java's GroupCommitService thread syncs); "
+        f"`{ONLOOP_SYSTEM}` is the same build with the opt-in `syncFlushOnLoop=true`, every sync "
         "made on the broker's event loop as Redis makes it under `appendfsync always` (the like-for-like "
         "policy; a stalled disk then stalls the broker's network service too).",
         "",
