@@ -227,23 +227,12 @@ class _Reactor:
         if self.finished:
             self.run_tasks()
 
-    def run_tasks(self) -> None:
+    def run_tasks(self, owner: int | None = None) -> None:
+        """Run the queued tasks; with ``owner`` (the I/O thread's ident) only while that is
+        still the I/O thread: once a task hands the loop off, the rest are the new thread's
+        (I/O callbacks run one at a time, on the I/O thread)."""
         tasks = self.tasks
-        while True:
-            try:
-                task = tasks.popleft()
-            except IndexError:
-                return
-            try:
-                task()
-            except Exception:
-                log.exception("remoting I/O task failed")
-
-    def _run_own_tasks(self, me: int) -> None:
-        """:meth:`run_tasks` on the I/O thread ``me``, until a task hands the loop off: the
-        tasks left are the new thread's (I/O callbacks run one at a time, on the I/O thread)."""
-        tasks = self.tasks
-        while self.ident == me:
+        while owner is None or self.ident == owner:
             try:
                 task = tasks.popleft()
             except IndexError:
@@ -349,7 +338,7 @@ class _Reactor:
                 if self.ident != me:
                     return  # handed off (the new thread reads the rest)
             if tasks:
-                self._run_own_tasks(me)
+                self.run_tasks(me)
                 if self.ident != me:
                     return
             if self.timers:
