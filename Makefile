@@ -21,7 +21,7 @@ SRC_PY          := $(shell find src/rocketq -name '*.py')
 # of a compiled class), so each of them runs in one pass or the other.
 PURE_TESTS      := tests/unit tests/golden tests/component/test_build.py tests/component/test_remoting_client.py \
                    tests/component/test_remoting_client_sync_io.py tests/component/test_remoting_server.py \
-                   tests/component/test_sync_flush_ack.py
+                   tests/component/test_remoting_shared_io.py tests/component/test_sync_flush_ack.py
 PURE_MARKED     := tests --ignore=tests/unit --ignore=tests/golden --ignore=tests/component/test_sync_flush_ack.py
 
 .PHONY: demo test lint typecheck pytest bench clean venv interop-deps browser
