@@ -22,7 +22,8 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def _io_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == IO_THREAD_NAME]
+    """The I/O loop's thread, and any handed off from it that has not ended yet."""
+    return [t for t in threading.enumerate() if t.name.startswith(IO_THREAD_NAME)]
 
 
 @pytest.fixture
@@ -284,7 +285,7 @@ def test_a_sync_call_of_a_callback_allowing_hand_off_moves_the_io_loop(echo_addr
         release.set()
         assert done.wait(5)
         # the old thread left the loop: one I/O thread is left, and it still serves
-        wait_until(lambda: len([t for t in threading.enumerate() if t.name.startswith(IO_THREAD_NAME)]) == 1)
+        wait_until(lambda: len(_io_threads()) == 1)
         assert c.invoke_sync(echo_addr, _req(20), 5000).body == b"body-20"
 
         # a callback not run with run_allowing_hand_off: the sync call still refuses
@@ -302,7 +303,7 @@ def test_a_sync_call_of_a_callback_allowing_hand_off_moves_the_io_loop(echo_addr
         c.invoke_async_callback(echo_addr, _req(31), 5000, plain_callback)
         assert plain_done.wait(5)
         assert len(plain) == 1 and reactor.hand_offs == 1
-    assert not [t for t in threading.enumerate() if t.name.startswith(IO_THREAD_NAME)]
+    assert not _io_threads()
 
 
 def test_closing_the_last_client_after_a_hand_off_joins_the_new_io_thread(echo_addr: str) -> None:
@@ -324,7 +325,7 @@ def test_closing_the_last_client_after_a_hand_off_joins_the_new_io_thread(echo_a
 
     c.invoke_async_callback(echo_addr, _req(0), 5000, callback)
     assert closed.wait(10)
-    wait_until(lambda: not [t for t in threading.enumerate() if t.name.startswith(IO_THREAD_NAME)])
+    wait_until(lambda: not _io_threads())
 
 
 def test_after_a_hand_off_the_rest_of_the_read_and_the_queued_tasks_run_on_the_new_io_thread(

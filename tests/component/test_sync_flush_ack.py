@@ -654,7 +654,11 @@ class _FakeAio:
 
 
 def _aio_commit(
-    log: _SyncedLog, service: GroupCommitService, aio: _FakeAio, latency: Histogram | None = None
+    log: _SyncedLog,
+    service: GroupCommitService,
+    aio: _FakeAio,
+    latency: Histogram | None = None,
+    adaptive: bool = False,
 ) -> LoopGroupCommit:
     """A group commit on the running loop syncing ``log`` through the fake ``aio``."""
     return LoopGroupCommit(
@@ -663,6 +667,7 @@ def _aio_commit(
         latency,
         thread=service,
         aio=aio,  # type: ignore[arg-type]
+        adaptive=adaptive,
     )
 
 
@@ -1019,17 +1024,6 @@ class _SlowLog(_SyncedLog):
         return super().flush(least_pages)
 
 
-def _adaptive_commit(rig: _AioRig) -> LoopGroupCommit:
-    return LoopGroupCommit(
-        rig.log,  # type: ignore[arg-type]
-        asyncio.get_running_loop(),
-        rig.latency,
-        thread=rig.service,
-        aio=rig.aio,  # type: ignore[arg-type]
-        adaptive=True,
-    )
-
-
 async def _put(commit: LoopGroupCommit, rig: _AioRig, offset: int, aio_delay_s: float = 0.0) -> str:
     """One durable put as the broker makes it (bytes written, ``sync_early``, ``on_durable``),
     waited for; an AIO sync it starts completes after ``aio_delay_s``. Returns how it was
@@ -1055,9 +1049,11 @@ async def _put(commit: LoopGroupCommit, rig: _AioRig, offset: int, aio_delay_s: 
     return "inline"
 
 
-def _adaptive_run(rig: _AioRig, body: Callable[[LoopGroupCommit], Awaitable[list[str]]]) -> list[str]:
+def _adaptive_run(
+    rig: _AioRig, body: Callable[[LoopGroupCommit], Awaitable[list[str]]], adaptive: bool = True
+) -> list[str]:
     async def run() -> list[str]:
-        commit = _adaptive_commit(rig)
+        commit = _aio_commit(rig.log, rig.service, rig.aio, rig.latency, adaptive)
         try:
             return await body(commit)
         finally:
@@ -1082,14 +1078,7 @@ def test_adaptive_off_keeps_every_sync_on_native_aio(rig: _AioRig) -> None:
     async def body(commit: LoopGroupCommit) -> list[str]:
         return [await _put(commit, rig, 100 * (i + 1)) for i in range(12)]
 
-    async def run() -> list[str]:
-        commit = _aio_commit(rig.log, rig.service, rig.aio, rig.latency)  # adaptive=False
-        try:
-            return await body(commit)
-        finally:
-            commit.close()
-
-    assert asyncio.run(run()) == ["aio"] * 12
+    assert _adaptive_run(rig, body, adaptive=False) == ["aio"] * 12
     assert rig.log.flushes == 0
 
 
