@@ -252,6 +252,33 @@ def test_aio_sync_starts_after_the_write_before_the_dispatch(
     assert syncs == 1 and all(flushed >= max_offset for _, flushed in writes)
 
 
+def test_the_loop_group_commit_is_made_before_the_first_durable_put_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Making the loop's group commit opens the AIO context, a call that lets other threads
+    run: made between the first durable put's write and its sync, it let the
+    GroupCommitService's idle pass sync those bytes first, so the put was answered by a sync
+    nobody counted (``rocketmq_storage_flush_latency`` one short). It is made before the
+    bytes are written."""
+    if not _native_aio():
+        pytest.skip("no native AIO here")
+    opened_at: list[int] = []  # the commit log's max offset when the context was opened
+    broker_ref: list[BrokerController] = []
+    real_open = AioSync.open
+
+    def recording() -> AioSync | None:
+        opened_at.append(broker_ref[0].store.get_max_phy_offset())
+        return real_open()
+
+    monkeypatch.setattr(AioSync, "open", staticmethod(recording))
+    writes, max_offset, syncs = asyncio.run(
+        _send_chunk(tmp_path, "SYNC_FLUSH", 1, on_loop=False, before=broker_ref.append)
+    )
+    assert opened_at == [0]  # once, with nothing written yet
+    assert _acked_durable(writes, max_offset) == 1
+    assert syncs == 1
+
+
 @pytest.mark.pure_python  # replaces CommitLog.flush, a compiled method
 def test_sync_flush_ack_flush_disk_timeout_while_the_sync_hangs(tmp_path: Path) -> None:
     """FLUSH_DISK_TIMEOUT after ``syncFlushTimeout`` even while the flush thread is stuck in

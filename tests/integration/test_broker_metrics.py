@@ -118,6 +118,9 @@ def test_counters_move_by_the_messages_and_lag_falls_to_zero(
     consumer.start()
     try:
         wait_until(lambda: len(seen) == N, 30, "every message consumed")
+        # the consumed offsets reach the broker with the next pull or the periodic persist,
+        # which (as Java's) starts 10 s after the client: persist them now
+        consumer.persist_consumer_offset()
         wait_until(
             lambda: (
                 value(scrape(addr)[1], "rocketmq_consumer_offset", topic=topic, consumer_group=group) == N

@@ -647,6 +647,13 @@ class MessageStore(CommitLogDispatcher):
         # a put whose ack waits for its sync on the loop: the sync starts once the bytes are
         # written, while the dispatch runs (``written``)
         sync_now = group_commit is not None and wait and defer_flush
+        if sync_now:
+            loop = asyncio._get_running_loop()
+            if loop is not None:
+                # made before the bytes are: making it opens the AIO context (a call that
+                # lets other threads run), and the GroupCommitService's idle pass must not
+                # sync this put's bytes meanwhile, behind the sync it is about to start
+                self.loop_group_commit(loop)
         result = self.commit_log.append(data, requests, store_host, sync_now)
         if isinstance(result, PutMessageStatus):
             self._count_failure()
