@@ -140,11 +140,14 @@ BROKER_SUSPEND_MAX_TIME_MILLIS = 15_000
 CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND = 30_000
 #: OFFSET_ILLEGAL: the corrected offset is stored and the queue rebuilt 10 s later
 _OFFSET_MOVED_REBUILD_DELAY_MS = 10_000
-#: ``consume_on_io_thread``: a batch whose listener held the I/O thread longer than this sends
-#: the consumer's batches to its consume threads for a pause: from the first to the second,
-#: doubling while the batch tried after each pause is slow too
-_INLINE_SLOW_S: Final = 0.001
-_INLINE_PAUSE_MIN_S: Final = 1.0
+#: ``consume_on_io_thread``: a batch run on the I/O thread that waited (its time less its
+#: thread's CPU time: sleeps, I/O, locks) longer than this, or one still running this long
+#: after it began when the next answer arrives, sends the consumer's batches to its consume
+#: threads for a pause: from the first to the second, doubling while the batch tried after
+#: each pause waits too
+_INLINE_WAITED_S: Final = 0.001
+_INLINE_OVERDUE_S: Final = 0.01
+_INLINE_PAUSE_MIN_S: Final = 0.1
 _INLINE_PAUSE_MAX_S: Final = 60.0
 _MIB = 1024 * 1024
 
@@ -226,7 +229,7 @@ class PushConsumer(ServiceLifecycle):
         self._start_timestamp = 0
         self._queue_flow_control_times = 0
         #: consume_on_io_thread: batches go to the consume threads until then (monotonic),
-        #: the pause that set it, how many pauses there were (:meth:`_inline_took`)
+        #: the pause that set it, how many pauses there were (:meth:`_inline_waited`)
         self._inline_paused_until = 0.0
         self._inline_pause_s = 0.0
         self._inline_since = 0.0  # when the batch running there began (0: none)
@@ -804,36 +807,39 @@ class PushConsumer(ServiceLifecycle):
             # cached already: it is consumed whatever happened to the pull
             if inline:
                 started = self._inline_since = time.monotonic()
+                cpu = time.thread_time()
                 if isinstance(consume, ConsumeMessageConcurrentlyService):
                     consume.consume_here_if_free(mine, pr.process_queue, pr.message_queue)
                 self._inline_since = 0.0
                 if self._inline_paused_until <= started:  # (else judged while it ran)
-                    self._inline_took(time.monotonic() - started)
+                    self._inline_waited(time.monotonic() - started - (time.thread_time() - cpu))
             else:
                 self._consume_here(consume, mine, pr)
 
     def _inline_now(self) -> bool:
         """``consume_on_io_thread``: whether a pull answer read now is consumed on the I/O
-        thread: not during a pause, nor while a batch run there has been running longer than
-        ``_INLINE_SLOW_S`` (that starts a pause at once: the watchdog hands its I/O loop
-        off, and the batches after it should not wait for its end to go to the consume
-        threads)."""
+        thread: not during a pause, nor while a batch run there has been running for
+        ``_INLINE_OVERDUE_S`` (that starts a pause at once: its I/O loop was handed off, and
+        the batches after it should not wait for its end to go to the consume threads)."""
         now = time.monotonic()
         if now < self._inline_paused_until:
             return False
         since = self._inline_since
-        if since and now - since > _INLINE_SLOW_S:
-            self._inline_took(now - since)
+        if since and now - since > _INLINE_OVERDUE_S:
+            self._inline_waited(now - since)
             return False
         return True
 
-    def _inline_took(self, seconds: float) -> None:
-        """``consume_on_io_thread``: a batch the I/O thread ran took ``seconds``. Over
-        ``_INLINE_SLOW_S`` the batches go to the consume threads for a while (they run in
+    def _inline_waited(self, seconds: float) -> None:
+        """``consume_on_io_thread``: a batch the I/O thread ran waited ``seconds`` (not
+        running on the CPU: the listener slept, did I/O, waited for a lock). Over
+        ``_INLINE_WAITED_S`` the batches go to the consume threads for a while (they wait in
         parallel there, and the process's connections are read meanwhile), from
         ``_INLINE_PAUSE_MIN_S`` doubling up to ``_INLINE_PAUSE_MAX_S`` while each batch tried
-        after a pause is slow too; a quick one ends the doubling."""
-        if seconds <= _INLINE_SLOW_S:
+        after a pause waits too; one that does not ends the doubling. (A listener that only
+        computes stays: on other threads it would wait for the GIL, and one that holds the
+        I/O thread over ``_STALL_S`` has the loop handed off by the watchdog.)"""
+        if seconds <= _INLINE_WAITED_S:
             self._inline_pause_s = 0.0
             return
         pause = min(max(self._inline_pause_s * 2, _INLINE_PAUSE_MIN_S), _INLINE_PAUSE_MAX_S)
@@ -841,7 +847,7 @@ class PushConsumer(ServiceLifecycle):
         self._inline_paused_until = time.monotonic() + pause
         self._inline_pauses += 1
         log.debug(
-            "%s: a batch held the remoting I/O thread %.1f ms: consume threads for %.0f s",
+            "%s: a batch run on the remoting I/O thread waited %.1f ms: consume threads for %.1f s",
             self.consumer_group,
             seconds * 1000,
             pause,
