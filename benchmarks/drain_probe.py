@@ -10,6 +10,8 @@ the first delivery. One JSON line per drain:
   first ``start()`` to the last new message, as ``run_suite.py`` times it;
 * ``first_ms`` the first ``start()`` to the first message delivered, ``start_s`` the time
   the ``start()`` calls took;
+* ``inline_pauses`` the times a batch run on the I/O thread (``consume_on_io_thread``) was
+  slow enough to send the batches to the consume threads for a while;
 * ``redelivered`` messages delivered again (rebalance hand-overs), ``refused`` pulls a broker
   refused as SUBSCRIPTION_NOT_LATEST (each parks its queue for
   ``pull_time_delay_mills_when_exception_ms``), ``flow_control`` flow-control pauses;
@@ -139,6 +141,7 @@ def drain(
     traced = trace.stop() if trace is not None else {}
     push_log.removeHandler(refusals)
     flow_control = sum(c._queue_flow_control_times for c in members)
+    inline_pauses = sum(c._inline_pauses for c in members)
     for consumer in members:
         consumer.shutdown()
     n = tally.done()
@@ -164,6 +167,7 @@ def drain(
         "redelivered": tally.redelivered,
         "refused": refusals.count,
         "flow_control": flow_control,
+        "inline_pauses": inline_pauses,
         "vsw_pull": round(vol / pulls, 2),
         "nvsw_pull": round(invol / pulls, 2),
         "build": "pure" if os.environ.get("ROCKETQ_PURE_PYTHON") else "compiled",
@@ -199,14 +203,16 @@ def main() -> None:
     )
     parser.add_argument(
         "--consume-on-io-thread",
-        action="store_true",
-        help="the consumers' consume_on_io_thread (rocketq only)",
+        choices=("default", "on", "off"),
+        default="default",
+        help="the consumers' consume_on_io_thread (rocketq only; default: the shipped default, on)",
     )
     args = parser.parse_args()
     sizes = dataclasses.replace(FULL, drain_messages=args.messages // 32 * 32)
     cluster = EmbeddedCluster(mapped_file_size_commit_log=256 * 1024 * 1024)
     with cluster:
-        bench = RocketqBench(cluster, consume_on_io_thread=args.consume_on_io_thread)
+        inline = {"default": None, "on": True, "off": False}[args.consume_on_io_thread]
+        bench = RocketqBench(cluster, consume_on_io_thread=inline)
         try:
             bench.prepare_drain(sizes)
             for _ in range(args.rounds):

@@ -126,10 +126,10 @@ class DrainTally:
 class RocketqBench:
     """The workloads over a started :class:`EmbeddedCluster`."""
 
-    def __init__(self, cluster: EmbeddedCluster, *, consume_on_io_thread: bool = False) -> None:
+    def __init__(self, cluster: EmbeddedCluster, *, consume_on_io_thread: bool | None = None) -> None:
         self.cluster = cluster
         self.namesrv = cluster.namesrv_addr
-        #: the push consumers' ``consume_on_io_thread`` (rocketq only, off by default)
+        #: the push consumers' ``consume_on_io_thread`` (rocketq only; None: the default, on)
         self.consume_on_io_thread = consume_on_io_thread
         self._run = f"b{time.monotonic_ns() % 10**9}"
         cfg = ProducerConfig(producer_group=f"{self._run}_pg", send_msg_timeout_ms=30_000)
@@ -249,8 +249,9 @@ class RocketqBench:
             consumer_group=group,
             consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
             consume_message_batch_max_size=batch,
-            consume_on_io_thread=self.consume_on_io_thread,
         )
+        if self.consume_on_io_thread is not None:
+            cfg = dataclasses.replace(cfg, consume_on_io_thread=self.consume_on_io_thread)
         client = dataclasses.replace(_CLIENT, instance_name=f"{group}_{next(_ids)}")
         consumer = PushConsumer(config=cfg, namesrv_addr=self.namesrv, client_config=client)
         consumer.subscribe(topic, "*")

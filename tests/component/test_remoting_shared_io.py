@@ -394,3 +394,56 @@ def test_after_a_hand_off_the_rest_of_the_read_and_the_queued_tasks_run_on_the_n
     finally:
         release.set()
     peer.join()
+
+
+def test_the_watchdog_hands_off_a_callback_that_holds_the_io_thread(echo_addr: str) -> None:
+    """A callback run with ``run_allowing_hand_off`` that blocks without a sync call (it
+    sleeps, or waits for an async call's future, whose answer only the I/O loop reads): the
+    watchdog hands the loop to a new thread within two ``_STALL_S``, so the other calls are
+    answered and the future completes; the watchdog ends once callbacks stop coming."""
+    with RemotingClient(name="watchdog") as c:
+        reactor = c._reactor
+        assert reactor is not None
+        release = threading.Event()
+        seen: dict[str, object] = {}
+        done = threading.Event()
+
+        def holding() -> None:
+            # an async call's answer waited for on the thread that would read it
+            fut = c.invoke_async(echo_addr, _req(1), 5000)
+            seen["answer"] = fut.result(5).body
+            seen["after"] = threading.current_thread().name
+            release.wait(10)
+
+        def callback(response: RemotingCommand | None, error: BaseException | None) -> None:
+            try:
+                run_allowing_hand_off(holding)
+            finally:
+                done.set()
+
+        c.invoke_async_callback(echo_addr, _req(0), 5000, callback)
+        wait_until(lambda: "after" in seen, 5)
+        assert seen == {"answer": b"body-1", "after": f"{IO_THREAD_NAME}-handed-off"}
+        assert reactor.stalls == 1 and reactor.hand_offs == 1
+        # the old thread still holds its callback; the new one answers the others at once
+        started = time.monotonic()
+        assert c.invoke_sync(echo_addr, _req(2), 5000).body == b"body-2"
+        other = Outcomes()
+        c.invoke_async_callback(echo_addr, _req(3), 5000, other)
+        assert other.event.wait(5)
+        assert time.monotonic() - started < 2
+        assert other.calls[0][2] == IO_THREAD_NAME
+        assert not done.is_set()
+        release.set()
+        assert done.wait(5)
+        wait_until(lambda: len(_io_threads()) == 1)
+        # a later watched callback starts the watchdog again; it ends once they stop coming
+        quick = threading.Event()
+        c.invoke_async_callback(echo_addr, _req(4), 5000, lambda r, e: run_allowing_hand_off(quick.set))
+        assert quick.wait(5)
+        wait_until(
+            lambda: not [t for t in threading.enumerate() if t.name == "rocketq-remoting-watchdog"],
+            10,
+            "the idle watchdog to end",
+        )
+    assert not _io_threads()

@@ -460,16 +460,22 @@ class PushConsumerConfig:
     #: orderly: a lock not renewed for this long is treated as lost
     #: (``rocketmq.client.rebalance.lockMaxLiveTime``); keep it below the broker's 60 s lease
     lock_max_live_time_ms: int = 30_000
-    #: rocketq only, off by default: a concurrent listener's batches run on the remoting I/O
+    #: rocketq only, on by default: a concurrent listener's batches run on the remoting I/O
     #: thread that read their pull's answer (the first batch of each answer; any more go to
-    #: the consume threads), without a hand-off to a consume thread: Kafka's model, for
-    #: drains (``benchmarks/README.md``, speed12). While the listener runs, no connection of
-    #: the process is read (every client of the process shares the I/O thread), so it is for
-    #: listeners that return quickly. A sync call the listener makes (a send, the send-back
-    #: of a failed batch) first hands the I/O loop to a new thread, so it works; waiting for
-    #: an async call's future in the listener does not (its answer is read by the thread it
-    #: blocks). Orderly listeners always run on their consume threads.
-    consume_on_io_thread: bool = False
+    #: the consume threads), without a hand-off to a consume thread: Kafka's model, worth
+    #: 1.3-1.9x on a drain (``benchmarks/README.md``, speed12-13). It counts as one of the
+    #: ``consume_thread_max`` calls the listener may have at once (with none free it waits
+    #: for a consume thread). While the listener runs there, no connection of the process
+    #: is read, so it stays there only while the listener does not wait: a batch that
+    #: waited over 1 ms (its time less its CPU time: it slept, did I/O, waited for a lock),
+    #: or is still running 10 ms on, sends the batches to the consume threads (where they
+    #: wait in parallel, up to ``consume_thread_max``) for 0.1 s, doubling up to 60 s while
+    #: the batch tried after each pause waits too; a listener that holds the thread over
+    #: 10-20 ms has the I/O loop handed to a new thread by a watchdog, as one that makes a
+    #: sync call (a send, the send-back of a failed batch) has at once. ``False``: Java's
+    #: model, every batch on a consume thread (``ConsumeMessageThread_*``). Orderly
+    #: listeners always run on their consume threads.
+    consume_on_io_thread: bool = True
 
     def __post_init__(self) -> None:
         validate_group(self.consumer_group)

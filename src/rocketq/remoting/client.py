@@ -139,6 +139,11 @@ _PARK_S: Final = 0.02
 _NEVER: Final = float("inf")
 #: The name of the process's one remoting I/O thread (:class:`_Reactor`).
 IO_THREAD_NAME: Final = "rocketq-remoting-io"
+#: A callback run with :func:`run_allowing_hand_off` that holds the I/O thread for one to two
+#: of these is stalling every connection of the process: the watchdog hands the loop off.
+_STALL_S: Final = 0.01
+#: Looks without a watched callback after which the watchdog ends (the next one starts it).
+_WATCH_IDLE_LOOKS: Final = 100
 
 #: Per thread: whether a sync call made here on the I/O thread hands the I/O loop to a new
 #: thread (:func:`run_allowing_hand_off`) instead of failing.
@@ -150,14 +155,22 @@ def run_allowing_hand_off(fn: Callable[..., object], /, *args: object) -> None:
     thread (a push consumer's listener run on the thread that read its pull's answer), a new
     thread takes over the I/O loop first and this one leaves it once ``fn`` returns, instead
     of the call raising :class:`ClientError` (it would wait for an answer only the I/O loop
-    reads)."""
+    reads). Should ``fn`` hold the I/O thread longer than ``_STALL_S`` to twice that
+    (it sleeps, waits for a future, computes), the reactor's watchdog hands the loop off the
+    same way, so the process's other connections wait no longer than that."""
     local = _io_local
     before = getattr(local, "hand_off", False)
     local.hand_off = True
+    reactor = _reactor
+    me = threading.get_ident()
+    watched = reactor is not None and reactor.ident == me and reactor.hold(me)
     try:
         fn(*args)
     finally:
         local.hand_off = before
+        if watched:
+            assert reactor is not None
+            reactor.unhold(me)
 
 
 class _Reactor:
@@ -204,6 +217,14 @@ class _Reactor:
         #: answers read and not completed yet by the I/O thread's current callbacks
         #: (``RemotingClient._complete_all``): a hand-off passes them on
         self.carry: list[tuple[RemotingClient, collections.deque[tuple[AsyncWaiter, RemotingCommand]]]] = []
+        #: the watchdog (:meth:`hold`, running while watched callbacks come): the I/O
+        #: thread running one (its ident), how many began, and how often the watchdog
+        #: handed the loop off
+        self.held_by: int | None = None
+        self.held_seq = 0
+        self.watch_cond = threading.Condition(threading.Lock())
+        self.watchdog: threading.Thread | None = None
+        self.stalls = 0
 
     # ------------------------------------------------------------------ tasks, wake-ups
     def wakeup(self) -> None:
@@ -278,16 +299,21 @@ class _Reactor:
                 heapq.heapify(kept)
                 self.timers = kept
 
-    def hand_off(self) -> bool:
+    def hand_off(self, owner: int | None = None) -> bool:
         """On the I/O thread, about to block (a sync call of a callback run with
-        :func:`run_allowing_hand_off`): a new thread takes over the loop at once, and this
-        one leaves it as soon as its current callback returns (the poller is level-triggered,
-        so what it had not looked at yet is reported to the new thread). False when this is
-        not the I/O thread or the reactor is stopping."""
-        me = threading.get_ident()
+        :func:`run_allowing_hand_off`), or from the watchdog for the I/O thread ``owner``
+        held by such a callback: a new thread takes over the loop at once, and the old one
+        leaves it as soon as its current callback returns (the poller is level-triggered, so
+        what it had not looked at yet is reported to the new thread). True also when the
+        thread is not (or no longer) the I/O thread: it may block. False when the reactor is
+        stopping."""
+        me = threading.get_ident() if owner is None else owner
         with _reactor_lock:  # against _release_reactor: it joins the thread it finds here
-            if me != self.ident or self.stopping:
+            if me != self.ident:
+                return True
+            if self.stopping:
                 return False
+            old = self.thread
             thread = threading.Thread(target=self._main, name=IO_THREAD_NAME, daemon=True)
             self.ident = None  # nobody's until the new thread runs: on_io queues and wakes
             self.thread = thread
@@ -301,8 +327,68 @@ class _Reactor:
                     rest.clear()
             self.carry = []
             thread.start()
-        threading.current_thread().name = f"{IO_THREAD_NAME}-handed-off"
+        old.name = f"{IO_THREAD_NAME}-handed-off"
         return True
+
+    # ------------------------------------------------------------------ the watchdog
+    def hold(self, me: int) -> bool:
+        """The I/O thread ``me`` starts a callback run with :func:`run_allowing_hand_off`:
+        the watchdog looks at it (started here if it is not running). False when ``me``
+        holds it already (a nested call: the outer one is watched); a holder that is not
+        ``me`` was handed off and is no longer the I/O thread."""
+        with self.watch_cond:
+            if self.held_by == me:
+                return False
+            self.held_by = me
+            self.held_seq += 1
+            if self.watchdog is None and not self.stopping:
+                self.watchdog = threading.Thread(
+                    target=self._watch, name="rocketq-remoting-watchdog", daemon=True
+                )
+                self.watchdog.start()
+        return True
+
+    def unhold(self, me: int) -> None:
+        """The callback :meth:`hold` announced returned (after any hand-off: under the
+        lock the watchdog hands off with, so it never does once this returned)."""
+        with self.watch_cond:
+            if self.held_by == me:
+                self.held_by = None
+
+    def _watch(self) -> None:
+        """Every ``_STALL_S``: a watched callback seen at the previous look too still holds
+        the I/O thread, which is handed off (:meth:`hand_off`, for that thread). Ends after
+        ``_WATCH_IDLE_LOOKS`` looks without one (the next :meth:`hold` starts another)."""
+        cond = self.watch_cond
+        seen = -1
+        idle = 0
+        with cond:
+            try:
+                while not self.stopping and idle < _WATCH_IDLE_LOOKS:
+                    cond.wait(_STALL_S)
+                    owner, seq = self.held_by, self.held_seq
+                    if owner is None:
+                        idle = idle + 1 if seq == seen else 0
+                    elif seq == seen and owner == self.ident and not self.stopping:
+                        log.debug(
+                            "a callback held the remoting I/O thread for over %.0f ms: handing it off",
+                            _STALL_S * 1000,
+                        )
+                        before = self.hand_offs
+                        self.hand_off(owner)
+                        if self.hand_offs != before:
+                            self.stalls += 1
+                        seq = -1
+                    else:
+                        idle = 0
+                    seen = seq
+            finally:
+                self.watchdog = None
+
+    def stop_watching(self) -> None:
+        """Wake the watchdog to end (the reactor is stopping)."""
+        with self.watch_cond:
+            self.watch_cond.notify_all()
 
     # ------------------------------------------------------------------ the thread
     def _main(self) -> None:
@@ -462,6 +548,7 @@ def _release_reactor(reactor: _Reactor) -> None:
             _reactor = None
         reactor.stopping = True
     reactor.wakeup()
+    reactor.stop_watching()
     if threading.get_ident() != reactor.ident:
         reactor.thread.join()
 

@@ -391,3 +391,41 @@ def test_a_forked_child_runs_calls_on_threads_of_its_own() -> None:
     parent.submit(again.set)  # the parent's set is undisturbed
     assert again.wait(5)
     shutdown_consume_pool(parent, 5000)
+
+
+def test_a_call_run_here_holds_a_slot_of_the_lanes_bound(workers: ConsumeWorkers) -> None:
+    """``run_here`` (a batch run on the remoting I/O thread): it runs on the caller's thread
+    only while the lane has a free slot, and holds it meanwhile (the bound counts it); once
+    it returns, the slot runs the lane's next backlog call on a worker."""
+    lane = Recorder(workers, 2, "ConsumeMessageThread_h")
+    lane.submit(1)
+    _started((lane, 1))
+    here: list[str] = []
+    ran_here = threading.Event()
+    blocked_here = threading.Event()
+
+    def call_here() -> None:
+        here.append(threading.current_thread().name)
+        ran_here.set()
+        blocked_here.wait(10)
+
+    caller = threading.Thread(target=lambda: here.append(str(lane.lane.run_here(call_here))), name="io")
+    caller.start()
+    assert ran_here.wait(5)
+    assert here == ["io"]
+    # both slots taken (one worker call, one call here): the next call is refused, a submit waits
+    assert lane.lane.run_here(lambda: here.append("refused")) is False
+    lane.submit(1)
+    assert len(lane.started) == 1
+    blocked_here.set()
+    caller.join(5)
+    assert here == ["io", "True"]
+    _started((lane, 2))  # the slot freed by the call here ran the backlog call
+    assert lane.started[1].startswith("ConsumeMessageThread_h_")
+    lane.release.set()
+    wait_until(lambda: len(lane.done) == 2, 5.0, "the calls to end")
+    # free again: the call runs here at once
+    assert lane.lane.run_here(lambda: here.append(threading.current_thread().name)) is True
+    assert here[-1] == threading.current_thread().name
+    _close(workers, lane.lane)
+    assert lane.lane.run_here(lambda: here.append("closed")) is False

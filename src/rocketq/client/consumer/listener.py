@@ -395,6 +395,31 @@ class ConsumePool:
                 return False
         return True
 
+    def run_here(self, fn: Callable[..., object], /, *args: object) -> bool:
+        """Run ``fn(*args)`` on the calling thread as one of this pool's calls, if it can run
+        now: it holds a slot meanwhile, so the bound counts it. False (not run) when every
+        slot is taken, or after :meth:`shutdown`. Once it returned, the slot runs the next
+        backlog call (on a worker) or is free again."""
+        workers = self._workers
+        with workers._lock:
+            if self._closed or self._running >= self._max:
+                return False
+            slot = self._free_slots.pop()
+            self._running += 1
+        try:
+            _run(fn, args)
+        finally:
+            with workers._lock:
+                task = self._next_locked(slot)
+                if task is not None:
+                    try:
+                        workers._dispatch_locked(task)
+                    except RuntimeError:  # no thread could be started: it waits for the next end
+                        self._backlog.appendleft((task[2], task[3]))
+                        self._running -= 1
+                        self._free_slots.append(slot)
+        return True
+
     def _start_locked(self, fn: Callable[..., object], args: tuple[object, ...]) -> None:
         slot = self._free_slots.pop()
         try:

@@ -54,6 +54,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from typing import Final
 
 from rocketq.client.api_results import PullResult, PullStatus
 from rocketq.client.config import ClientConfig, PushConsumerConfig, validate_topic, with_overrides
@@ -139,6 +140,15 @@ BROKER_SUSPEND_MAX_TIME_MILLIS = 15_000
 CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND = 30_000
 #: OFFSET_ILLEGAL: the corrected offset is stored and the queue rebuilt 10 s later
 _OFFSET_MOVED_REBUILD_DELAY_MS = 10_000
+#: ``consume_on_io_thread``: a batch run on the I/O thread that waited (its time less its
+#: thread's CPU time: sleeps, I/O, locks) longer than this, or one still running this long
+#: after it began when the next answer arrives, sends the consumer's batches to its consume
+#: threads for a pause: from the first to the second, doubling while the batch tried after
+#: each pause waits too
+_INLINE_WAITED_S: Final = 0.001
+_INLINE_OVERDUE_S: Final = 0.01
+_INLINE_PAUSE_MIN_S: Final = 0.1
+_INLINE_PAUSE_MAX_S: Final = 60.0
 _MIB = 1024 * 1024
 
 
@@ -218,6 +228,12 @@ class PushConsumer(ServiceLifecycle):
         self._inner_producer_lock = threading.Lock()
         self._start_timestamp = 0
         self._queue_flow_control_times = 0
+        #: consume_on_io_thread: batches go to the consume threads until then (monotonic),
+        #: the pause that set it, how many pauses there were (:meth:`_inline_waited`)
+        self._inline_paused_until = 0.0
+        self._inline_pause_s = 0.0
+        self._inline_since = 0.0  # when the batch running there began (0: none)
+        self._inline_pauses = 0
         self._pull_threshold_for_queue = cfg.pull_threshold_for_queue
         self._pull_threshold_size_for_queue_mib = cfg.pull_threshold_size_for_queue_mib
 
@@ -717,13 +733,14 @@ class PushConsumer(ServiceLifecycle):
     ) -> AsyncCallback:
         """The completion callback of one pull (runs on the I/O thread, exactly once)."""
         consume = self._consume_service
-        here = self.config.consume_on_io_thread and isinstance(consume, ConsumeMessageConcurrentlyService)
+        inline = self.config.consume_on_io_thread and isinstance(consume, ConsumeMessageConcurrentlyService)
 
         def done(response: RemotingCommand | None, error: BaseException | None) -> None:
-            if here:
+            if inline and self._inline_now():
                 # consume_on_io_thread: this thread issues the next pull and runs the first
-                # batch; a sync call of the listener hands the I/O loop to a new thread
-                run_allowing_hand_off(self._on_pull_done, pr, sd, response, error, addr, begin, True)
+                # batch; a sync call of the listener, or a listener that holds the thread
+                # too long, hands the I/O loop to a new thread
+                run_allowing_hand_off(self._on_pull_done, pr, sd, response, error, addr, begin, True, True)
                 return
             # hop off the I/O thread: onto a free consume thread (concurrent listener), which
             # then issues the next pull and runs the first batch itself; else the pull thread
@@ -746,9 +763,11 @@ class PushConsumer(ServiceLifecycle):
         addr: str,
         begin: float,
         on_consume_thread: bool,
+        inline: bool = False,
     ) -> None:
         """``PullCallback``: on the pull thread, or (``on_consume_thread``) on a consume thread
-        of a concurrent listener, which also issues the next pull and runs the first batch.
+        of a concurrent listener, which also issues the next pull and runs the first batch
+        (``inline``: the I/O thread that read the answer does, ``consume_on_io_thread``).
         ``response`` is the broker's answer, else ``error`` why there is none."""
         service, wrapper, consume = self._pull_service, self._wrapper, self._consume_service
         if service is None or wrapper is None or consume is None or self._state is not ServiceState.RUNNING:
@@ -786,7 +805,53 @@ class PushConsumer(ServiceLifecycle):
             service.execute_pull_request_later(pr, self.client_config.pull_time_delay_mills_when_exception_ms)
         if mine:
             # cached already: it is consumed whatever happened to the pull
-            self._consume_here(consume, mine, pr)
+            if inline:
+                started = self._inline_since = time.monotonic()
+                cpu = time.thread_time()
+                if isinstance(consume, ConsumeMessageConcurrentlyService):
+                    consume.consume_here_if_free(mine, pr.process_queue, pr.message_queue)
+                self._inline_since = 0.0
+                if self._inline_paused_until <= started:  # (else judged while it ran)
+                    self._inline_waited(time.monotonic() - started - (time.thread_time() - cpu))
+            else:
+                self._consume_here(consume, mine, pr)
+
+    def _inline_now(self) -> bool:
+        """``consume_on_io_thread``: whether a pull answer read now is consumed on the I/O
+        thread: not during a pause, nor while a batch run there has been running for
+        ``_INLINE_OVERDUE_S`` (that starts a pause at once: its I/O loop was handed off, and
+        the batches after it should not wait for its end to go to the consume threads)."""
+        now = time.monotonic()
+        if now < self._inline_paused_until:
+            return False
+        since = self._inline_since
+        if since and now - since > _INLINE_OVERDUE_S:
+            self._inline_waited(now - since)
+            return False
+        return True
+
+    def _inline_waited(self, seconds: float) -> None:
+        """``consume_on_io_thread``: a batch the I/O thread ran waited ``seconds`` (not
+        running on the CPU: the listener slept, did I/O, waited for a lock). Over
+        ``_INLINE_WAITED_S`` the batches go to the consume threads for a while (they wait in
+        parallel there, and the process's connections are read meanwhile), from
+        ``_INLINE_PAUSE_MIN_S`` doubling up to ``_INLINE_PAUSE_MAX_S`` while each batch tried
+        after a pause waits too; one that does not ends the doubling. (A listener that only
+        computes stays: on other threads it would wait for the GIL, and one that holds the
+        I/O thread over ``_STALL_S`` has the loop handed off by the watchdog.)"""
+        if seconds <= _INLINE_WAITED_S:
+            self._inline_pause_s = 0.0
+            return
+        pause = min(max(self._inline_pause_s * 2, _INLINE_PAUSE_MIN_S), _INLINE_PAUSE_MAX_S)
+        self._inline_pause_s = pause
+        self._inline_paused_until = time.monotonic() + pause
+        self._inline_pauses += 1
+        log.debug(
+            "%s: a batch run on the remoting I/O thread waited %.1f ms: consume threads for %.1f s",
+            self.consumer_group,
+            seconds * 1000,
+            pause,
+        )
 
     @staticmethod
     def _consume_here(
