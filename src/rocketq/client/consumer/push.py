@@ -808,10 +808,12 @@ class PushConsumer(ServiceLifecycle):
             if inline:
                 started = self._inline_since = time.monotonic()
                 cpu = time.thread_time()
-                if isinstance(consume, ConsumeMessageConcurrentlyService):
-                    consume.consume_here_if_free(mine, pr.process_queue, pr.message_queue)
+                ran = isinstance(consume, ConsumeMessageConcurrentlyService) and consume.consume_here_if_free(
+                    mine, pr.process_queue, pr.message_queue
+                )
                 self._inline_since = 0.0
-                if self._inline_paused_until <= started:  # (else judged while it ran)
+                # judged unless queued for a consume thread (no free slot) or judged while it ran
+                if ran and self._inline_paused_until <= started:
                     self._inline_waited(time.monotonic() - started - (time.thread_time() - cpu))
             else:
                 self._consume_here(consume, mine, pr)
