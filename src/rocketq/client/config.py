@@ -463,7 +463,7 @@ class PushConsumerConfig:
     #: rocketq only, on by default: a concurrent listener's batches run on the remoting I/O
     #: thread that read their pull's answer (the first batch of each answer; any more go to
     #: the consume threads), without a hand-off to a consume thread: Kafka's model, worth
-    #: 1.3-1.9x on a drain (``benchmarks/README.md``, speed12-13). It counts as one of the
+    #: 1.2-2x on a drain (``benchmarks/README.md``, speed12-13). It counts as one of the
     #: ``consume_thread_max`` calls the listener may have at once (with none free it waits
     #: for a consume thread). While the listener runs there, no connection of the process
     #: is read, so it stays there only while the listener does not wait: a batch that
