@@ -25,6 +25,9 @@ the first delivery. One JSON line per drain:
   a permissive ``perf_event_paranoid``; tracing slows the drain: read its counts, not its
   rate; give it ``--messages`` enough for a drain of several seconds).
 
+``--listener-wait-ms`` / ``--listener-cpu-ms`` make the listener sleep / compute that long per
+batch first (a listener that waits for I/O, one that works).
+
 Run it with ``PYTHONPATH=<a tree's src>`` to A/B two trees, alternating, and with
 ``ROCKETQ_PURE_PYTHON=1`` for the pure build:
 
@@ -45,12 +48,15 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 
 from broker_bench import _cpu_s as process_cpu_s  # sibling scripts (run as benchmarks/drain_probe.py)
 from consumer_bench import thread_cpu
 from suite.common import FULL
 from suite.rocketq_bench import DrainTally, RocketqBench
 
+from rocketq.client.consumer.listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from rocketq.protocol.message import MessageExt
 from rocketq.testing.cluster import EmbeddedCluster
 from rocketq.testing.waits import wait_until
 
@@ -110,13 +116,43 @@ class _Refusals(logging.Handler):
             self.count += 1
 
 
+def _slowed(
+    listener: Callable[[list[MessageExt], ConsumeConcurrentlyContext], ConsumeConcurrentlyStatus],
+    wait_ms: float,
+    cpu_ms: float,
+) -> Callable[[list[MessageExt], ConsumeConcurrentlyContext], ConsumeConcurrentlyStatus]:
+    """``listener`` after a sleep of ``wait_ms`` and ``cpu_ms`` of computing per batch (a
+    listener that waits for I/O, one that works), or ``listener`` itself."""
+    if not wait_ms and not cpu_ms:
+        return listener
+
+    def slowed(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        if wait_ms:
+            time.sleep(wait_ms / 1000)
+        if cpu_ms:
+            end = time.thread_time() + cpu_ms / 1000
+            while time.thread_time() < end:
+                pass
+        return listener(msgs, ctx)
+
+    return slowed
+
+
 def drain(
-    bench: RocketqBench, broker_pid: int, total: int, consumers: int, per_thread: bool, syscalls: bool = False
+    bench: RocketqBench,
+    broker_pid: int,
+    total: int,
+    consumers: int,
+    per_thread: bool,
+    syscalls: bool = False,
+    wait_ms: float = 0.0,
+    cpu_ms: float = 0.0,
 ) -> dict[str, object]:
     """One drain of the suite's pre-published topic by ``consumers`` new members of a group."""
     group = f"drain_{bench._run}_{next(_ids)}"
     tally = DrainTally(total)  # the suite's listener
-    members = [bench._push_consumer(group, bench._drain_topic, tally.listener, 32) for _ in range(consumers)]
+    listener = _slowed(tally.listener, wait_ms, cpu_ms)
+    members = [bench._push_consumer(group, bench._drain_topic, listener, 32) for _ in range(consumers)]
     refusals = _Refusals()
     push_log = logging.getLogger("rocketq.client.consumer.push")
     push_log.addHandler(refusals)
@@ -207,6 +243,12 @@ def main() -> None:
         default="default",
         help="the consumers' consume_on_io_thread (rocketq only; default: the shipped default, on)",
     )
+    parser.add_argument(
+        "--listener-wait-ms", type=float, default=0.0, help="the listener sleeps this long per batch first"
+    )
+    parser.add_argument(
+        "--listener-cpu-ms", type=float, default=0.0, help="the listener computes this long per batch first"
+    )
     args = parser.parse_args()
     sizes = dataclasses.replace(FULL, drain_messages=args.messages // 32 * 32)
     cluster = EmbeddedCluster(mapped_file_size_commit_log=256 * 1024 * 1024)
@@ -224,6 +266,8 @@ def main() -> None:
                         consumers,
                         args.threads,
                         args.syscalls,
+                        args.listener_wait_ms,
+                        args.listener_cpu_ms,
                     )
                     row["label"] = args.label
                     print(json.dumps(row), flush=True)

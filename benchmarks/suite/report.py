@@ -82,7 +82,7 @@ _METHOD = """\
 | 1 publish, 1 per round trip | `Producer.send` | `XADD` | `await js.publish` (waits for PubAck) |
 | 2 publish, batches of 32 | `Producer.send([32 messages])` (one MessageBatch) | pipeline of 32 `XADD` | 32 `js.publish_async` + gather |
 | 3 publish, 1000 in flight | `send_async` with `auto_batch=True` (RocketMQ 5.x autoBatch idea: async sends leave as batches while up to two are in flight) + semaphore of 1,000 | pipeline of 1,000 `XADD` (redis-py cannot multiplex one connection) | `js.publish_async`, `publish_async_max_pending=1000` |
-| 4 drain + ack | `PushConsumer`, listener batches of 32, CONSUME_SUCCESS | `XREADGROUP COUNT 32` over the 4 streams + pipelined `XACK` | pull consumer, `fetch(32)` + `msg.ack()` each |
+| 4 drain + ack | `PushConsumer`, listener batches of 32, CONSUME_SUCCESS (each pull answer's batch run on the I/O thread that read it: `consume_on_io_thread`, the default) | `XREADGROUP COUNT 32` over the 4 streams + pipelined `XACK` | pull consumer, `fetch(32)` + `msg.ack()` each |
 | 4b group of 4 | 4 PushConsumers (own client instances) in one group | 4 consumers (own connections, threads) in one group | 4 connections bound to one durable pull consumer |
 | 5 latency | PushConsumer (long polling); sync sends 1 ms apart | consumer thread in `XREADGROUP BLOCK`; `XADD` 1 ms apart | durable push subscription; `js.publish` 1 ms apart |
 | A1 asyncio, 1 per round trip | `await AsyncProducer.send` (rocketq.aio, uvloop when installed) | `await XADD` (redis.asyncio) | as 1 (nats-py is asyncio) |

@@ -463,14 +463,15 @@ class PushConsumerConfig:
     #: rocketq only, on by default: a concurrent listener's batches run on the remoting I/O
     #: thread that read their pull's answer (the first batch of each answer; any more go to
     #: the consume threads), without a hand-off to a consume thread: Kafka's model, worth
-    #: 1.3-1.9x on a drain (``benchmarks/README.md``, speed12-13). It counts as one of the
+    #: 1.2-2x on a drain (``benchmarks/README.md``, speed12-13). It counts as one of the
     #: ``consume_thread_max`` calls the listener may have at once (with none free it waits
     #: for a consume thread). While the listener runs there, no connection of the process
     #: is read, so it stays there only while the listener does not wait: a batch that
     #: waited over 1 ms (its time less its CPU time: it slept, did I/O, waited for a lock),
     #: or is still running 10 ms on, sends the batches to the consume threads (where they
-    #: wait in parallel, up to ``consume_thread_max``) for 0.1 s, doubling up to 60 s while
-    #: the batch tried after each pause waits too; a listener that holds the thread over
+    #: wait in parallel, up to ``consume_thread_max``) for 0.1 s, four times longer each
+    #: time up to 60 s while the batch tried after each pause waits too; a listener that
+    #: holds the thread over
     #: 10-20 ms has the I/O loop handed to a new thread by a watchdog, as one that makes a
     #: sync call (a send, the send-back of a failed batch) has at once. ``False``: Java's
     #: model, every batch on a consume thread (``ConsumeMessageThread_*``). Orderly

@@ -165,12 +165,16 @@ class ConsumeMessageConcurrentlyService:
         if not self._stopped:
             self._consume(batch, pq, mq)
 
-    def consume_here_if_free(self, batch: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+    def consume_here_if_free(self, batch: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> bool:
         """:meth:`consume_here` on a thread that is not a consume thread (the I/O thread, with
         ``consume_on_io_thread``): run as one of the ``consume_thread_max`` calls it may have
-        at once if one is free, else queued for the consume threads."""
-        if not self._stopped and not self._executor.run_here(self._consume, batch, pq, mq):
-            self._submit(batch, pq, mq)
+        at once if one is free (True), else queued for the consume threads (False)."""
+        if self._stopped:
+            return False
+        if self._executor.run_here(self._consume, batch, pq, mq):
+            return True
+        self._submit(batch, pq, mq)
+        return False
 
     def _submit(self, batch: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         if self._stopped:

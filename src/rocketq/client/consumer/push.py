@@ -143,12 +143,14 @@ _OFFSET_MOVED_REBUILD_DELAY_MS = 10_000
 #: ``consume_on_io_thread``: a batch run on the I/O thread that waited (its time less its
 #: thread's CPU time: sleeps, I/O, locks) longer than this, or one still running this long
 #: after it began when the next answer arrives, sends the consumer's batches to its consume
-#: threads for a pause: from the first to the second, doubling while the batch tried after
-#: each pause waits too
+#: threads for a pause: from the first to the second, four times longer each time the batch
+#: tried after a pause waits too (each try of a listener that blocks costs the process's I/O
+#: one watchdog stall, so few tries: 0.1, 0.4, 1.6, 6.4, 25.6 s, then every minute)
 _INLINE_WAITED_S: Final = 0.001
 _INLINE_OVERDUE_S: Final = 0.01
 _INLINE_PAUSE_MIN_S: Final = 0.1
 _INLINE_PAUSE_MAX_S: Final = 60.0
+_INLINE_PAUSE_GROWTH: Final = 4.0
 _MIB = 1024 * 1024
 
 
@@ -808,10 +810,12 @@ class PushConsumer(ServiceLifecycle):
             if inline:
                 started = self._inline_since = time.monotonic()
                 cpu = time.thread_time()
-                if isinstance(consume, ConsumeMessageConcurrentlyService):
-                    consume.consume_here_if_free(mine, pr.process_queue, pr.message_queue)
+                ran = isinstance(consume, ConsumeMessageConcurrentlyService) and consume.consume_here_if_free(
+                    mine, pr.process_queue, pr.message_queue
+                )
                 self._inline_since = 0.0
-                if self._inline_paused_until <= started:  # (else judged while it ran)
+                # judged unless queued for a consume thread (no free slot) or judged while it ran
+                if ran and self._inline_paused_until <= started:
                     self._inline_waited(time.monotonic() - started - (time.thread_time() - cpu))
             else:
                 self._consume_here(consume, mine, pr)
@@ -835,14 +839,17 @@ class PushConsumer(ServiceLifecycle):
         running on the CPU: the listener slept, did I/O, waited for a lock). Over
         ``_INLINE_WAITED_S`` the batches go to the consume threads for a while (they wait in
         parallel there, and the process's connections are read meanwhile), from
-        ``_INLINE_PAUSE_MIN_S`` doubling up to ``_INLINE_PAUSE_MAX_S`` while each batch tried
-        after a pause waits too; one that does not ends the doubling. (A listener that only
+        ``_INLINE_PAUSE_MIN_S`` growing ``_INLINE_PAUSE_GROWTH`` times up to
+        ``_INLINE_PAUSE_MAX_S`` while each batch tried after a pause waits too; one that does
+        not ends the growth. (A listener that only
         computes stays: on other threads it would wait for the GIL, and one that holds the
         I/O thread over ``_STALL_S`` has the loop handed off by the watchdog.)"""
         if seconds <= _INLINE_WAITED_S:
             self._inline_pause_s = 0.0
             return
-        pause = min(max(self._inline_pause_s * 2, _INLINE_PAUSE_MIN_S), _INLINE_PAUSE_MAX_S)
+        pause = min(
+            max(self._inline_pause_s * _INLINE_PAUSE_GROWTH, _INLINE_PAUSE_MIN_S), _INLINE_PAUSE_MAX_S
+        )
         self._inline_pause_s = pause
         self._inline_paused_until = time.monotonic() + pause
         self._inline_pauses += 1
