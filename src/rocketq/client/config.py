@@ -471,11 +471,10 @@ class PushConsumerConfig:
     #: or is still running 10 ms on, sends the batches to the consume threads (where they
     #: wait in parallel, up to ``consume_thread_max``) for 0.1 s, four times longer each
     #: time up to 60 s while the batch tried after each pause waits too; a listener that
-    #: holds the thread over
-    #: 10-20 ms has the I/O loop handed to a new thread by a watchdog, as one that makes a
-    #: sync call (a send, the send-back of a failed batch) has at once. ``False``: Java's
-    #: model, every batch on a consume thread (``ConsumeMessageThread_*``). Orderly
-    #: listeners always run on their consume threads.
+    #: holds the thread over 10-20 ms has the I/O loop handed to a new thread by a watchdog,
+    #: as one that makes a sync call (a send, the send-back of a failed batch) has at once.
+    #: ``False``: Java's model, every batch on a consume thread (``ConsumeMessageThread_*``).
+    #: Orderly listeners always run on their consume threads.
     consume_on_io_thread: bool = True
 
     def __post_init__(self) -> None:

@@ -841,9 +841,9 @@ class PushConsumer(ServiceLifecycle):
         parallel there, and the process's connections are read meanwhile), from
         ``_INLINE_PAUSE_MIN_S`` growing ``_INLINE_PAUSE_GROWTH`` times up to
         ``_INLINE_PAUSE_MAX_S`` while each batch tried after a pause waits too; one that does
-        not ends the growth. (A listener that only
-        computes stays: on other threads it would wait for the GIL, and one that holds the
-        I/O thread over ``_STALL_S`` has the loop handed off by the watchdog.)"""
+        not ends the growth. (A listener that only computes stays: on other threads it would
+        wait for the GIL, and one that holds the I/O thread over the remoting watchdog's
+        ``_STALL_S`` has the loop handed off.)"""
         if seconds <= _INLINE_WAITED_S:
             self._inline_pause_s = 0.0
             return
