@@ -326,8 +326,9 @@ class _Reactor:
                     self.tasks.appendleft(functools.partial(client._complete_all, list(rest)))
                     rest.clear()
             self.carry = []
+            # renamed before the new thread can complete what the old one waits for
+            old.name = f"{IO_THREAD_NAME}-handed-off"
             thread.start()
-        old.name = f"{IO_THREAD_NAME}-handed-off"
         return True
 
     # ------------------------------------------------------------------ the watchdog
