@@ -370,15 +370,17 @@ class _Reactor:
                     owner, seq = self.held_by, self.held_seq
                     if owner is None:
                         idle = idle + 1 if seq == seen else 0
-                    elif seq == seen and owner == self.ident and not self.stopping:
-                        log.debug(
-                            "a callback held the remoting I/O thread for over %.0f ms: handing it off",
-                            _STALL_S * 1000,
-                        )
+                    elif seq == seen:
+                        # the same callback at two looks (hand_off leaves a thread that is no
+                        # longer the I/O thread, and a stopping reactor, alone)
                         before = self.hand_offs
                         self.hand_off(owner)
                         if self.hand_offs != before:
                             self.stalls += 1
+                            log.debug(
+                                "a callback held the remoting I/O thread %.0f ms: handed it off",
+                                _STALL_S * 1000,
+                            )
                         seq = -1
                     else:
                         idle = 0
