@@ -1,19 +1,25 @@
-"""The push consumer's pull request written straight from its fields (issue #27, speed14).
+"""The push consumer's pull request and answer without header objects (issue #27, speed14).
 
 ``pull_frame_of`` must give exactly the frame ``MQClientAPI.build_pull_request(build_pull_header(...))``
 encodes (the same keys, values, order and bytes), with and without the optional
-``subscription`` and ``expressionType``, for any text in the string fields.
+``subscription`` and ``expressionType``, for any text in the string fields; ``pull_result_of``
+must read an answer exactly as ``MQClientAPI.process_pull_response`` does, and leave every
+unusual one (and its errors) to it.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketq.client.impl.mq_client_api import MQClientAPI
-from rocketq.client.impl.pull_api_wrapper import build_pull_header, pull_frame_of
-from rocketq.protocol.codes import LanguageCode, SerializeType
+from rocketq.client.impl.pull_api_wrapper import build_pull_header, pull_frame_of, pull_result_of
+from rocketq.errors import BrokerError, MalformedFrameError
+from rocketq.protocol.codes import LanguageCode, ResponseCode, SerializeType
+from rocketq.protocol.frame import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.remoting.client import RemotingClient
@@ -153,3 +159,72 @@ def test_the_frame_is_the_header_encoded_for_any_text(
         subscription=subscription,
         expression_type=expression_type,
     )
+
+
+def _answer(
+    code: int, ext: dict[str, str] | None, body: bytes = b"", remark: str | None = "FOUND"
+) -> RemotingCommand:
+    return RemotingCommand(code=code, ext_fields=ext, body=body, remark=remark)
+
+
+def _fields(next_begin: str = "32", low: str = "0", high: str = "40", suggest: str = "0") -> dict[str, str]:
+    return {
+        "suggestWhichBrokerId": suggest,
+        "nextBeginOffset": next_begin,
+        "minOffset": low,
+        "maxOffset": high,
+    }
+
+
+_CODES = [
+    ResponseCode.SUCCESS,
+    ResponseCode.PULL_NOT_FOUND,
+    ResponseCode.PULL_RETRY_IMMEDIATELY,
+    ResponseCode.PULL_OFFSET_MOVED,
+]
+
+
+@pytest.mark.parametrize("code", _CODES)
+@pytest.mark.parametrize(
+    "ext",
+    [
+        _fields(),
+        _fields("123456789012345678", "-1", "999999999999999999", "1"),  # 18 digits, a sign
+        _fields("+5"),  # Java's parser takes a plus: the codec path
+        _fields("1234567890123456789"),  # 19 digits: the codec path
+        _fields("\u0661"),  # not ASCII
+        {**_fields(), "extra": "x"},
+    ],
+)
+def test_the_answer_is_read_as_the_codec_reads_it(code: int, ext: dict[str, str]) -> None:
+    response = _answer(code, ext, b"records", "OFFSET_FOUND_NULL")
+    want = MQClientAPI.process_pull_response(response, "a:1")
+    got = pull_result_of(response, "a:1")
+    assert dataclasses.asdict(got) == dataclasses.asdict(want)
+    assert got.message_binary is response.body
+
+
+@pytest.mark.parametrize("missing", ["suggestWhichBrokerId", "nextBeginOffset", "minOffset", "maxOffset"])
+def test_an_answer_without_a_field_is_malformed_as_before(missing: str) -> None:
+    ext = _fields()
+    del ext[missing]
+    with pytest.raises(MalformedFrameError):
+        pull_result_of(_answer(ResponseCode.SUCCESS, ext), "a:1")
+
+
+def test_an_answer_that_is_no_pull_status_is_the_brokers_error() -> None:
+    with pytest.raises(BrokerError) as info:
+        pull_result_of(_answer(ResponseCode.SUBSCRIPTION_NOT_LATEST, _fields(), remark="not latest"), "a:1")
+    assert info.value.code == ResponseCode.SUBSCRIPTION_NOT_LATEST
+
+
+@given(values=st.lists(st.text(max_size=20), min_size=4, max_size=4), code=st.sampled_from(_CODES))
+def test_any_answer_reads_as_the_codec_reads_it(values: list[str], code: int) -> None:
+    response = _answer(code, _fields(*values))
+    try:
+        want = dataclasses.asdict(MQClientAPI.process_pull_response(response, "a:1"))
+    except Exception as exc:  # the same error, from the same place
+        with pytest.raises(type(exc)):
+            pull_result_of(response, "a:1")
+        return
+    assert dataclasses.asdict(pull_result_of(response, "a:1")) == want

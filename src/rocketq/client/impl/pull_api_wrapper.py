@@ -25,13 +25,14 @@ import threading
 from json.encoder import encode_basestring as _json_quote
 from typing import Protocol
 
-from rocketq.client.api_results import FindBrokerResult, PullResult, PullStatus
+from rocketq.client.api_results import FindBrokerResult, PullResult, PullStatus, pull_status_of
 from rocketq.client.impl.mq_client_api import MQClientAPI
 from rocketq.errors import ClientError
 from rocketq.protocol.codes import PullSysFlag, RequestCode, SerializeType, Version
 from rocketq.protocol.frame import RemotingCommand, encode_json_request
 from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.protocol.heartbeat import ExpressionType, SubscriptionData
+from rocketq.protocol.java import plain_int
 from rocketq.protocol.message import MessageConst, MessageExt, decode_records
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import MASTER_ID
@@ -45,6 +46,7 @@ __all__ = [
     "decode_pull_result",
     "filter_by_tags",
     "pull_frame_of",
+    "pull_result_of",
 ]
 
 
@@ -167,6 +169,36 @@ def pull_frame_of(
         f'"consumerGroup":{_json_quote(consumer_group)}}}'
     )
     return encode_json_request(_PULL_MESSAGE, ext, language, opaque, b"")
+
+
+def pull_result_of(response: RemotingCommand, addr: str) -> PullResult:
+    """``MQClientAPI.process_pull_response(response, addr)`` for the usual answer (a pull
+    status and its four header fields plain decimal numbers), read straight from the map
+    without a header object; anything else goes to that method, which decodes with the
+    header codec and raises its errors (tested equal)."""
+    status = pull_status_of(response.code)
+    ext = response.ext_fields
+    if status is not None and ext is not None:
+        next_begin = plain_int(ext.get("nextBeginOffset"), 18)
+        min_offset = plain_int(ext.get("minOffset"), 18)
+        max_offset = plain_int(ext.get("maxOffset"), 18)
+        suggest = plain_int(ext.get("suggestWhichBrokerId"), 18)
+        if (
+            next_begin is not None
+            and min_offset is not None
+            and max_offset is not None
+            and suggest is not None
+        ):
+            return PullResult(
+                pull_status=status,
+                next_begin_offset=next_begin,
+                min_offset=min_offset,
+                max_offset=max_offset,
+                suggest_which_broker_id=suggest,
+                message_binary=response.body,
+                remark=response.remark,
+            )
+    return MQClientAPI.process_pull_response(response, addr)
 
 
 def filter_by_tags(msgs: list[MessageExt], subscription: SubscriptionData) -> list[MessageExt]:
@@ -449,4 +481,4 @@ class PullAPIWrapper:
         """``processPullResponse`` + ``processPullResult`` of the raw answer to a pull sent
         with ``MQClientAPI.pull_message_async_callback`` (BrokerError for a code that is no pull
         status)."""
-        return self.process_pull_result(mq, MQClientAPI.process_pull_response(response, addr), subscription)
+        return self.process_pull_result(mq, pull_result_of(response, addr), subscription)
