@@ -59,7 +59,6 @@ HOT_MODULES: tuple[str, ...] = (
     "rocketq.remoting.server",
     "rocketq.remoting.client",
     "rocketq.remoting.connection",
-    "rocketq.remoting.poller",
     "rocketq.namesrv.namesrv",
     "rocketq.broker.processors.send",
     "rocketq.broker.processors.pull",
