@@ -188,8 +188,7 @@ def test_the_unit_tier_refuses_tcp() -> None:
 
 
 def test_one_place_builds_a_pull_request() -> None:
-    """``PullMessageRequestHeader(...)`` is built in PullAPIWrapper only (the broker decodes it:
-    with the header codec, or straight from the map in ``read_pull_header``)."""
+    """``PullMessageRequestHeader(...)`` is built in PullAPIWrapper only (the broker decodes it)."""
     built = []
     for rel, tree in SOURCES:
         for node in ast.walk(tree):
@@ -199,7 +198,7 @@ def test_one_place_builds_a_pull_request() -> None:
                 and node.func.id == "PullMessageRequestHeader"
             ):
                 built.append(rel)
-    assert sorted(built) == ["rocketq/broker/processors/pull.py", "rocketq/client/impl/pull_api_wrapper.py"]
+    assert built == ["rocketq/client/impl/pull_api_wrapper.py"]
 
 
 def test_one_place_turns_a_route_into_queues() -> None:

@@ -46,7 +46,6 @@ from rocketq.protocol.heartbeat import (
     SubscriptionData,
     build_subscription_data,
 )
-from rocketq.protocol.java import plain_int
 from rocketq.protocol.message import MessageConst, encode_properties, tags_code
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import MASTER_ID, RMQ_SYS_OFFSET_MOVED_EVENT
@@ -56,7 +55,7 @@ from rocketq.remoting.server import Channel
 if TYPE_CHECKING:
     from rocketq.broker.broker import BrokerController
 
-__all__ = ["PullMessageProcessor", "read_pull_header"]
+__all__ = ["PullMessageProcessor"]
 
 log = logging.getLogger(__name__)
 
@@ -113,50 +112,6 @@ _STATUS_CODE = {
     GetMessageStatus.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
     GetMessageStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
 }
-
-
-def read_pull_header(ext: dict[str, str] | None) -> PullMessageRequestHeader | None:
-    """The PULL_MESSAGE header built straight from ``ext`` (every required field present,
-    every number plain: :func:`~rocketq.protocol.java.plain_int`), without the header codec,
-    or None when the request is unusual: then the codec decides, and reports a refusal
-    (tested equal to ``PullMessageRequestHeader.from_ext_fields_checked``)."""
-    if ext is None:
-        return None
-    group = ext.get("consumerGroup")
-    topic = ext.get("topic")
-    queue_id = plain_int(ext.get("queueId"), 9)
-    queue_offset = plain_int(ext.get("queueOffset"), 18)
-    max_nums = plain_int(ext.get("maxMsgNums"), 9)
-    sys_flag = plain_int(ext.get("sysFlag"), 9)
-    commit_offset = plain_int(ext.get("commitOffset"), 18)
-    suspend = plain_int(ext.get("suspendTimeoutMillis"), 18)
-    sub_version = plain_int(ext.get("subVersion"), 18)
-    if (
-        group is None
-        or topic is None
-        or queue_id is None
-        or queue_offset is None
-        or max_nums is None
-        or sys_flag is None
-        or commit_offset is None
-        or suspend is None
-        or sub_version is None
-    ):
-        return None
-    return PullMessageRequestHeader(
-        bname=ext.get("bname"),
-        consumer_group=group,
-        topic=topic,
-        queue_id=queue_id,
-        queue_offset=queue_offset,
-        max_msg_nums=max_nums,
-        sys_flag=sys_flag,
-        commit_offset=commit_offset,
-        suspend_timeout_millis=suspend,
-        subscription=ext.get("subscription"),
-        sub_version=sub_version,
-        expression_type=ext.get("expressionType"),
-    )
 
 
 class PullMessageProcessor:
@@ -219,12 +174,10 @@ class PullMessageProcessor:
         broker = self.broker
         cfg = broker.config
         if header is None:
-            header = read_pull_header(request.ext_fields)
-            if header is None:  # unusual: the codec decides, and names a missing field
-                decoded = decode_request_header(request, PullMessageRequestHeader)
-                if isinstance(decoded, RemotingCommand):
-                    return decoded
-                header = decoded
+            decoded = decode_request_header(request, PullMessageRequestHeader)
+            if isinstance(decoded, RemotingCommand):
+                return decoded
+            header = decoded
         group = str(header.consumer_group)
         topic = str(header.topic)
         queue_id = int(header.queue_id or 0)
