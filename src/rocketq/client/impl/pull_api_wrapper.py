@@ -319,7 +319,25 @@ class PullAPIWrapper:
             )
             remoting.invoke_async_callback_frame(addr, frame, opaque, timeout_ms, callback)
             return
-        header = build_pull_header(
+        header = self._pull_header(
+            mq, sub_expression, expression_type, sub_version, offset, max_nums, sys_flag, commit_offset,
+            broker_suspend_max_time_ms,
+        )  # fmt: skip
+        api.pull_message_async_callback(addr, header, timeout_ms, callback)
+
+    def _pull_header(
+        self,
+        mq: MessageQueue,
+        sub_expression: str | None,
+        expression_type: str | None,
+        sub_version: int,
+        offset: int,
+        max_nums: int,
+        sys_flag: int,
+        commit_offset: int,
+        broker_suspend_max_time_ms: int,
+    ) -> PullMessageRequestHeader:
+        return build_pull_header(
             self.consumer_group,
             mq,
             offset,
@@ -331,7 +349,6 @@ class PullAPIWrapper:
             sub_version=sub_version,
             expression_type=expression_type,
         )
-        api.pull_message_async_callback(addr, header, timeout_ms, callback)
 
     def build_request(
         self,
@@ -349,18 +366,10 @@ class PullAPIWrapper:
         push consumer sends it with ``MQClientAPI.pull_message_async_callback`` and makes the
         result with :meth:`process_pull_answer` on its own thread)."""
         addr, flag = self.pull_target(mq, expression_type, sys_flag)
-        header = build_pull_header(
-            self.consumer_group,
-            mq,
-            offset,
-            max_nums,
-            sys_flag=int(flag),
-            commit_offset=commit_offset,
-            suspend_timeout_millis=broker_suspend_max_time_ms,
-            subscription=sub_expression,
-            sub_version=sub_version,
-            expression_type=expression_type,
-        )
+        header = self._pull_header(
+            mq, sub_expression, expression_type, sub_version, offset, max_nums, flag, commit_offset,
+            broker_suspend_max_time_ms,
+        )  # fmt: skip
         return addr, header
 
     def pull_kernel_impl(
