@@ -79,8 +79,25 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> dict[int, Recorded]:
 
         monkeypatch.setattr(RemotingClient, name, recording)
 
+    def wrap_frame(name: str) -> None:
+        """A request the caller encoded itself (``*_frame``: the push consumer's pulls, the
+        producer's sync sends), recorded as the command its frame decodes to."""
+        original = getattr(RemotingClient, name)
+
+        def recording(self: RemotingClient, addr: str, frame: bytes, *args: object) -> object:
+            request = decode_frame(frame)
+            with lock:
+                seen.setdefault(id(self), []).append(
+                    (request.code, dict(request.ext_fields or {}), request.body)
+                )
+            return original(self, addr, frame, *args)
+
+        monkeypatch.setattr(RemotingClient, name, recording)
+
     for name in ("invoke_sync", "invoke_async", "invoke_async_callback", "invoke_oneway"):
         wrap(name)
+    for name in ("invoke_sync_frame", "invoke_async_callback_frame"):
+        wrap_frame(name)
     return seen
 
 

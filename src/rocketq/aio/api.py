@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from rocketq.aio.remoting import AsyncRemotingClient
 from rocketq.client.api_results import PullResult, SendResult
 from rocketq.client.impl.mq_client_api import MQClientAPI, check_response, send_request_command
+from rocketq.client.impl.pull_api_wrapper import pull_result_of
 from rocketq.errors import ClientError, ConnectError, RemotingError
 from rocketq.protocol.bodies import (
     GetConsumerListByGroupResponseBody,
@@ -181,7 +182,7 @@ class AsyncMQClientAPI:
         response = await self.remoting.invoke(
             addr, self.request(RequestCode.PULL_MESSAGE, header), timeout_ms
         )
-        return MQClientAPI.process_pull_response(response, addr)
+        return pull_result_of(response, addr)
 
     # ================================================================== offsets
     async def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue, timeout_ms: int) -> int:

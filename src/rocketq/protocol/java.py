@@ -24,7 +24,14 @@ except ImportError:  # pure Python without mypy's extensions installed: the same
 
 _K = TypeVar("_K", str, int)
 
-__all__ = ["ascii_hash", "concurrent_hashmap_order", "hashmap_capacity", "hashmap_order", "string_hash"]
+__all__ = [
+    "ascii_hash",
+    "concurrent_hashmap_order",
+    "hashmap_capacity",
+    "hashmap_order",
+    "plain_int",
+    "string_hash",
+]
 
 
 def _ascii_hash_native(data: bytes, h: int = 0) -> int:
@@ -129,3 +136,17 @@ def concurrent_hashmap_order(keys: Iterable[_K], initial_capacity: int = 16) -> 
         n <<= 1
     mask = n - 1
     return sorted(unique, key=lambda k: _spread(k) & 0x7FFFFFFF & mask)
+
+
+def plain_int(text: str | None, most: int) -> int | None:
+    """``int(text)`` when ``text`` is at most ``most`` ASCII digits after an optional ``-``,
+    else None: the numbers Java's ``Integer.parseInt`` (``most`` 9) or ``Long.parseLong``
+    (``most`` 18) read as ``int`` does, so a header field read straight from a map with it
+    equals the header codec's reading; anything else (a ``+``, a longer run, a non-ASCII
+    digit, nothing) is left to the codec, which decides and reports."""
+    if text is None:
+        return None
+    digits = text[1:] if text[:1] == "-" else text
+    if 0 < len(digits) <= most and digits.isascii() and digits.isdigit():
+        return int(text)
+    return None

@@ -751,13 +751,34 @@ class RemotingClient:
         ``InvokeCallback``."""
         self._invoke_async(addr, request, timeout_ms, AsyncCall(callback))
 
-    def _invoke_async(self, addr: str, request: RemotingCommand, timeout_ms: int, fut: AsyncWaiter) -> None:
+    def invoke_async_callback_frame(
+        self, addr: str, frame: bytes, opaque: int, timeout_ms: int, callback: AsyncCallback
+    ) -> None:
+        """:meth:`invoke_async_callback` of a request the caller encoded already (``frame``,
+        sent with ``opaque`` from :meth:`next_opaque`): the ``rpc_hook`` does not see it, so
+        callers use it only when :attr:`signs_requests` is False. Same contract otherwise."""
+        self._invoke_async(addr, None, timeout_ms, AsyncCall(callback), frame, opaque)
+
+    def _invoke_async(
+        self,
+        addr: str,
+        request: RemotingCommand | None,
+        timeout_ms: int,
+        fut: AsyncWaiter,
+        frame: bytes = b"",
+        opaque: int = 0,
+    ) -> None:
+        """Send ``request`` (or, when None, ``frame`` encoded with ``opaque``) and have
+        ``fut`` completed by its answer, a timeout or the loss of the connection."""
         self._check_open()
         reactor = self._reactor
         assert reactor is not None  # started
         conn = self._connection(addr)
         deadline = time.monotonic() + timeout_ms / 1000.0
-        opaque = self._send_request(conn, request, fut)
+        if request is not None:
+            opaque = self._send_request(conn, request, fut)
+        else:
+            self._send_frame(conn, frame, opaque, fut)
         reader = conn.reader
         if reader is not None and reader is not IO_READER:
             # A sync caller reads, or parked the role: it must be watched for this answer

@@ -65,6 +65,7 @@ from rocketq.protocol.headers import (
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
 )
+from rocketq.protocol.java import plain_int
 from rocketq.protocol.message import (
     MessageConst,
     decode_properties,
@@ -334,16 +335,6 @@ V2_WIRE = _wire_names(SendMessageRequestHeaderV2)
 _SMALL_INTS: dict[str, int] = {str(i): i for i in range(-1, 1000)}
 
 
-def _java_int(text: str, most: int) -> int | None:
-    """``int(text)`` when ``text`` is at most ``most`` ASCII digits after an optional ``-``
-    (so it fits the Java type and Java's parser and the codec read the same value), else
-    None (the codec decides)."""
-    digits = text[1:] if text[:1] == "-" else text
-    if 0 < len(digits) <= most and digits.isascii() and digits.isdigit():
-        return int(text)
-    return None
-
-
 def read_send_fields(ext: dict[str, str] | None, wire: tuple[str, ...]) -> SendFields | None:
     """The send header's values read straight from ``ext`` (``wire``: :data:`V1_WIRE` or
     :data:`V2_WIRE`), or None when the request is unusual (a required field missing, a number
@@ -371,20 +362,20 @@ def read_send_fields(ext: dict[str, str] | None, wire: tuple[str, ...]) -> SendF
         return None
     small = _SMALL_INTS
     queue_nums = small.get(nums_text)
-    if queue_nums is None and (queue_nums := _java_int(nums_text, 9)) is None:
+    if queue_nums is None and (queue_nums := plain_int(nums_text, 9)) is None:
         return None
     queue_id = small.get(qid_text)
-    if queue_id is None and (queue_id := _java_int(qid_text, 9)) is None:
+    if queue_id is None and (queue_id := plain_int(qid_text, 9)) is None:
         return None
     sys_flag = small.get(sys_text)
-    if sys_flag is None and (sys_flag := _java_int(sys_text, 9)) is None:
+    if sys_flag is None and (sys_flag := plain_int(sys_text, 9)) is None:
         return None
     flag = small.get(flag_text)
-    if flag is None and (flag := _java_int(flag_text, 9)) is None:
+    if flag is None and (flag := plain_int(flag_text, 9)) is None:
         return None
     if born_text.isdigit() and len(born_text) <= 18 and born_text.isascii():
         born = int(born_text)
-    elif (born_or_none := _java_int(born_text, 18)) is not None:
+    elif (born_or_none := plain_int(born_text, 18)) is not None:
         born = born_or_none
     else:
         return None
@@ -392,13 +383,13 @@ def read_send_fields(ext: dict[str, str] | None, wire: tuple[str, ...]) -> SendF
     reconsume: int | None = None
     if reconsume_text is not None:
         reconsume = small.get(reconsume_text)
-        if reconsume is None and (reconsume := _java_int(reconsume_text, 9)) is None:
+        if reconsume is None and (reconsume := plain_int(reconsume_text, 9)) is None:
             return None
     max_text = ext.get(wire[10])
     max_reconsume: int | None = None
     if max_text is not None:
         max_reconsume = small.get(max_text)
-        if max_reconsume is None and (max_reconsume := _java_int(max_text, 9)) is None:
+        if max_reconsume is None and (max_reconsume := plain_int(max_text, 9)) is None:
             return None
     batch_text = ext.get(wire[11])
     if batch_text is None or batch_text == "false":

@@ -684,22 +684,21 @@ class PushConsumer(ServiceLifecycle):
         )
         begin = time.monotonic()
         try:
-            addr, header = wrapper.build_request(
-                pr.message_queue,
+            mq = pr.message_queue
+            addr, flag = wrapper.pull_target(mq, sd.expression_type, sys_flag)
+            # the raw answer: decoded by whichever thread handles it, not on the I/O thread;
+            # a plain callback, no Future per pull (called once: answer, timeout or loss)
+            wrapper.send_pull(
+                addr,
+                mq,
                 sub_expression,
                 sd.expression_type,
                 reb.pull_sub_version(sd),
                 pr.next_offset,
                 cfg.pull_batch_size,
-                sys_flag,
+                flag,
                 max(commit_offset, 0),
                 BROKER_SUSPEND_MAX_TIME_MILLIS,
-            )
-            # the raw answer: decoded by whichever thread handles it, not on the I/O thread;
-            # a plain callback, no Future per pull (called once: answer, timeout or loss)
-            wrapper.api.pull_message_async_callback(
-                addr,
-                header,
                 CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND,
                 self._pull_callback(pr, sd, addr, begin, service),
             )

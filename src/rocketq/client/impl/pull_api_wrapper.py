@@ -22,18 +22,21 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
+from json.encoder import encode_basestring as _json_quote
 from typing import Protocol
 
-from rocketq.client.api_results import FindBrokerResult, PullResult, PullStatus
+from rocketq.client.api_results import FindBrokerResult, PullResult, PullStatus, pull_status_of
 from rocketq.client.impl.mq_client_api import MQClientAPI
 from rocketq.errors import ClientError
-from rocketq.protocol.codes import PullSysFlag, Version
-from rocketq.protocol.frame import RemotingCommand
+from rocketq.protocol.codes import PullSysFlag, RequestCode, SerializeType, Version
+from rocketq.protocol.frame import RemotingCommand, encode_json_request
 from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.protocol.heartbeat import ExpressionType, SubscriptionData
+from rocketq.protocol.java import plain_int
 from rocketq.protocol.message import MessageConst, MessageExt, decode_records
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import MASTER_ID
+from rocketq.remoting.connection import AsyncCallback
 
 __all__ = [
     "PullAPIHost",
@@ -42,6 +45,8 @@ __all__ = [
     "build_pull_sys_flag",
     "decode_pull_result",
     "filter_by_tags",
+    "pull_frame_of",
+    "pull_result_of",
 ]
 
 
@@ -128,6 +133,74 @@ def build_pull_header(
     )
 
 
+_PULL_MESSAGE = int(RequestCode.PULL_MESSAGE)
+_JSON = int(SerializeType.JSON)
+
+
+def pull_frame_of(
+    consumer_group: str,
+    mq: MessageQueue,
+    offset: int,
+    max_nums: int,
+    *,
+    sys_flag: int,
+    commit_offset: int,
+    suspend_timeout_millis: int,
+    subscription: str | None,
+    sub_version: int,
+    expression_type: str | None,
+    language: int,
+    opaque: int,
+) -> bytes:
+    """The whole JSON frame of the PULL_MESSAGE request whose header is
+    ``build_pull_header(consumer_group, mq, offset, max_nums, ...)`` (the same keyword
+    arguments), sent with ``opaque`` by a client of ``language``: the ``extFields`` map
+    written straight from the fields in the order the header codec writes it (Java
+    ``HashMap`` order: the same for every subset of these 12 keys, which all fit its first
+    table), one f-string, no header object, no dict, no command object (tested equal byte
+    for byte, with and without the optional ``subscription`` and ``expressionType``)."""
+    et = "" if expression_type is None else f'"expressionType":{_json_quote(expression_type)},'
+    sub = "" if subscription is None else f'"subscription":{_json_quote(subscription)},'
+    ext = (
+        f'{{"queueId":"{mq.queue_id}","maxMsgNums":"{max_nums}","sysFlag":"{sys_flag}",'
+        f'"suspendTimeoutMillis":"{suspend_timeout_millis}","commitOffset":"{commit_offset}",'
+        f'"bname":{_json_quote(mq.broker_name)},"topic":{_json_quote(mq.topic)},'
+        f'"queueOffset":"{offset}",{et}{sub}"subVersion":"{sub_version}",'
+        f'"consumerGroup":{_json_quote(consumer_group)}}}'
+    )
+    return encode_json_request(_PULL_MESSAGE, ext, language, opaque, b"")
+
+
+def pull_result_of(response: RemotingCommand, addr: str) -> PullResult:
+    """``MQClientAPI.process_pull_response(response, addr)`` for the usual answer (a pull
+    status and its four header fields plain decimal numbers), read straight from the map
+    without a header object; anything else goes to that method, which decodes with the
+    header codec and raises its errors (tested equal)."""
+    status = pull_status_of(response.code)
+    ext = response.ext_fields
+    if status is not None and ext is not None:
+        next_begin = plain_int(ext.get("nextBeginOffset"), 18)
+        min_offset = plain_int(ext.get("minOffset"), 18)
+        max_offset = plain_int(ext.get("maxOffset"), 18)
+        suggest = plain_int(ext.get("suggestWhichBrokerId"), 18)
+        if (
+            next_begin is not None
+            and min_offset is not None
+            and max_offset is not None
+            and suggest is not None
+        ):
+            return PullResult(
+                pull_status=status,
+                next_begin_offset=next_begin,
+                min_offset=min_offset,
+                max_offset=max_offset,
+                suggest_which_broker_id=suggest,
+                message_binary=response.body,
+                remark=response.remark,
+            )
+    return MQClientAPI.process_pull_response(response, addr)
+
+
 def filter_by_tags(msgs: list[MessageExt], subscription: SubscriptionData) -> list[MessageExt]:
     """The client-side tag re-check of ``PullAPIWrapper.processPullResult``.
 
@@ -192,6 +265,91 @@ class PullAPIWrapper:
             raise ClientError(f"The broker[{mq.broker_name}] not exist")
         return found
 
+    def pull_target(self, mq: MessageQueue, expression_type: str | None, sys_flag: int) -> tuple[str, int]:
+        """``pullKernelImpl``'s choice of broker: its address and the sys flag a pull to it
+        carries (COMMIT_OFFSET cleared for a slave); ClientError for an unknown broker, or a
+        non-TAG expression to a broker older than 4.1.0."""
+        found = self._find_broker(mq)
+        if not ExpressionType.is_tag_type(expression_type) and found.broker_version < Version.V4_1_0_SNAPSHOT:
+            raise ClientError(
+                f"The broker[{mq.broker_name}, {found.broker_version}] does not upgrade to support for filter "
+                "message by SQL92"
+            )
+        flag = sys_flag
+        if found.slave:
+            flag &= ~_COMMIT_OFFSET  # only masters store the piggy-backed offset
+        return found.broker_addr, flag
+
+    def send_pull(
+        self,
+        addr: str,
+        mq: MessageQueue,
+        sub_expression: str | None,
+        expression_type: str | None,
+        sub_version: int,
+        offset: int,
+        max_nums: int,
+        sys_flag: int,
+        commit_offset: int,
+        broker_suspend_max_time_ms: int,
+        timeout_ms: int,
+        callback: AsyncCallback,
+    ) -> None:
+        """The PULL_MESSAGE of :meth:`build_request` to ``addr`` with ``sys_flag`` (both from
+        :meth:`pull_target`), sent as ``MQClientAPI.pull_message_async_callback`` sends it
+        (``callback`` gets the raw answer on the I/O thread); a JSON client that does not
+        sign its requests writes the frame straight from the fields (:func:`pull_frame_of`)."""
+        api = self._instance.api
+        remoting = api.remoting
+        if api.serialize_type == _JSON and not remoting.signs_requests:
+            opaque = remoting.next_opaque()
+            frame = pull_frame_of(
+                self.consumer_group,
+                mq,
+                offset,
+                max_nums,
+                sys_flag=sys_flag,
+                commit_offset=commit_offset,
+                suspend_timeout_millis=broker_suspend_max_time_ms,
+                subscription=sub_expression,
+                sub_version=sub_version,
+                expression_type=expression_type,
+                language=api.language,
+                opaque=opaque,
+            )
+            remoting.invoke_async_callback_frame(addr, frame, opaque, timeout_ms, callback)
+            return
+        header = self._pull_header(
+            mq, sub_expression, expression_type, sub_version, offset, max_nums, sys_flag, commit_offset,
+            broker_suspend_max_time_ms,
+        )  # fmt: skip
+        api.pull_message_async_callback(addr, header, timeout_ms, callback)
+
+    def _pull_header(
+        self,
+        mq: MessageQueue,
+        sub_expression: str | None,
+        expression_type: str | None,
+        sub_version: int,
+        offset: int,
+        max_nums: int,
+        sys_flag: int,
+        commit_offset: int,
+        broker_suspend_max_time_ms: int,
+    ) -> PullMessageRequestHeader:
+        return build_pull_header(
+            self.consumer_group,
+            mq,
+            offset,
+            max_nums,
+            sys_flag=sys_flag,
+            commit_offset=commit_offset,
+            suspend_timeout_millis=broker_suspend_max_time_ms,
+            subscription=sub_expression,
+            sub_version=sub_version,
+            expression_type=expression_type,
+        )
+
     def build_request(
         self,
         mq: MessageQueue,
@@ -207,28 +365,12 @@ class PullAPIWrapper:
         """``pullKernelImpl`` up to the send: the broker to ask and the request header (the
         push consumer sends it with ``MQClientAPI.pull_message_async_callback`` and makes the
         result with :meth:`process_pull_answer` on its own thread)."""
-        found = self._find_broker(mq)
-        if not ExpressionType.is_tag_type(expression_type) and found.broker_version < Version.V4_1_0_SNAPSHOT:
-            raise ClientError(
-                f"The broker[{mq.broker_name}, {found.broker_version}] does not upgrade to support for filter "
-                "message by SQL92"
-            )
-        flag = sys_flag
-        if found.slave:
-            flag &= ~_COMMIT_OFFSET  # only masters store the piggy-backed offset
-        header = build_pull_header(
-            self.consumer_group,
-            mq,
-            offset,
-            max_nums,
-            sys_flag=int(flag),
-            commit_offset=commit_offset,
-            suspend_timeout_millis=broker_suspend_max_time_ms,
-            subscription=sub_expression,
-            sub_version=sub_version,
-            expression_type=expression_type,
-        )
-        return found.broker_addr, header
+        addr, flag = self.pull_target(mq, expression_type, sys_flag)
+        header = self._pull_header(
+            mq, sub_expression, expression_type, sub_version, offset, max_nums, flag, commit_offset,
+            broker_suspend_max_time_ms,
+        )  # fmt: skip
+        return addr, header
 
     def pull_kernel_impl(
         self,
@@ -348,4 +490,4 @@ class PullAPIWrapper:
         """``processPullResponse`` + ``processPullResult`` of the raw answer to a pull sent
         with ``MQClientAPI.pull_message_async_callback`` (BrokerError for a code that is no pull
         status)."""
-        return self.process_pull_result(mq, MQClientAPI.process_pull_response(response, addr), subscription)
+        return self.process_pull_result(mq, pull_result_of(response, addr), subscription)
