@@ -274,6 +274,47 @@ def test_sync_and_async_timeouts(client: RemotingClient) -> None:
     assert got[0].ext_fields == {"n": "3"}
 
 
+def test_a_framed_async_call_is_answered_or_fails_exactly_once(client: RemotingClient) -> None:
+    """invoke_async_callback_frame (the push consumer's pulls): the caller's frame goes out as
+    it is with its opaque; its callback gets the answer, a timeout or the lost connection, once."""
+    seen: list[RemotingCommand] = []
+
+    def script(sock: socket.socket, dec: FrameDecoder) -> None:
+        first, _late, _lost = read_frames(sock, dec, 3)
+        seen.append(first)
+        sock.sendall(first.make_response(0, body=b"answered").encode())
+        time.sleep(0.5)  # the second never answered (timeout); then the connection goes (lost)
+
+    calls: dict[int, list[tuple[RemotingCommand | None, BaseException | None]]] = {1: [], 2: [], 3: []}
+    done = threading.Event()
+
+    def callback_of(n: int) -> Callable[[RemotingCommand | None, BaseException | None], None]:
+        def callback(response: RemotingCommand | None, error: BaseException | None) -> None:
+            calls[n].append((response, error))
+            if all(calls.values()):
+                done.set()
+
+        return callback
+
+    peer = RawPeer(script)
+    frames = []
+    for n, timeout_ms in ((1, 5000), (2, 150), (3, 20000)):
+        request = _req(n)
+        request.opaque = client.next_opaque()
+        frames.append(request)
+        client.invoke_async_callback_frame(
+            peer.addr, request.encode(), request.opaque, timeout_ms, callback_of(n)
+        )
+    assert done.wait(10)
+    peer.join()
+    assert seen[0].opaque == frames[0].opaque and seen[0].ext_fields == {"n": "1"}
+    time.sleep(0.2)
+    (answered,), (timed_out,), (lost,) = calls[1], calls[2], calls[3]  # each exactly once
+    assert answered[0] is not None and answered[0].body == b"answered" and answered[1] is None
+    assert timed_out[0] is None and isinstance(timed_out[1], RequestTimeoutError)
+    assert lost[0] is None and isinstance(lost[1], ConnectError)
+
+
 def test_lost_connection_fails_pending_calls_at_once(client: RemotingClient) -> None:
     def script(sock: socket.socket, dec: FrameDecoder) -> None:
         read_frames(sock, dec, 2)

@@ -11,6 +11,11 @@ Invariants:
   :class:`~rocketq.client.impl.topic_route.RouteTable` (the route is fetched again once
   when the broker is unknown); COMMIT_OFFSET is never set on a pull that lands on a slave.
 * A non-TAG expression needs a broker of 4.1.0 or later (``Version.V4_1_0_SNAPSHOT``).
+* The push consumer's pull (:meth:`PullAPIWrapper.send_pull`) leaves as a frame written
+  straight from its fields (:func:`pull_frame_of`) when the client writes JSON headers and
+  does not sign its requests: byte for byte the header path's request, which a signing (ACL)
+  or binary-header client still takes. Its answer is read without a header object
+  (:func:`pull_result_of`), anything unusual by the header codec.
 * ``process_pull_result`` decodes FOUND records (bodies decompressed), re-filters them by tag
   on the client (the broker compares only hash codes), stamps MIN_OFFSET/MAX_OFFSET and the
   broker name, and drops the raw bytes. It touches no connection.
