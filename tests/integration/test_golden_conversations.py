@@ -33,7 +33,10 @@ from rocketq.remoting.client import RemotingClient
 from rocketq.testing.cluster import EmbeddedCluster
 from tests.conftest import load_golden_frames
 
-pytestmark = pytest.mark.integration
+# pure_python: the recorder monkeypatches RemotingClient's calls, which compiled callers (the push
+# consumer's pull frames) reach natively; the pure pass runs it (the frame's bytes equal the header
+# path's in both builds: tests/unit/client/test_pull_frame.py)
+pytestmark = [pytest.mark.integration, pytest.mark.pure_python]
 
 #: Java-only extras: the CLIENT_INNER_PRODUCER unregistration (rocketq starts no inner
 #: producer unless a send-back falls back to it).
