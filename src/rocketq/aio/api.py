@@ -2,9 +2,10 @@
 
 The asyncio counterpart of :class:`rocketq.client.impl.mq_client_api.MQClientAPI` (Java's ``MQClientAPIImpl``)
 over :class:`~rocketq.aio.remoting.AsyncRemotingClient`. Frames are built from the same
-declarative headers and bodies, and answers are read by the sync API's own response
-processors (``process_send_response``, ``process_pull_response``, ``check_response``), so both
-clients put identical bytes on the wire and map codes to results and errors identically.
+declarative headers and bodies, and answers are read by the sync client's own response
+processors (``process_send_response``, ``check_response``; pull answers by
+``pull_api_wrapper.pull_result_of``, which hands anything unusual to ``process_pull_response``),
+so both clients put identical bytes on the wire and map codes to results and errors identically.
 
 Invariants: as :mod:`rocketq.client.impl.mq_client_api` — a non-success code raises
 :class:`~rocketq.errors.BrokerError` except where Java maps codes to statuses; transport

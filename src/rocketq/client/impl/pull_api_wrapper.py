@@ -367,9 +367,9 @@ class PullAPIWrapper:
         commit_offset: int,
         broker_suspend_max_time_ms: int,
     ) -> tuple[str, PullMessageRequestHeader]:
-        """``pullKernelImpl`` up to the send: the broker to ask and the request header (the
-        push consumer sends it with ``MQClientAPI.pull_message_async_callback`` and makes the
-        result with :meth:`process_pull_answer` on its own thread)."""
+        """``pullKernelImpl`` up to the send: the broker to ask and the request header, for the
+        pulls that go through ``MQClientAPI`` (:meth:`pull_kernel_impl` and its async twin;
+        the push consumer sends its pulls with :meth:`send_pull`)."""
         addr, flag = self.pull_target(mq, expression_type, sys_flag)
         header = self._pull_header(
             mq, sub_expression, expression_type, sub_version, offset, max_nums, flag, commit_offset,
@@ -493,6 +493,5 @@ class PullAPIWrapper:
         self, mq: MessageQueue, addr: str, response: RemotingCommand, subscription: SubscriptionData
     ) -> PullResult:
         """``processPullResponse`` + ``processPullResult`` of the raw answer to a pull sent
-        with ``MQClientAPI.pull_message_async_callback`` (BrokerError for a code that is no pull
-        status)."""
+        with :meth:`send_pull` (BrokerError for a code that is no pull status)."""
         return self.process_pull_result(mq, pull_result_of(response, addr), subscription)
