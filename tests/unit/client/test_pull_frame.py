@@ -228,3 +228,69 @@ def test_any_answer_reads_as_the_codec_reads_it(values: list[str], code: int) ->
             pull_result_of(response, "a:1")
         return
     assert dataclasses.asdict(pull_result_of(response, "a:1")) == want
+
+
+def test_the_usual_answer_is_read_without_the_codec(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The direct read is taken (the equality tests above would also pass if it never were)."""
+
+    def refuse(response: RemotingCommand, addr: str) -> object:
+        raise AssertionError("the header codec was used for a usual answer")
+
+    monkeypatch.setattr(MQClientAPI, "process_pull_response", staticmethod(refuse))
+    got = pull_result_of(_answer(ResponseCode.SUCCESS, _fields("32", "0", "40", "1"), b"r"), "a:1")
+    assert (got.next_begin_offset, got.min_offset, got.max_offset, got.suggest_which_broker_id) == (
+        32,
+        0,
+        40,
+        1,
+    )
+    with pytest.raises(AssertionError, match="header codec"):
+        pull_result_of(_answer(ResponseCode.SUCCESS, _fields("+5")), "a:1")
+
+
+class _Remoting:
+    """Stands in for the RemotingClient under PullAPIWrapper.send_pull: records which call sent
+    what (a duck-typed fake: the pure pass runs this test)."""
+
+    def __init__(self, signs: bool) -> None:
+        self.signs_requests = signs
+        self.calls: list[tuple[str, bytes]] = []
+
+    def next_opaque(self) -> int:
+        return 41
+
+    def invoke_async_callback_frame(
+        self, addr: str, frame: bytes, opaque: int, timeout_ms: int, callback: object
+    ) -> None:
+        self.calls.append(("frame", frame))
+
+    def invoke_async_callback(
+        self, addr: str, request: RemotingCommand, timeout_ms: int, callback: object
+    ) -> None:
+        request.opaque = 41
+        self.calls.append(("command", request.encode()))
+
+
+@pytest.mark.pure_python
+@pytest.mark.parametrize(("signs", "serialize_type", "path"), [
+    (False, SerializeType.JSON, "frame"),
+    (True, SerializeType.JSON, "command"),  # an rpc hook must see the request
+    (False, SerializeType.ROCKETMQ, "command"),
+])  # fmt: skip
+def test_send_pull_takes_the_frame_only_for_an_unsigned_json_client(
+    signs: bool, serialize_type: int, path: str
+) -> None:
+    from rocketq.client.impl.pull_api_wrapper import PullAPIWrapper
+
+    remoting = _Remoting(signs)
+    api = MQClientAPI(remoting, language=LanguageCode.PYTHON, serialize_type=serialize_type)  # type: ignore[arg-type]
+    host = type("Host", (), {"api": api})()
+    wrapper = PullAPIWrapper(host, "GroupA")  # type: ignore[arg-type]
+    mq = MessageQueue("TopicTest", "broker-a", 2)
+    wrapper.send_pull("a:1", mq, None, "TAG", 17, 100, 32, 3, 5, 15_000, 30_000, lambda r, e: None)
+    ((how, sent),) = remoting.calls
+    assert how == path
+    if serialize_type == SerializeType.JSON:  # either way the same bytes
+        request = api.build_pull_request(_header("GroupA", mq, 100, 32, 3, 5, 15_000, None, 17, "TAG"))
+        request.opaque = 41
+        assert sent == request.encode()
