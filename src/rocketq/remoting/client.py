@@ -395,15 +395,23 @@ class _Reactor:
 
     # ------------------------------------------------------------------ the thread
     def _main(self) -> None:
-        me = self.ident = threading.get_ident()
+        me = threading.get_ident()
+        self.ident = me
         try:
             self._loop(me)
         except BaseException:
             log.exception("remoting I/O thread crashed")
             raise
         finally:
-            if self.ident == me:  # not handed off: the reactor stops
+            if self._runs_on(me):  # not handed off: the reactor stops
                 self._shutdown()
+
+    def _runs_on(self, me: int) -> bool:
+        """Whether the loop still runs on thread ``me``. A method of its own: in :meth:`_main`,
+        after ``self.ident = me``, mypy narrows ``self.ident`` to ``int`` for the rest of the
+        function, and the compiled build then reads it as one, raising TypeError when a
+        hand-off has just set it to None (seen in a handed-off thread's ``finally``)."""
+        return self.ident == me
 
     def _loop(self, me: int) -> None:
         wait = self.poller.wait
