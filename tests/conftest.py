@@ -34,11 +34,15 @@ _REPO = Path(__file__).resolve().parent.parent
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under the compiled build, skip the tests marked ``pure_python``: they hand a compiled
+    """The tests marked ``own_io_thread`` run first, whatever was selected: they need a process
+    whose remoting I/O thread no other client keeps alive, and the session's embedded cluster
+    (``embedded_cluster``) keeps its admin client, and with it that thread, until the session
+    ends. Under the compiled build, skip the tests marked ``pure_python``: they hand a compiled
     function a duck-typed fake or monkeypatch a method of a compiled class, which mypyc's native
     classes refuse. They run in ``make test``'s pure pass (``ROCKETQ_PURE_PYTHON=1``)."""
     from rocketq import _build
 
+    items.sort(key=lambda item: item.get_closest_marker("own_io_thread") is None)  # stable
     if not _build.state().compiled:
         return
     skip = pytest.mark.skip(

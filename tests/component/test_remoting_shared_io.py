@@ -18,7 +18,9 @@ from rocketq.remoting.server import ServerThread
 from rocketq.testing.waits import wait_until
 from tests.component.test_remoting_client import RawPeer, _req, _start_server, read_frames, wait_eof
 
-pytestmark = pytest.mark.timeout(60)
+# own_io_thread: run before any test that starts the session's cluster (its admin client
+# keeps the I/O thread alive), so these can watch the thread start and end
+pytestmark = [pytest.mark.timeout(60), pytest.mark.own_io_thread]
 
 
 def _io_threads() -> list[threading.Thread]:
