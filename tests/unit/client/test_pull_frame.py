@@ -20,7 +20,6 @@ from rocketq.client.impl.pull_api_wrapper import build_pull_header, pull_frame_o
 from rocketq.errors import BrokerError, MalformedFrameError
 from rocketq.protocol.codes import LanguageCode, ResponseCode, SerializeType
 from rocketq.protocol.frame import RemotingCommand
-from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.remoting.client import RemotingClient
 
@@ -44,17 +43,17 @@ def _same_frame(
     try:
         api = MQClientAPI(remoting, language=language, serialize_type=SerializeType.JSON)
         request = api.build_pull_request(
-            _header(
+            build_pull_header(
                 group,
                 mq,
                 offset,
                 max_nums,
-                sys_flag,
-                commit_offset,
-                suspend,
-                subscription,
-                sub_version,
-                expression_type,
+                sys_flag=sys_flag,
+                commit_offset=commit_offset,
+                suspend_timeout_millis=suspend,
+                subscription=subscription,
+                sub_version=sub_version,
+                expression_type=expression_type,
             )
         )
     finally:
@@ -75,32 +74,6 @@ def _same_frame(
         opaque=opaque,
     )
     assert frame == request.encode()
-
-
-def _header(
-    group: str,
-    mq: MessageQueue,
-    offset: int,
-    max_nums: int,
-    sys_flag: int,
-    commit_offset: int,
-    suspend: int,
-    subscription: str | None,
-    sub_version: int,
-    expression_type: str | None,
-) -> PullMessageRequestHeader:
-    return build_pull_header(
-        group,
-        mq,
-        offset,
-        max_nums,
-        sys_flag=sys_flag,
-        commit_offset=commit_offset,
-        suspend_timeout_millis=suspend,
-        subscription=subscription,
-        sub_version=sub_version,
-        expression_type=expression_type,
-    )
 
 
 @pytest.mark.parametrize("subscription", [None, "*", "TagA || TagB", "a > 5 AND b = 'x'"])
@@ -285,12 +258,16 @@ def test_send_pull_takes_the_frame_only_for_an_unsigned_json_client(
     remoting = _Remoting(signs)
     api = MQClientAPI(remoting, language=LanguageCode.PYTHON, serialize_type=serialize_type)  # type: ignore[arg-type]
     host = type("Host", (), {"api": api})()
-    wrapper = PullAPIWrapper(host, "GroupA")  # type: ignore[arg-type]
+    wrapper = PullAPIWrapper(host, "GroupA")
     mq = MessageQueue("TopicTest", "broker-a", 2)
     wrapper.send_pull("a:1", mq, None, "TAG", 17, 100, 32, 3, 5, 15_000, 30_000, lambda r, e: None)
     ((how, sent),) = remoting.calls
     assert how == path
     if serialize_type == SerializeType.JSON:  # either way the same bytes
-        request = api.build_pull_request(_header("GroupA", mq, 100, 32, 3, 5, 15_000, None, 17, "TAG"))
+        header = build_pull_header(
+            "GroupA", mq, 100, 32, sys_flag=3, commit_offset=5, suspend_timeout_millis=15_000,
+            subscription=None, sub_version=17, expression_type="TAG",
+        )  # fmt: skip
+        request = api.build_pull_request(header)
         request.opaque = 41
         assert sent == request.encode()
