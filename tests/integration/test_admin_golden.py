@@ -25,7 +25,7 @@ from rocketq.protocol.message import Message, MessageExt, decode_records
 from rocketq.protocol.message_id import decode_offset_msg_id
 from rocketq.remoting.client import RemotingClient
 from rocketq.testing.cluster import EmbeddedCluster
-from rocketq.testing.waits import wait_until
+from rocketq.testing.waits import committed_lag, wait_until
 from tests.conftest import GoldenFrame, load_golden_frames
 
 pytestmark = pytest.mark.integration
@@ -172,7 +172,7 @@ def scenario(
         try:
             wait_until(
                 lambda: (
-                    _lag(admin, sc.push_group) == 0
+                    committed_lag(admin, sc.push_group) == 0
                     and embedded_cluster.route("%RETRY%" + sc.push_group) is not None
                 ),
                 what="the push group to drain",
@@ -193,13 +193,6 @@ def scenario(
             yield sc, live.client_id
         finally:
             live.shutdown()
-
-
-def _lag(admin: Admin, group: str) -> int:
-    try:
-        return admin.consumer_progress(group, with_clients=False).total_lag
-    except Exception:
-        return -1
 
 
 def _golden_pairs() -> list[tuple[GoldenFrame, GoldenFrame]]:

@@ -3,6 +3,8 @@
 * :func:`wait_until` (and :func:`async_wait_until` for asyncio tests) polls a condition until
   it holds, else fails the test with
   :class:`AssertionError` naming what was awaited.
+* :func:`committed_lag` is a group's total lag at the broker, or None while the broker holds
+  no committed offset of the group yet (a consumer commits on its next persist or pull).
 * :func:`wait_for_dlq` reads queue 0 of ``%DLQ%<group>`` (``MixAll.getDLQTopic``; a DLQ
   topic has one queue, ``SendMessageProcessor``) with a :class:`PullConsumer` until
   it holds messages.
@@ -17,13 +19,15 @@ import asyncio
 import time
 from collections.abc import Callable
 
+from rocketq.admin.admin import Admin
 from rocketq.client.consumer.pull import PullConsumer
+from rocketq.errors import ClientError
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import dlq_topic
 from rocketq.testing.cluster import EmbeddedCluster
 
-__all__ = ["async_wait_until", "wait_for_dlq", "wait_until"]
+__all__ = ["async_wait_until", "committed_lag", "wait_for_dlq", "wait_until"]
 
 
 def wait_until(
@@ -46,6 +50,20 @@ async def async_wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(interval_s)
+
+
+def committed_lag(admin: Admin, group: str) -> int | None:
+    """The group's total lag over its brokers (``consumerProgress``), or None before any offset.
+
+    Until a consumer's first commit reaches a broker, the broker has no offset of the group and
+    ``consumerProgress`` refuses with "consume stats" (:class:`ClientError`); that is "not yet".
+    """
+    try:
+        return admin.consumer_progress(group, with_clients=False).total_lag
+    except ClientError as err:
+        if "consume stats" not in str(err):
+            raise
+        return None
 
 
 def wait_for_dlq(
