@@ -21,7 +21,6 @@ from collections.abc import Callable
 
 from rocketq.admin.admin import Admin
 from rocketq.client.consumer.pull import PullConsumer
-from rocketq.errors import ClientError
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.message_queue import MessageQueue
 from rocketq.protocol.mixall import dlq_topic
@@ -53,17 +52,11 @@ async def async_wait_until(
 
 
 def committed_lag(admin: Admin, group: str) -> int | None:
-    """The group's total lag over its brokers (``consumerProgress``), or None before any offset.
-
-    Until a consumer's first commit reaches a broker, the broker has no offset of the group and
-    ``consumerProgress`` refuses with "consume stats" (:class:`ClientError`); that is "not yet".
-    """
-    try:
-        return admin.consumer_progress(group, with_clients=False).total_lag
-    except ClientError as err:
-        if "consume stats" not in str(err):
-            raise
-        return None
+    """The group's total lag over its brokers (``ConsumeStats.computeTotalDiff``), or None
+    while no broker holds an offset of the group (before a consumer's first commit, when
+    ``consumerProgress`` refuses)."""
+    stats = admin.consume_stats(group)
+    return stats.compute_total_diff() if stats.offset_table else None
 
 
 def wait_for_dlq(
